@@ -1,0 +1,39 @@
+package redisio
+
+import "time"
+
+// Job is one message on a kind's input list: a request to refresh one model.
+//
+//	{"kind":"big_tables","uid":"42","attempt_uid":"d4n0q4a5n1p0bb6b6h20","attempt_no":1,
+//	 "timeout_at":"2026-11-21T14:00:00Z","payload":{"input_url":"https://example.com/a.csv"}}
+type Job struct {
+	Kind       string         `json:"kind"`
+	UID        string         `json:"uid"`
+	AttemptUID string         `json:"attempt_uid"`
+	AttemptNo  int            `json:"attempt_no"`
+	TimeoutAt  time.Time      `json:"timeout_at"`
+	Payload    map[string]any `json:"payload"`
+}
+
+// Result types a worker may send.
+const (
+	ResultSuccess = "success"
+	ResultFailure = "failure"
+	ResultStatus  = "status"
+)
+
+// Result is one message on a kind's output list: what a worker reports about
+// one attempt.
+//
+//	{"uid":"42","attempt_uid":"d4n0q4a5n1p0bb6b6h20","type":"failure","reason":"HTTP 503",
+//	 "user_friendly_reason":"","permanent":false,"retry_after_seconds":120,"status":""}
+type Result struct {
+	UID                string `json:"uid"`
+	AttemptUID         string `json:"attempt_uid"`
+	Type               string `json:"type"`
+	Reason             string `json:"reason,omitempty"`
+	UserFriendlyReason string `json:"user_friendly_reason,omitempty"`
+	Permanent          bool   `json:"permanent,omitempty"`
+	RetryAfterSeconds  int    `json:"retry_after_seconds,omitempty"`
+	Status             string `json:"status,omitempty"`
+}
