@@ -1,0 +1,20 @@
+-- The refresh columns of SPEC section 2, added to one kind's table.
+--
+-- {{table}} is replaced by the kind's quoted table name. The runner
+-- (models.Migrate) adds only the columns that do not exist yet, in one
+-- ALTER TABLE statement, so this migration also succeeds on a table whose
+-- application already created some or all of them (models.Refresh).
+-- All DATETIME columns hold UTC.
+ALTER TABLE {{table}}
+  ADD COLUMN `refresh_at` DATETIME(6) NULL,
+  ADD COLUMN `refresh_attempt_uid` CHAR(20) NULL,
+  ADD COLUMN `refresh_attempt_at` DATETIME(6) NULL,
+  ADD COLUMN `refresh_attempt_no` INT NOT NULL DEFAULT 0,
+  ADD COLUMN `refresh_timeout_at` DATETIME(6) NULL,
+  ADD COLUMN `refresh_disabled_until_update` DATETIME(6) NULL,
+  ADD COLUMN `refresh_disabled_user_friendly_reason` VARCHAR(1024) NULL,
+  ADD COLUMN `refresh_rrule` TEXT NULL,
+  ADD COLUMN `refresh_failing_since` DATETIME(6) NULL,
+  ADD COLUMN `refresh_last_success_at` DATETIME(6) NULL,
+  ADD COLUMN `refresh_last_error` VARCHAR(1024) NULL,
+  ADD COLUMN `refresh_status` VARCHAR(255) NULL;
