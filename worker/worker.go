@@ -1,0 +1,325 @@
+// Package worker is the reference worker of refresher: the worked example to
+// copy when writing a worker in another language. It uses nothing but the
+// documented protocol (SPEC section 5):
+//
+//  1. pop a JSON job from the kind's input list (default "<kind>-input"):
+//     BLPOP with a 1 s timeout, then LPOP with a count for the rest of the
+//     free slots, so a busy worker takes jobs in batches;
+//  2. drop a job whose timeout_at has passed: the service has already
+//     counted that attempt as timed out, so its result would be stale;
+//  3. do the job: an HTTP GET of payload.input_url with a time limit
+//     (Fetch), turned into a result by the pure function Classify;
+//  4. push the JSON result onto the kind's output list (default
+//     "<kind>-output") with RPUSH.
+//
+// A job that cannot be decoded is logged and skipped. A job is in the hands
+// of the worker from its pop to the push of its result: a worker killed in
+// between loses it, and the service notices at the job's timeout_at and
+// retries. That is why a worker stops gracefully: when its context is
+// cancelled (SIGTERM), Run stops popping, finishes the jobs in hand, pushes
+// their results and returns.
+package worker
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/refresher/refresher/redisio"
+)
+
+// Defaults of Config.
+const (
+	ConcurrencyDefault = 4
+	HTTPTimeoutDefault = 30 * time.Second
+)
+
+// pollTimeout is the BLPOP timeout. go-redis does not interrupt a blocking
+// call when its context is cancelled, so the loop waits at most this long
+// before it sees a cancellation. Redis counts BLPOP timeouts in whole seconds
+// through go-redis, so 1 s is the shortest.
+const pollTimeout = time.Second
+
+// pushAttempts is how often a result push is tried, one second apart, while
+// the job's timeout_at has not passed.
+const pushAttempts = 5
+
+// Config configures a Worker.
+type Config struct {
+	// Kind is the kind whose jobs this worker does, e.g. "big_tables".
+	// Required.
+	Kind string
+	// Redis is the client of the service's Redis. Required by Run; leave its
+	// ContextTimeoutEnabled off (the default), the worker relies on blocking
+	// calls returning on their own timeout.
+	Redis *redis.Client
+	// Input is the list jobs are popped from. Default "<Kind>-input".
+	Input string
+	// Output is the list results are pushed to. Default "<Kind>-output".
+	Output string
+	// Concurrency is the number of jobs done at once. Default 4.
+	Concurrency int
+	// HTTPTimeout limits one GET, body included. Default 30s.
+	HTTPTimeout time.Duration
+	// HTTPClient does the GETs; its own Timeout should be zero (HTTPTimeout
+	// applies). Default: a client with http.DefaultTransport.
+	HTTPClient *http.Client
+	// Now is the clock that decides whether a job expired and reads
+	// Retry-After dates. Default time.Now.
+	Now func() time.Time
+	// Logger receives one line per job and every error. Default
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// WithDefaults returns a copy of c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	c.Input = cmp.Or(c.Input, c.Kind+"-input")
+	c.Output = cmp.Or(c.Output, c.Kind+"-output")
+	c.Concurrency = cmp.Or(c.Concurrency, ConcurrencyDefault)
+	c.HTTPTimeout = cmp.Or(c.HTTPTimeout, HTTPTimeoutDefault)
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{}
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Kind == "":
+		return errors.New("worker: Kind is required")
+	case c.Concurrency < 1:
+		return fmt.Errorf("worker: Concurrency must be at least 1, not %d", c.Concurrency)
+	case c.HTTPTimeout < 0:
+		return fmt.Errorf("worker: HTTPTimeout must be positive, not %s", c.HTTPTimeout)
+	}
+	return nil
+}
+
+// Stats counts what a Worker did since it was made.
+type Stats struct {
+	Done      int64 // results pushed
+	Expired   int64 // jobs dropped because their timeout_at had passed
+	Malformed int64 // messages skipped because they were not a job
+	Lost      int64 // results that could not be pushed
+}
+
+// Worker does the jobs of one kind. Make one with New.
+type Worker struct {
+	cfg                            Config
+	done, expired, malformed, lost atomic.Int64
+}
+
+// New checks cfg, fills in its defaults and returns a worker.
+func New(cfg Config) (*Worker, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Worker{cfg: cfg}, nil
+}
+
+// Stats returns the worker's counters.
+func (w *Worker) Stats() Stats {
+	return Stats{Done: w.done.Load(), Expired: w.expired.Load(), Malformed: w.malformed.Load(), Lost: w.lost.Load()}
+}
+
+// Run pops and does jobs until ctx is cancelled, then finishes the jobs in
+// hand, pushes their results and returns nil. Redis errors are logged and
+// retried with a backoff of 1 s doubling up to 30 s; they do not end Run.
+func (w *Worker) Run(ctx context.Context) error {
+	if w.cfg.Redis == nil {
+		return errors.New("worker: Redis is required to run (pass a *redis.Client in Config.Redis)")
+	}
+	log := w.cfg.Logger.With("kind", w.cfg.Kind)
+	log.Info("worker started", "input", w.cfg.Input, "output", w.cfg.Output, "concurrency", w.cfg.Concurrency)
+
+	// slots holds one token per job in hand; its capacity is the concurrency.
+	slots := make(chan struct{}, w.cfg.Concurrency)
+	var inHand sync.WaitGroup
+	backoff := time.Duration(0)
+	for {
+		// Wait for a free slot, then take every other free slot too.
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		free := 1
+		for free < w.cfg.Concurrency && tryAcquire(slots) {
+			free++
+		}
+		// Popped jobs are in hand whatever happens to ctx, so the pop itself
+		// must not be cut short by a cancellation.
+		msgs, err := w.pop(context.WithoutCancel(ctx), free)
+		for range free - len(msgs) {
+			<-slots
+		}
+		for _, msg := range msgs {
+			inHand.Go(func() {
+				defer func() { <-slots }()
+				w.handle(context.WithoutCancel(ctx), log, msg)
+			})
+		}
+		if err != nil {
+			backoff = min(max(2*backoff, time.Second), 30*time.Second)
+			log.Error("pop jobs", "list", w.cfg.Input, "err", err, "retry_in", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+			}
+			continue
+		}
+		backoff = 0
+	}
+	log.Info("worker stopping: finishing jobs in hand")
+	inHand.Wait()
+	log.Info("worker stopped", "done", w.done.Load(), "expired", w.expired.Load(), "malformed", w.malformed.Load(), "lost", w.lost.Load())
+	return nil
+}
+
+func tryAcquire(slots chan struct{}) bool {
+	select {
+	case slots <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// pop takes up to n messages from the input list: it waits up to
+// pollTimeout for the first one, and takes the others only if they are
+// already there.
+func (w *Worker) pop(ctx context.Context, n int) ([]string, error) {
+	kv, err := w.cfg.Redis.BLPop(ctx, pollTimeout, w.cfg.Input).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("BLPOP %s: %w", w.cfg.Input, err)
+	}
+	msgs := kv[1:] // BLPOP answers [list, element]
+	if n > 1 {
+		more, err := w.cfg.Redis.LPopCount(ctx, w.cfg.Input, n-1).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return msgs, fmt.Errorf("LPOP %s: %w", w.cfg.Input, err)
+		}
+		msgs = append(msgs, more...)
+	}
+	return msgs, nil
+}
+
+// handle does one message from the input list, start to finish.
+func (w *Worker) handle(ctx context.Context, log *slog.Logger, msg string) {
+	var job redisio.Job
+	if err := json.Unmarshal([]byte(msg), &job); err != nil {
+		w.malformed.Add(1)
+		log.Error("skip message that is not a job", "err", err, "message", truncate(msg, 200))
+		return
+	}
+	log = log.With("uid", job.UID, "attempt_uid", job.AttemptUID)
+	start := w.cfg.Now()
+	res, ok := w.Process(ctx, job)
+	if !ok {
+		w.expired.Add(1)
+		log.Warn("drop expired job", "timeout_at", job.TimeoutAt)
+		return
+	}
+	log = log.With("type", res.Type, "reason", res.Reason, "status", res.Status, "took", w.cfg.Now().Sub(start))
+	if err := w.push(ctx, job, res); err != nil {
+		w.lost.Add(1)
+		log.Error("lose result: cannot push it", "err", err)
+		return
+	}
+	w.done.Add(1)
+	log.Info("job done")
+}
+
+// Process does one job without touching Redis: it returns the result to
+// push, or ok == false when the job's timeout_at has passed and it must be
+// dropped. A job without timeout_at never expires. A payload without a
+// string input_url is a malformed URL: a permanent failure.
+func (w *Worker) Process(ctx context.Context, job redisio.Job) (res redisio.Result, ok bool) {
+	if !job.TimeoutAt.IsZero() && !w.cfg.Now().Before(job.TimeoutAt) {
+		return redisio.Result{}, false
+	}
+	rawURL, _ := job.Payload["input_url"].(string)
+	res = Classify(w.Fetch(ctx, rawURL), w.cfg.Now())
+	res.UID, res.AttemptUID = job.UID, job.AttemptUID
+	return res, true
+}
+
+// Fetch GETs rawURL within the HTTP timeout and reads the whole body. It
+// does not send a request to a URL that ValidateURL rejects.
+func (w *Worker) Fetch(ctx context.Context, rawURL string) Outcome {
+	o := Outcome{URL: rawURL, Timeout: w.cfg.HTTPTimeout}
+	if ValidateURL(rawURL) != nil {
+		return o // Classify reports the malformed URL
+	}
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.HTTPTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		o.Err = err
+		return o
+	}
+	req.Header.Set("User-Agent", "refresher-worker/1")
+	resp, err := w.cfg.HTTPClient.Do(req)
+	if err != nil {
+		o.Err = err
+		return o
+	}
+	defer resp.Body.Close()
+	o.StatusCode, o.Status, o.RetryAfter = resp.StatusCode, resp.Status, resp.Header.Get("Retry-After")
+	o.Bytes, err = io.Copy(io.Discard, resp.Body)
+	if err != nil {
+		o.Err = fmt.Errorf("read body: %w", err)
+	}
+	return o
+}
+
+// push RPUSHes the result, retrying a failed push up to pushAttempts times
+// while the job has not expired.
+func (w *Worker) push(ctx context.Context, job redisio.Job, res redisio.Result) error {
+	data, err := json.Marshal(res)
+	if err != nil {
+		return fmt.Errorf("encode result: %w", err)
+	}
+	for attempt := 1; ; attempt++ {
+		err = w.cfg.Redis.RPush(ctx, w.cfg.Output, data).Err()
+		expired := !job.TimeoutAt.IsZero() && !w.cfg.Now().Before(job.TimeoutAt)
+		if err == nil || attempt == pushAttempts || expired {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	if err != nil {
+		return fmt.Errorf("RPUSH %s: %w", w.cfg.Output, err)
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
