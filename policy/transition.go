@@ -1,0 +1,318 @@
+package policy
+
+import (
+	"cmp"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Defaults of Policy.
+const (
+	DefaultKind           = "model"
+	DefaultTimeout        = time.Hour
+	DefaultDisabledReason = "Cannot refresh {kind} after {attempts} attempt(s)"
+)
+
+// Column sizes (in characters, as MySQL counts VARCHAR) of the strings the
+// transitions store; longer texts are truncated by Truncate.
+const (
+	MaxLastErrorLen      = 1024 // refresh_last_error
+	MaxDisabledReasonLen = 1024 // refresh_disabled_user_friendly_reason
+	MaxStatusLen         = 255  // refresh_status
+)
+
+// Policy is what the transitions need to know about one kind. Zero fields take
+// their defaults (see WithDefaults), so Policy{} is usable.
+type Policy struct {
+	// Kind names the kind in the disabled reason. Default: "model".
+	Kind string
+	// Timeout is how long one attempt may run before it is declared failed
+	// with "timed out after <Timeout>". Default: 1h.
+	Timeout time.Duration
+	// Retry decides the delay after each consecutive failure and when to
+	// give up. Default: DefaultRetry (delays:0s,1m,5m,15m,30m,1h).
+	Retry *Retry
+	// DisabledReason is the reason stored when the retry policy gives up;
+	// {kind} and {attempts} are replaced by Kind and the attempt number.
+	// Default: "Cannot refresh {kind} after {attempts} attempt(s)".
+	DisabledReason string
+}
+
+// WithDefaults returns p with every zero field set to its default.
+func (p Policy) WithDefaults() Policy {
+	p.Kind = cmp.Or(p.Kind, DefaultKind)
+	p.Timeout = cmp.Or(p.Timeout, DefaultTimeout)
+	if p.Retry == nil {
+		p.Retry = DefaultRetry
+	}
+	p.DisabledReason = cmp.Or(p.DisabledReason, DefaultDisabledReason)
+	return p
+}
+
+var placeholderRE = regexp.MustCompile(`\{[^{}]*\}`)
+
+// Validate reports the first invalid field of p (after WithDefaults).
+func (p Policy) Validate() error {
+	p = p.WithDefaults()
+	if p.Timeout < 0 {
+		return fmt.Errorf("Timeout cannot be negative (got %s)", p.Timeout)
+	}
+	for _, ph := range placeholderRE.FindAllString(p.DisabledReason, -1) {
+		if ph != "{kind}" && ph != "{attempts}" {
+			return fmt.Errorf("DisabledReason %q: unknown placeholder %s (use {kind} and {attempts})", p.DisabledReason, ph)
+		}
+	}
+	if n := utf8.RuneCountInString(p.DisabledReason); n > MaxDisabledReasonLen {
+		return fmt.Errorf("DisabledReason is %d characters long, longer than the column's %d", n, MaxDisabledReasonLen)
+	}
+	return nil
+}
+
+// Failure is a failed attempt as a worker reports it.
+type Failure struct {
+	// Reason is the technical reason, stored in refresh_last_error.
+	Reason string
+	// UserFriendlyReason is shown in the application's UI when Permanent.
+	UserFriendlyReason string
+	// Permanent: the input itself is bad; retrying cannot help.
+	Permanent bool
+	// RetryAfter is the worker's Retry-After: nothing is scheduled earlier
+	// than now + RetryAfter. Negative counts as 0.
+	RetryAfter time.Duration
+}
+
+// Branch is the branch a failure decision took (SPEC section 3, failure).
+type Branch string
+
+// The failure branches.
+const (
+	// BranchRetry: refresh_at is the retry time now + delay.
+	BranchRetry Branch = "retry"
+	// BranchPlanned: the retry could still run at the next planned
+	// occurrence (or would start after it), so that occurrence serves as the
+	// retry.
+	BranchPlanned Branch = "planned"
+	// BranchDisabled: the model is disabled, see Decision.Permanent and
+	// Decision.GaveUp.
+	BranchDisabled Branch = "disabled"
+)
+
+// Decision explains a failure transition so that the shell can count and log
+// it. Times are zero where they do not apply.
+type Decision struct {
+	Branch Branch
+	// Permanent: disabled because the worker reported a permanent failure.
+	Permanent bool
+	// GaveUp: disabled because the retry policy gave up (attempts or age).
+	GaveUp bool
+	// Backoff is the retry policy's range for this failure (before
+	// RetryAfter); zero when disabled.
+	Backoff Backoff
+	// Delay is max(Backoff.Pick(u), RetryAfter).
+	Delay time.Duration
+	// RetryAt is now + Delay.
+	RetryAt time.Time
+	// PlannedAt is the first occurrence strictly after now and not before
+	// now + RetryAfter; zero when the rule has none left.
+	PlannedAt time.Time
+	// RefreshAt is the new refresh_at: RetryAt, PlannedAt, or zero when
+	// disabled.
+	RefreshAt time.Time
+	// Reason is one line for logs and explain: when disabled, the reason
+	// stored in the state; otherwise why RefreshAt was chosen.
+	Reason string
+}
+
+// Start begins an attempt with the given uid (an xid made by the shell):
+// attempt_no+1, attempt_at = now, timeout_at = refresh_at = now + Timeout, and
+// the status is cleared. So a running attempt is noticed at timeout_at if
+// its worker never answers.
+func (p Policy) Start(s State, now time.Time, uid string) State {
+	p = p.WithDefaults()
+	s.AttemptUID = uid
+	s.AttemptNo++
+	s.AttemptAt = now
+	s.TimeoutAt = now.Add(p.Timeout)
+	s.RefreshAt = s.TimeoutAt
+	s.Status = ""
+	return s
+}
+
+// Success ends the current attempt successfully at now: the attempt and the
+// failing run are cleared, last_success_at = now and refresh_at is the first
+// occurrence of sched strictly after now (zero when the rule has none left).
+// The caller checks that the result belongs to the current attempt.
+func Success(s State, now time.Time, sched Nexter) State {
+	s.AttemptUID = ""
+	s.TimeoutAt = time.Time{}
+	s.AttemptNo = 0
+	s.FailingSince = time.Time{}
+	s.LastError = ""
+	s.LastSuccessAt = now
+	s.RefreshAt = sched.Next(now)
+	return s
+}
+
+// Failure ends the current attempt with f at now and decides what comes next
+// (SPEC section 3): disable (permanent failure, or the retry policy gives up
+// at attempt s.AttemptNo after failing since failing_since), or schedule the
+// retry aligned to sched. u in [0, 1) is the randomness for jitter (use 0
+// without jitter). The caller checks that f belongs to the current attempt.
+//
+// Alignment, with floor = now + RetryAfter and timeout = p.Timeout:
+// delay = max(policy delay, RetryAfter), retry = now + delay, planned = first
+// occurrence > now and >= floor. No planned → retry; retry + timeout > planned
+// → planned (the planned refresh serves as the retry); else retry. So with a
+// daily 14:00 rule and a 1h timeout a retry due at 13:05 waits for 14:00, one
+// due at 12:59 runs, and one due at 13:00 (ending exactly at 14:00) runs.
+func (p Policy) Failure(s State, now time.Time, f Failure, sched Nexter, u float64) (State, Decision) {
+	p = p.WithDefaults()
+	s.AttemptUID = ""
+	s.TimeoutAt = time.Time{}
+	s.LastError = Truncate(f.Reason, MaxLastErrorLen)
+	if s.FailingSince.IsZero() {
+		s.FailingSince = cmp.Or(s.AttemptAt, now)
+	}
+
+	if f.Permanent {
+		reason := cmp.Or(f.UserFriendlyReason, f.Reason)
+		if strings.TrimSpace(reason) == "" {
+			reason = p.disabledReason(s.AttemptNo)
+		}
+		s = Disable(s, now, reason)
+		return s, Decision{Branch: BranchDisabled, Permanent: true, Reason: s.DisabledReason}
+	}
+
+	n := max(s.AttemptNo, 1)
+	b := p.Retry.Delay(n, now.Sub(s.FailingSince))
+	if b.GiveUp {
+		s = Disable(s, now, p.disabledReason(n))
+		return s, Decision{Branch: BranchDisabled, GaveUp: true, Reason: s.DisabledReason}
+	}
+
+	retryAfter := max(f.RetryAfter, 0)
+	d := Decision{Backoff: b, Delay: max(b.Pick(u), retryAfter)}
+	d.RetryAt = now.Add(d.Delay)
+	if retryAfter > 0 {
+		// The first occurrence at or after floor; floor > now.
+		d.PlannedAt = sched.Next(now.Add(retryAfter).Add(-time.Nanosecond))
+	} else {
+		d.PlannedAt = sched.Next(now)
+	}
+	switch {
+	case d.PlannedAt.IsZero():
+		d.Branch, d.RefreshAt = BranchRetry, d.RetryAt
+		d.Reason = fmt.Sprintf("retry after %s; the rule has no occurrence left", formatDuration(d.Delay))
+	case d.RetryAt.Add(p.Timeout).After(d.PlannedAt):
+		d.Branch, d.RefreshAt = BranchPlanned, d.PlannedAt
+		if d.RetryAt.Before(d.PlannedAt) {
+			d.Reason = fmt.Sprintf("a retry after %s could still run (timeout %s) at the planned %s, which serves as the retry",
+				formatDuration(d.Delay), formatDuration(p.Timeout), d.PlannedAt.UTC().Format(time.RFC3339))
+		} else {
+			d.Reason = fmt.Sprintf("a retry after %s would start at or after the planned %s, which serves as the retry",
+				formatDuration(d.Delay), d.PlannedAt.UTC().Format(time.RFC3339))
+		}
+	default:
+		d.Branch, d.RefreshAt = BranchRetry, d.RetryAt
+		d.Reason = fmt.Sprintf("retry after %s ends (timeout %s) by the planned %s",
+			formatDuration(d.Delay), formatDuration(p.Timeout), d.PlannedAt.UTC().Format(time.RFC3339))
+	}
+	s.RefreshAt = d.RefreshAt
+	return s, d
+}
+
+// TimedOut declares the running attempt failed at now (its timeout_at has
+// come) with the reason "timed out after <Timeout>", a non-permanent failure
+// without Retry-After. When the resulting s.RefreshAt is not after now, the
+// shell starts the next attempt in the same pass.
+func (p Policy) TimedOut(s State, now time.Time, sched Nexter, u float64) (State, Decision) {
+	p = p.WithDefaults()
+	return p.Failure(s, now, Failure{Reason: TimeoutReason(p.Timeout)}, sched, u)
+}
+
+// TimeoutReason is the last_error of a timed-out attempt: "timed out after 1h".
+func TimeoutReason(timeout time.Duration) string {
+	return "timed out after " + formatDuration(timeout)
+}
+
+// SetStatus stores a worker's status text, truncated to MaxStatusLen. It is
+// only meaningful for the current attempt: the caller checks the attempt uid.
+func SetStatus(s State, text string) State {
+	s.Status = Truncate(text, MaxStatusLen)
+	return s
+}
+
+// Disable disables refresh since now until the user updates the model, with
+// reason (truncated to MaxDisabledReasonLen) for the UI. Nothing stays
+// planned and a running attempt is forgotten (its result becomes stale).
+func Disable(s State, now time.Time, reason string) State {
+	s.DisabledAt = now
+	s.DisabledReason = Truncate(reason, MaxDisabledReasonLen)
+	s.RefreshAt = time.Time{}
+	s.AttemptUID = ""
+	s.TimeoutAt = time.Time{}
+	return s
+}
+
+// InvalidScheduleReason is the disabled reason for a rule that cannot be
+// used: "Invalid refresh schedule: <err>".
+func InvalidScheduleReason(err error) string {
+	why := "empty rule"
+	if err != nil {
+		why = err.Error()
+	}
+	return "Invalid refresh schedule: " + why
+}
+
+// DisableInvalidSchedule disables the model because its rule is unparsable
+// or empty (err from ParseSchedule; nil means empty), with
+// InvalidScheduleReason(err). A bad rule disables one model; it never fails
+// a batch.
+func DisableInvalidSchedule(s State, now time.Time, err error) State {
+	return Disable(s, now, InvalidScheduleReason(err))
+}
+
+// Enable re-enables the model at now (the user saved it, or asked for a
+// refresh now): not disabled, attempt_no 0, no failing run, no running
+// attempt (a result of the old attempt becomes stale; timeout_at is cleared
+// with it) and refresh_at = now.
+func Enable(s State, now time.Time) State {
+	s.DisabledAt = time.Time{}
+	s.DisabledReason = ""
+	s.AttemptNo = 0
+	s.FailingSince = time.Time{}
+	s.AttemptUID = ""
+	s.TimeoutAt = time.Time{}
+	s.RefreshAt = now
+	return s
+}
+
+func (p Policy) disabledReason(attempts int) string {
+	return strings.NewReplacer("{kind}", p.Kind, "{attempts}", strconv.Itoa(attempts)).Replace(p.DisabledReason)
+}
+
+// Truncate makes s valid UTF-8 (invalid bytes become U+FFFD) and at most n
+// characters long; a cut text ends with "…" so a reader sees it was cut.
+// MySQL counts VARCHAR lengths in characters, so the result fits a
+// VARCHAR(n) utf8mb4 column.
+func Truncate(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if n <= 0 {
+		return ""
+	}
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i, count := 0, 0
+	for i = range s {
+		if count == n-1 {
+			break
+		}
+		count++
+	}
+	return s[:i] + "…"
+}
