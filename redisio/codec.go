@@ -1,0 +1,388 @@
+package redisio
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// DefaultMaxResultBytes is the default size limit of one result message
+// (64 KiB). A result is a small JSON object; anything larger is garbage or a
+// worker bug and goes to the dead-letter list.
+const DefaultMaxResultBytes = 64 << 10
+
+// MaxRetryAfterSeconds is the largest retry_after_seconds a result may carry:
+// the largest whole number of seconds a time.Duration holds (about 292 years).
+const MaxRetryAfterSeconds = math.MaxInt64 / int64(time.Second)
+
+// ErrInvalidResult is wrapped by every error of DecodeResult.
+var ErrInvalidResult = errors.New("invalid result")
+
+// validResult is appended to every decode error, so that whoever reads the
+// dead-letter list sees what a valid message looks like.
+const validResult = `a valid result is a JSON object such as ` +
+	`{"uid":"<uid of the job>","attempt_uid":"<attempt_uid of the job>","type":"failure",` +
+	`"reason":"HTTP 503","user_friendly_reason":"","permanent":false,"retry_after_seconds":120,"status":""}; ` +
+	`uid, attempt_uid and type ("success", "failure" or "status") are required, ` +
+	`status is required when type is "status", the other fields are optional`
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s (%s)", ErrInvalidResult, fmt.Sprintf(format, args...), validResult)
+}
+
+// EncodeJob returns the JSON of job as SPEC section 5 defines it:
+//
+//	{"kind":"big_tables","uid":"42","attempt_uid":"d4n0q4a5n1p0bb6b6h20","attempt_no":1,
+//	 "timeout_at":"2026-11-21T14:00:00Z","payload":{"input_url":"https://example.com/a.csv"}}
+//
+// Fields always appear in this order. timeout_at is RFC 3339 in UTC with as
+// many fractional digits as needed (none for whole seconds). Payload keys are
+// sorted; a nil payload is {}. Payload values of type string, []byte (as the
+// text it holds: database/sql drivers return text columns as []byte), bool,
+// integers, finite floats, time.Time (RFC 3339 UTC), json.Number and nil are
+// written directly; other values go through encoding/json. Strings are
+// escaped as encoding/json does, except that <, > and & are not escaped.
+//
+// It fails when kind, uid or attempt_uid is empty, timeout_at is zero or
+// outside years 0-9999, or a payload value cannot be encoded.
+func EncodeJob(job Job) ([]byte, error) {
+	return AppendJob(make([]byte, 0, 160), job)
+}
+
+// AppendJob appends the JSON of job (see EncodeJob) to dst.
+func AppendJob(dst []byte, job Job) ([]byte, error) {
+	switch {
+	case job.Kind == "":
+		return dst, errors.New("encode job: kind is empty")
+	case job.UID == "":
+		return dst, fmt.Errorf("encode %s job: uid is empty", job.Kind)
+	case job.AttemptUID == "":
+		return dst, fmt.Errorf("encode %s job %s: attempt_uid is empty", job.Kind, job.UID)
+	case job.TimeoutAt.IsZero():
+		return dst, fmt.Errorf("encode %s job %s: timeout_at is zero", job.Kind, job.UID)
+	case job.TimeoutAt.UTC().Year() > 9999 || job.TimeoutAt.UTC().Year() < 0:
+		return dst, fmt.Errorf("encode %s job %s: timeout_at %s is outside years 0-9999", job.Kind, job.UID, job.TimeoutAt)
+	}
+	b := append(dst, `{"kind":`...)
+	b = appendString(b, job.Kind)
+	b = append(b, `,"uid":`...)
+	b = appendString(b, job.UID)
+	b = append(b, `,"attempt_uid":`...)
+	b = appendString(b, job.AttemptUID)
+	b = append(b, `,"attempt_no":`...)
+	b = strconv.AppendInt(b, int64(job.AttemptNo), 10)
+	b = append(b, `,"timeout_at":"`...)
+	b = job.TimeoutAt.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","payload":{`...)
+	var keysBuf [8]string
+	keys := keysBuf[:0]
+	for k := range job.Payload {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':')
+		var err error
+		if b, err = appendValue(b, job.Payload[k]); err != nil {
+			return dst, fmt.Errorf("encode %s job %s: payload %q: %w", job.Kind, job.UID, k, err)
+		}
+	}
+	return append(b, "}}"...), nil
+}
+
+func appendValue(b []byte, v any) ([]byte, error) {
+	switch v := v.(type) {
+	case nil:
+		return append(b, "null"...), nil
+	case string:
+		return appendString(b, v), nil
+	case []byte:
+		return appendString(b, string(v)), nil
+	case bool:
+		return strconv.AppendBool(b, v), nil
+	case int:
+		return strconv.AppendInt(b, int64(v), 10), nil
+	case int8:
+		return strconv.AppendInt(b, int64(v), 10), nil
+	case int16:
+		return strconv.AppendInt(b, int64(v), 10), nil
+	case int32:
+		return strconv.AppendInt(b, int64(v), 10), nil
+	case int64:
+		return strconv.AppendInt(b, v, 10), nil
+	case uint:
+		return strconv.AppendUint(b, uint64(v), 10), nil
+	case uint8:
+		return strconv.AppendUint(b, uint64(v), 10), nil
+	case uint16:
+		return strconv.AppendUint(b, uint64(v), 10), nil
+	case uint32:
+		return strconv.AppendUint(b, uint64(v), 10), nil
+	case uint64:
+		return strconv.AppendUint(b, v, 10), nil
+	case float32:
+		return appendFloat(b, float64(v), 32)
+	case float64:
+		return appendFloat(b, v, 64)
+	case json.Number:
+		if !json.Valid([]byte(v)) {
+			return b, fmt.Errorf("invalid number %q", string(v))
+		}
+		return append(b, v...), nil
+	case time.Time:
+		if y := v.UTC().Year(); y < 0 || y > 9999 {
+			return b, fmt.Errorf("time %s is outside years 0-9999", v)
+		}
+		b = append(b, '"')
+		b = v.UTC().AppendFormat(b, time.RFC3339Nano)
+		return append(b, '"'), nil
+	default:
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return b, err
+		}
+		return append(b, raw...), nil
+	}
+}
+
+// appendFloat formats f as encoding/json does.
+func appendFloat(b []byte, f float64, bits int) ([]byte, error) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return b, fmt.Errorf("unsupported value %v", f)
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 {
+		if bits == 64 && (abs < 1e-6 || abs >= 1e21) || bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21) {
+			format = 'e'
+		}
+	}
+	b = strconv.AppendFloat(b, f, format, -1, bits)
+	if format == 'e' {
+		// clean up e-09 to e-9
+		n := len(b)
+		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b, nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, as
+// with encoding/json; U+2028 and U+2029 are escaped for JavaScript readers.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// DecodeResult decodes one message of an output list with the default size
+// limit (DecodeResultLimit with DefaultMaxResultBytes).
+func DecodeResult(raw []byte) (Result, error) {
+	return DecodeResultLimit(raw, DefaultMaxResultBytes)
+}
+
+// DecodeResultLimit decodes one message of an output list strictly. It
+// returns an error wrapping ErrInvalidResult that names what is wrong and
+// shows a valid result when:
+//
+//   - the message is longer than maxBytes (0 or less: DefaultMaxResultBytes),
+//   - it is not JSON, or not a JSON object,
+//   - uid, attempt_uid or type is missing, null or empty: every result must
+//     carry the uid and the attempt_uid of the job it answers (attempt_uid is
+//     never empty in a job, so an empty one is a worker bug, not a stale
+//     result),
+//   - type is not "success", "failure" or "status",
+//   - type is "status" and there is no "status" string,
+//   - a known field has the wrong JSON type (strings for uid, attempt_uid,
+//     type, reason, user_friendly_reason and status; a boolean for
+//     permanent; a whole number for retry_after_seconds),
+//   - retry_after_seconds is negative, fractional or above
+//     MaxRetryAfterSeconds.
+//
+// Field names are matched exactly (case-sensitive). Optional fields may be
+// null, which means absent. Unknown fields are accepted and ignored, so that
+// workers may send more than this version knows (forward compatibility).
+// Fields that do not belong to the type (e.g. reason on a success) are kept
+// in the Result and left to the caller to ignore.
+func DecodeResultLimit(raw []byte, maxBytes int) (Result, error) {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxResultBytes
+	}
+	if len(raw) > maxBytes {
+		return Result{}, invalid("message is %d bytes, the limit is %d", len(raw), maxBytes)
+	}
+	trimmed := bytes.TrimLeft(raw, " \t\r\n")
+	if len(trimmed) == 0 {
+		return Result{}, invalid("message is empty")
+	}
+	if !json.Valid(raw) {
+		var v any
+		err := json.Unmarshal(raw, &v)
+		return Result{}, invalid("message is not JSON: %v", err)
+	}
+	if trimmed[0] != '{' {
+		return Result{}, invalid("message is a JSON %s, not an object", jsonType(trimmed))
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return Result{}, invalid("message is not a JSON object: %v", err)
+	}
+	var r Result
+	var err error
+	if r.UID, err = requiredString(fields, "uid"); err != nil {
+		return Result{}, err
+	}
+	if r.AttemptUID, err = requiredString(fields, "attempt_uid"); err != nil {
+		return Result{}, err
+	}
+	if r.Type, err = requiredString(fields, "type"); err != nil {
+		return Result{}, err
+	}
+	switch r.Type {
+	case ResultSuccess, ResultFailure, ResultStatus:
+	default:
+		return Result{}, invalid(`"type" is %q, want "success", "failure" or "status"`, r.Type)
+	}
+	if r.Reason, _, err = optionalString(fields, "reason"); err != nil {
+		return Result{}, err
+	}
+	if r.UserFriendlyReason, _, err = optionalString(fields, "user_friendly_reason"); err != nil {
+		return Result{}, err
+	}
+	var hasStatus bool
+	if r.Status, hasStatus, err = optionalString(fields, "status"); err != nil {
+		return Result{}, err
+	}
+	if r.Type == ResultStatus && !hasStatus {
+		return Result{}, invalid(`"status" is missing; a result of type "status" carries the text to show in "status"`)
+	}
+	if v, ok := fields["permanent"]; ok && !isNull(v) {
+		switch string(v) {
+		case "true":
+			r.Permanent = true
+		case "false":
+		default:
+			return Result{}, invalid(`"permanent" is a %s, want true or false`, jsonType(v))
+		}
+	}
+	if v, ok := fields["retry_after_seconds"]; ok && !isNull(v) {
+		if t := jsonType(v); t != "number" {
+			return Result{}, invalid(`"retry_after_seconds" is a %s, want a whole number of seconds >= 0`, t)
+		}
+		n, perr := strconv.ParseInt(string(v), 10, 64)
+		if perr != nil || n < 0 || n > MaxRetryAfterSeconds {
+			return Result{}, invalid(`"retry_after_seconds" is %s, want a whole number of seconds from 0 to %d`, v, MaxRetryAfterSeconds)
+		}
+		r.RetryAfterSeconds = int(n)
+	}
+	return r, nil
+}
+
+func requiredString(fields map[string]json.RawMessage, name string) (string, error) {
+	s, ok, err := optionalString(fields, name)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", invalid("%q is missing", name)
+	}
+	if s == "" {
+		return "", invalid("%q is empty", name)
+	}
+	return s, nil
+}
+
+// optionalString returns the string field name; ok is false when the field
+// is absent or null.
+func optionalString(fields map[string]json.RawMessage, name string) (s string, ok bool, err error) {
+	v, present := fields[name]
+	if !present || isNull(v) {
+		return "", false, nil
+	}
+	if v[0] != '"' {
+		return "", false, invalid("%q is a %s, want a string", name, jsonType(v))
+	}
+	if err := json.Unmarshal(v, &s); err != nil {
+		return "", false, invalid("%q: %v", name, err)
+	}
+	return s, true, nil
+}
+
+func isNull(v json.RawMessage) bool { return string(v) == "null" }
+
+// jsonType names the type of a valid JSON value by its first byte.
+func jsonType(v []byte) string {
+	switch v[0] {
+	case '"':
+		return "string"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	default:
+		return "number"
+	}
+}

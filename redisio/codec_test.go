@@ -1,0 +1,222 @@
+package redisio
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestEncodeJobShape(t *testing.T) {
+	t.Parallel()
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	require.NoError(t, err)
+	job := Job{
+		Kind: "big_tables", UID: "42", AttemptUID: "d4n0q4a5n1p0bb6b6h20", AttemptNo: 1,
+		TimeoutAt: time.Date(2026, 11, 21, 15, 0, 0, 0, berlin), // 14:00 UTC
+		Payload:   map[string]any{"input_url": "https://example.com/a.csv?x=1&y=<2>"},
+	}
+	got, err := EncodeJob(job)
+	require.NoError(t, err)
+	require.Equal(t, `{"kind":"big_tables","uid":"42","attempt_uid":"d4n0q4a5n1p0bb6b6h20","attempt_no":1,`+
+		`"timeout_at":"2026-11-21T14:00:00Z","payload":{"input_url":"https://example.com/a.csv?x=1&y=<2>"}}`, string(got))
+
+	job.Payload = nil
+	job.TimeoutAt = time.Date(2026, 11, 21, 14, 0, 0, 123456000, time.UTC)
+	got, err = EncodeJob(job)
+	require.NoError(t, err)
+	require.Equal(t, `{"kind":"big_tables","uid":"42","attempt_uid":"d4n0q4a5n1p0bb6b6h20","attempt_no":1,`+
+		`"timeout_at":"2026-11-21T14:00:00.123456Z","payload":{}}`, string(got))
+
+	// The decoded job is the job (in UTC).
+	var back Job
+	require.NoError(t, json.Unmarshal(got, &back))
+	require.True(t, back.TimeoutAt.Equal(job.TimeoutAt))
+	require.Equal(t, time.UTC, back.TimeoutAt.Location())
+}
+
+// Every payload value the fast path writes must read back as encoding/json
+// reads its own output.
+func TestEncodeJobPayloadMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
+	payload := map[string]any{
+		"s":       "quote\" backslash\\ nl\n tab\t ctl\x01 del\x7f é 日本 \u2028 <&>",
+		"bytes":   []byte("text column"),
+		"invalid": "a\xffb",
+		"null":    nil, "t": true, "f": false,
+		"i": -7, "i8": int8(-8), "i16": int16(16), "i32": int32(-32), "i64": int64(math.MinInt64),
+		"u": uint(7), "u8": uint8(8), "u16": uint16(16), "u32": uint32(32), "u64": uint64(math.MaxUint64),
+		"f64": 1.5, "tiny": 1e-7, "huge": 1e21, "f32": float32(0.1), "zero": 0.0, "neg": -2.25e-9,
+		"num":   json.Number("12.50"),
+		"time":  time.Date(2026, 1, 2, 3, 4, 5, 6000, time.FixedZone("X", 3600)),
+		"slice": []int{1, 2}, "map": map[string]int{"b": 2, "a": 1},
+	}
+	got, err := EncodeJob(Job{Kind: "k", UID: "u", AttemptUID: "a", TimeoutAt: time.Unix(0, 0), Payload: payload})
+	require.NoError(t, err)
+	require.True(t, json.Valid(got), "%s", got)
+
+	var gotJob struct{ Payload map[string]any }
+	require.NoError(t, json.Unmarshal(got, &gotJob))
+	want := map[string]any{}
+	for k, v := range payload {
+		if b, ok := v.([]byte); ok {
+			v = string(b) // documented: []byte is its text
+		}
+		if tm, ok := v.(time.Time); ok {
+			v = tm.UTC() // documented: times in UTC
+		}
+		raw, err := json.Marshal(v)
+		require.NoError(t, err)
+		var w any
+		require.NoError(t, json.Unmarshal(raw, &w))
+		want[k] = w
+	}
+	require.Equal(t, want, gotJob.Payload)
+	require.Contains(t, string(got), `"f32":0.1,`)
+	require.Contains(t, string(got), `"tiny":1e-7,`)
+	require.Contains(t, string(got), `"neg":-2.25e-9,`)
+	require.Contains(t, string(got), `"huge":1e+21,`)
+	require.Contains(t, string(got), `"invalid":"a\ufffdb"`)
+	require.Contains(t, string(got), `\u2028 <&>"`)
+	require.Contains(t, string(got), `ctl\u0001 del`)
+}
+
+func TestEncodeJobErrors(t *testing.T) {
+	t.Parallel()
+	ok := Job{Kind: "k", UID: "7", AttemptUID: "a", TimeoutAt: time.Unix(1, 0)}
+	for _, tc := range []struct {
+		name string
+		mod  func(*Job)
+		want string
+	}{
+		{"no kind", func(j *Job) { j.Kind = "" }, "encode job: kind is empty"},
+		{"no uid", func(j *Job) { j.UID = "" }, "encode k job: uid is empty"},
+		{"no attempt", func(j *Job) { j.AttemptUID = "" }, "encode k job 7: attempt_uid is empty"},
+		{"no timeout", func(j *Job) { j.TimeoutAt = time.Time{} }, "encode k job 7: timeout_at is zero"},
+		{"NaN", func(j *Job) { j.Payload = map[string]any{"x": math.NaN()} }, `encode k job 7: payload "x": unsupported value NaN`},
+		{"chan", func(j *Job) { j.Payload = map[string]any{"c": make(chan int)} }, `encode k job 7: payload "c": json: unsupported type: chan int`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := ok
+			tc.mod(&j)
+			_, err := EncodeJob(j)
+			require.EqualError(t, err, tc.want)
+		})
+	}
+}
+
+func TestDecodeResult(t *testing.T) {
+	t.Parallel()
+	good := []struct {
+		raw  string
+		want Result
+	}{
+		{`{"uid":"42","attempt_uid":"a1","type":"success"}`, Result{UID: "42", AttemptUID: "a1", Type: ResultSuccess}},
+		{`{"uid":"42","attempt_uid":"a1","type":"failure","reason":"HTTP 503","user_friendly_reason":"","permanent":false,"retry_after_seconds":120,"status":""}`,
+			Result{UID: "42", AttemptUID: "a1", Type: ResultFailure, Reason: "HTTP 503", RetryAfterSeconds: 120}},
+		{`{"uid":"42","attempt_uid":"a1","type":"failure","reason":"404","user_friendly_reason":"Provided URL is invalid","permanent":true}`,
+			Result{UID: "42", AttemptUID: "a1", Type: ResultFailure, Reason: "404", UserFriendlyReason: "Provided URL is invalid", Permanent: true}},
+		{` {"uid":"42","attempt_uid":"a1","type":"status","status":"importing 3/10"} `,
+			Result{UID: "42", AttemptUID: "a1", Type: ResultStatus, Status: "importing 3/10"}},
+		{`{"uid":"42","attempt_uid":"a1","type":"status","status":""}`, Result{UID: "42", AttemptUID: "a1", Type: ResultStatus}},
+		// null means absent; unknown fields are ignored (forward compatible).
+		{`{"uid":"42","attempt_uid":"a1","type":"success","reason":null,"permanent":null,"retry_after_seconds":null,"worker":"py-3","extra":{"a":[1]}}`,
+			Result{UID: "42", AttemptUID: "a1", Type: ResultSuccess}},
+		{`{"uid":"42","attempt_uid":"a1","type":"failure","retry_after_seconds":0}`, Result{UID: "42", AttemptUID: "a1", Type: ResultFailure}},
+		{`{"uid":"\u00e9","attempt_uid":"a1","type":"success"}`, Result{UID: "é", AttemptUID: "a1", Type: ResultSuccess}},
+	}
+	for _, tc := range good {
+		got, err := DecodeResult([]byte(tc.raw))
+		require.NoError(t, err, tc.raw)
+		require.Equal(t, tc.want, got, tc.raw)
+	}
+
+	bad := []struct{ raw, want string }{
+		{``, `message is empty`},
+		{`  `, `message is empty`},
+		{`hello`, `message is not JSON: invalid character 'h' looking for beginning of value`},
+		{`{"uid":"42",`, `message is not JSON: unexpected end of JSON input`},
+		{`[1,2]`, `message is a JSON array, not an object`},
+		{`"success"`, `message is a JSON string, not an object`},
+		{`null`, `message is a JSON null, not an object`},
+		{`{"attempt_uid":"a1","type":"success"}`, `"uid" is missing`},
+		{`{"uid":null,"attempt_uid":"a1","type":"success"}`, `"uid" is missing`},
+		{`{"UID":"42","attempt_uid":"a1","type":"success"}`, `"uid" is missing`},
+		{`{"uid":"","attempt_uid":"a1","type":"success"}`, `"uid" is empty`},
+		{`{"uid":42,"attempt_uid":"a1","type":"success"}`, `"uid" is a number, want a string`},
+		{`{"uid":"42","type":"success"}`, `"attempt_uid" is missing`},
+		{`{"uid":"42","attempt_uid":"","type":"success"}`, `"attempt_uid" is empty`},
+		{`{"uid":"42","attempt_uid":["a"],"type":"success"}`, `"attempt_uid" is a array, want a string`},
+		{`{"uid":"42","attempt_uid":"a1"}`, `"type" is missing`},
+		{`{"uid":"42","attempt_uid":"a1","type":"done"}`, `"type" is "done", want "success", "failure" or "status"`},
+		{`{"uid":"42","attempt_uid":"a1","type":true}`, `"type" is a boolean, want a string`},
+		{`{"uid":"42","attempt_uid":"a1","type":"status"}`, `"status" is missing; a result of type "status" carries the text to show in "status"`},
+		{`{"uid":"42","attempt_uid":"a1","type":"status","status":5}`, `"status" is a number, want a string`},
+		{`{"uid":"42","attempt_uid":"a1","type":"failure","reason":{"code":1}}`, `"reason" is a object, want a string`},
+		{`{"uid":"42","attempt_uid":"a1","type":"failure","user_friendly_reason":false}`, `"user_friendly_reason" is a boolean, want a string`},
+		{`{"uid":"42","attempt_uid":"a1","type":"failure","permanent":"yes"}`, `"permanent" is a string, want true or false`},
+		{`{"uid":"42","attempt_uid":"a1","type":"failure","permanent":1}`, `"permanent" is a number, want true or false`},
+		{`{"uid":"42","attempt_uid":"a1","type":"failure","retry_after_seconds":-5}`, `"retry_after_seconds" is -5, want a whole number of seconds from 0 to 9223372036`},
+		{`{"uid":"42","attempt_uid":"a1","type":"failure","retry_after_seconds":1.5}`, `"retry_after_seconds" is 1.5, want a whole number of seconds from 0 to 9223372036`},
+		{`{"uid":"42","attempt_uid":"a1","type":"failure","retry_after_seconds":9223372037}`, `"retry_after_seconds" is 9223372037, want a whole number of seconds from 0 to 9223372036`},
+		{`{"uid":"42","attempt_uid":"a1","type":"failure","retry_after_seconds":"60"}`, `"retry_after_seconds" is a string, want a whole number of seconds >= 0`},
+		{`{"uid":"42","attempt_uid":"a1","type":"success","padding":"` + strings.Repeat("x", 1<<20) + `"}`, `message is 1048637 bytes, the limit is 65536`},
+	}
+	for _, tc := range bad {
+		_, err := DecodeResult([]byte(tc.raw))
+		require.Error(t, err, tc.raw)
+		require.True(t, errors.Is(err, ErrInvalidResult))
+		require.Equal(t, "invalid result: "+tc.want+" ("+validResult+")", err.Error(), "%.80s", tc.raw)
+	}
+
+	// One full text, as an operator reads it in the dead-letter list.
+	_, err := DecodeResult([]byte(`{"uid":"42","attempt_uid":"a1","type":"done"}`))
+	require.EqualError(t, err, `invalid result: "type" is "done", want "success", "failure" or "status" `+
+		`(a valid result is a JSON object such as {"uid":"<uid of the job>","attempt_uid":"<attempt_uid of the job>",`+
+		`"type":"failure","reason":"HTTP 503","user_friendly_reason":"","permanent":false,"retry_after_seconds":120,"status":""}; `+
+		`uid, attempt_uid and type ("success", "failure" or "status") are required, status is required when type is "status", `+
+		`the other fields are optional)`)
+}
+
+func TestDecodeResultLimit(t *testing.T) {
+	t.Parallel()
+	raw := []byte(`{"uid":"42","attempt_uid":"a1","type":"success"}`) // 48 bytes
+	_, err := DecodeResultLimit(raw, len(raw))
+	require.NoError(t, err)
+	_, err = DecodeResultLimit(raw, len(raw)-1)
+	require.ErrorContains(t, err, "invalid result: message is 48 bytes, the limit is 47 (")
+	_, err = DecodeResultLimit(raw, 0) // default
+	require.NoError(t, err)
+}
+
+func benchJob() Job {
+	return Job{
+		Kind: "big_tables", UID: "1234567", AttemptUID: "d4n0q4a5n1p0bb6b6h20", AttemptNo: 3,
+		TimeoutAt: time.Date(2026, 11, 21, 14, 0, 0, 123456000, time.UTC),
+		Payload:   map[string]any{"input_url": "https://example.com/data/1234567.csv", "format": "csv"},
+	}
+}
+
+func BenchmarkEncodeJob(b *testing.B) {
+	job := benchJob()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := EncodeJob(job); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEncodeJobEncodingJSON is the reference EncodeJob is measured
+// against.
+func BenchmarkEncodeJobEncodingJSON(b *testing.B) {
+	job := benchJob()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := json.Marshal(job); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
