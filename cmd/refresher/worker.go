@@ -1,0 +1,139 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+
+	"github.com/refresher/refresher/worker"
+)
+
+func init() { commands = append(commands, newWorkerCmd) }
+
+// workerSettings is what the worker command needs to know. Each source of
+// settings yields one; a zero field means "not set here", and
+// workerSettings.overlay lets a later source win:
+//
+//	workerDefaults() -> workerEnv(REFRESHER_*) -> the flags
+//
+// A configuration file is one more source of the same shape (Redis URL, and
+// the list names of the --kind), placed after the defaults so that the
+// environment and the flags still override it.
+type workerSettings struct {
+	Kind        string
+	RedisURL    string
+	Input       string // "" means worker's default "<kind>-input"
+	Output      string // "" means worker's default "<kind>-output"
+	Concurrency int
+	HTTPTimeout time.Duration
+}
+
+// workerDefaults are the settings when nothing else is given.
+func workerDefaults() workerSettings {
+	return workerSettings{
+		RedisURL:    "redis://127.0.0.1:6379/0",
+		Concurrency: worker.ConcurrencyDefault,
+		HTTPTimeout: worker.HTTPTimeoutDefault,
+	}
+}
+
+// workerEnv reads the environment variables the worker shares with the
+// service: REFRESHER_REDIS.
+func workerEnv(getenv func(string) string) workerSettings {
+	return workerSettings{RedisURL: getenv("REFRESHER_REDIS")}
+}
+
+// overlay returns s with every field that o sets replaced by o's.
+func (s workerSettings) overlay(o workerSettings) workerSettings {
+	return workerSettings{
+		Kind:        cmp.Or(o.Kind, s.Kind),
+		RedisURL:    cmp.Or(o.RedisURL, s.RedisURL),
+		Input:       cmp.Or(o.Input, s.Input),
+		Output:      cmp.Or(o.Output, s.Output),
+		Concurrency: cmp.Or(o.Concurrency, s.Concurrency),
+		HTTPTimeout: cmp.Or(o.HTTPTimeout, s.HTTPTimeout),
+	}
+}
+
+func (s workerSettings) validate() error {
+	switch {
+	case s.Kind == "":
+		return errors.New("worker: --kind is required (the kind whose jobs to do, e.g. --kind big_tables)")
+	case s.Concurrency < 1:
+		return fmt.Errorf("worker: --concurrency must be at least 1, not %d", s.Concurrency)
+	case s.HTTPTimeout <= 0:
+		return fmt.Errorf("worker: --http-timeout must be positive, not %s", s.HTTPTimeout)
+	}
+	return nil
+}
+
+func newWorkerCmd() *cobra.Command {
+	var flags workerSettings
+	cmd := &cobra.Command{
+		Use:   "worker --kind NAME",
+		Short: "Run the reference worker: GET each job's input_url and report the result",
+		Long: `Run the reference worker for one kind until SIGINT or SIGTERM. It pops JSON
+jobs from the kind's input list, GETs the payload's input_url, and pushes a
+JSON result onto the kind's output list:
+
+  2xx                                  success, status "fetched <n> bytes"
+  404, 410, malformed URL, no such host permanent failure, "Provided URL is invalid: <url>"
+  429 or 503 with Retry-After          failure with retry_after_seconds
+  anything else, a timeout             failure with a short technical reason
+
+Jobs whose timeout_at has passed are dropped. On SIGTERM it stops popping,
+finishes the jobs in hand and pushes their results.
+
+Environment: REFRESHER_REDIS (the Redis URL; --redis wins over it).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s := workerDefaults().overlay(workerEnv(os.Getenv)).overlay(flags)
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			return runWorker(cmd.Context(), s, log)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&flags.Kind, "kind", "", "kind whose jobs to do, e.g. big_tables (required)")
+	f.StringVar(&flags.RedisURL, "redis", "", `Redis URL (default $REFRESHER_REDIS, else "redis://127.0.0.1:6379/0")`)
+	f.StringVar(&flags.Input, "input", "", `list to pop jobs from (default "<kind>-input")`)
+	f.StringVar(&flags.Output, "output", "", `list to push results to (default "<kind>-output")`)
+	f.IntVar(&flags.Concurrency, "concurrency", 0, fmt.Sprintf("jobs done at once (default %d)", worker.ConcurrencyDefault))
+	f.DurationVar(&flags.HTTPTimeout, "http-timeout", 0, fmt.Sprintf("time limit of one GET, body included (default %s)", worker.HTTPTimeoutDefault))
+	return cmd
+}
+
+// runWorker connects to Redis and runs the worker until ctx is cancelled.
+func runWorker(ctx context.Context, s workerSettings, log *slog.Logger) error {
+	if err := s.validate(); err != nil {
+		return err
+	}
+	opt, err := redis.ParseURL(s.RedisURL)
+	if err != nil {
+		return fmt.Errorf("worker: read Redis URL: %w (use e.g. redis://127.0.0.1:6379/0)", err)
+	}
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("worker: connect to Redis at %s: %w (is redis-server running?)", opt.Addr, err)
+	}
+	w, err := worker.New(worker.Config{
+		Kind:        s.Kind,
+		Redis:       rdb,
+		Input:       s.Input,
+		Output:      s.Output,
+		Concurrency: s.Concurrency,
+		HTTPTimeout: s.HTTPTimeout,
+		Logger:      log,
+	})
+	if err != nil {
+		return err
+	}
+	return w.Run(ctx)
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/refresher/refresher/internal/testenv"
+	"github.com/refresher/refresher/redisio"
+)
+
+func TestWorkerSettings(t *testing.T) {
+	t.Parallel()
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	tests := []struct {
+		name  string
+		env   map[string]string
+		flags workerSettings
+		want  workerSettings
+	}{
+		{"defaults", nil, workerSettings{Kind: "big_tables"},
+			workerSettings{Kind: "big_tables", RedisURL: "redis://127.0.0.1:6379/0", Concurrency: 4, HTTPTimeout: 30 * time.Second}},
+		{"environment", map[string]string{"REFRESHER_REDIS": "redis://redis:6379/1"}, workerSettings{Kind: "k"},
+			workerSettings{Kind: "k", RedisURL: "redis://redis:6379/1", Concurrency: 4, HTTPTimeout: 30 * time.Second}},
+		{"flags win", map[string]string{"REFRESHER_REDIS": "redis://redis:6379/1"},
+			workerSettings{Kind: "k", RedisURL: "redis://other:6379/2", Input: "in", Output: "out", Concurrency: 9, HTTPTimeout: time.Second},
+			workerSettings{Kind: "k", RedisURL: "redis://other:6379/2", Input: "in", Output: "out", Concurrency: 9, HTTPTimeout: time.Second}},
+	}
+	for _, tt := range tests {
+		got := workerDefaults().overlay(workerEnv(env(tt.env))).overlay(tt.flags)
+		require.Equal(t, tt.want, got, tt.name)
+	}
+}
+
+func TestWorkerCommandErrors(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"worker"}, "worker: --kind is required (the kind whose jobs to do, e.g. --kind big_tables)"},
+		{[]string{"worker", "--kind", "k", "--concurrency", "-2"}, "worker: --concurrency must be at least 1, not -2"},
+		{[]string{"worker", "--kind", "k", "--http-timeout", "-1s"}, "worker: --http-timeout must be positive, not -1s"},
+		{[]string{"worker", "--kind", "k", "--redis", "http://127.0.0.1:6379"}, "worker: read Redis URL: redis: invalid URL scheme: http (use e.g. redis://127.0.0.1:6379/0)"},
+		{[]string{"worker", "--kind", "k", "extra"}, `unknown command "extra" for "refresher worker"`},
+	} {
+		err := run(context.Background(), tt.args, io.Discard, io.Discard)
+		require.EqualError(t, err, tt.err, "refresher %v", tt.args)
+	}
+}
+
+// syncBuffer is a bytes.Buffer that the worker's logger and the test may use
+// at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestWorkerCommand(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := testenv.Redis(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/missing" {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, "id,name\n1,a\n")
+	}))
+	t.Cleanup(srv.Close)
+	input, output := prefix+"big_tables-input", prefix+"big_tables-output"
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"worker", "--kind", "big_tables", "--redis", testenv.RedisURL(),
+			"--input", input, "--output", output, "--concurrency", "2", "--http-timeout", "5s"}, io.Discard, &stderr)
+	}()
+
+	for _, job := range []redisio.Job{
+		{Kind: "big_tables", UID: "1", AttemptUID: "a1", AttemptNo: 1, TimeoutAt: time.Now().Add(time.Hour),
+			Payload: map[string]any{"input_url": srv.URL + "/data.csv"}},
+		{Kind: "big_tables", UID: "2", AttemptUID: "a2", AttemptNo: 3, TimeoutAt: time.Now().Add(time.Hour),
+			Payload: map[string]any{"input_url": srv.URL + "/missing"}},
+	} {
+		data, err := json.Marshal(job)
+		require.NoError(t, err)
+		require.NoError(t, rdb.RPush(ctx, input, data).Err())
+	}
+	got := map[string]redisio.Result{}
+	for range 2 {
+		kv, err := rdb.BLPop(ctx, 10*time.Second, output).Result()
+		require.NoError(t, err, "no result within 10s; worker log:\n%s", stderr.String())
+		var res redisio.Result
+		require.NoError(t, json.Unmarshal([]byte(kv[1]), &res))
+		got[res.UID] = res
+	}
+	require.Equal(t, map[string]redisio.Result{
+		"1": {UID: "1", AttemptUID: "a1", Type: redisio.ResultSuccess, Status: "fetched 12 bytes"},
+		"2": {UID: "2", AttemptUID: "a2", Type: redisio.ResultFailure, Permanent: true,
+			Reason:             "GET " + srv.URL + "/missing: HTTP 404 Not Found",
+			UserFriendlyReason: "Provided URL is invalid: " + srv.URL + "/missing"},
+	}, got)
+
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("refresher worker did not stop within 10s of SIGTERM")
+	}
+	log := stderr.String()
+	require.Contains(t, log, `msg="worker started" kind=big_tables input=`+input)
+	require.Contains(t, log, `msg="job done" kind=big_tables uid=1 attempt_uid=a1 type=success`)
+	require.Contains(t, log, `msg="worker stopped" kind=big_tables done=2`)
+}
