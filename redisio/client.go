@@ -1,0 +1,114 @@
+package redisio
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Config configures a Client. The zero Config is valid.
+type Config struct {
+	// MaxResultBytes is the size limit of one result message; larger ones go
+	// to the dead-letter list. Default DefaultMaxResultBytes (64 KiB).
+	MaxResultBytes int
+	// Now is the clock that stamps dead letters ("at"). Default time.Now.
+	Now func() time.Time
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	c.MaxResultBytes = cmp.Or(c.MaxResultBytes, DefaultMaxResultBytes)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	if c.MaxResultBytes < 0 {
+		return fmt.Errorf("MaxResultBytes is %d, want 0 (default %d) or more", c.MaxResultBytes, DefaultMaxResultBytes)
+	}
+	return nil
+}
+
+// Client is refresher's access to one Redis. It is safe for concurrent use.
+//
+// redisio does not retry: every method makes one attempt (plus whatever
+// retries the go-redis client itself is configured for, MaxRetries) and
+// returns a wrapped error when Redis is unreachable. The caller decides when
+// to try again. Timeouts come from ctx and from the go-redis options
+// (DialTimeout, ReadTimeout, ContextTimeoutEnabled).
+type Client struct {
+	rdb redis.UniversalClient
+	cfg Config
+}
+
+// New returns a Client that talks through rdb, which the caller owns and
+// closes. Keys of a drain are used together in Lua scripts, so in Redis
+// Cluster the list names need a common hash tag (see Lists.Processing).
+func New(rdb redis.UniversalClient, cfg Config) (*Client, error) {
+	if rdb == nil {
+		return nil, errors.New("redisio.New: nil Redis client (pass a *redis.Client from redis.NewClient)")
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("redisio.New: %w", err)
+	}
+	return &Client{rdb: rdb, cfg: cfg}, nil
+}
+
+// Push appends jobs to the right of list (RPUSH) in one command, so that
+// either all of them are queued or, when Redis answers with an error, none.
+// Workers pop from the left, so jobs are served in the order given. No jobs:
+// no command, nil.
+//
+// When the connection breaks after the command was sent, Push cannot know
+// whether Redis executed it and returns an error; the caller undoes the
+// attempts, and a job that was queued anyway produces a result with an
+// attempt UID that is no longer current, which changes nothing.
+func (c *Client) Push(ctx context.Context, list string, jobs []Job) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	buf := make([]byte, 0, 192*len(jobs))
+	vals := make([]any, len(jobs))
+	for i, j := range jobs {
+		start := len(buf)
+		var err error
+		if buf, err = AppendJob(buf, j); err != nil {
+			return fmt.Errorf("push %d jobs to %q: %w", len(jobs), list, err)
+		}
+		// A slice of buf: later appends may move buf, not this view.
+		vals[i] = buf[start:len(buf):len(buf)]
+	}
+	return c.PushRaw(ctx, list, vals...)
+}
+
+// PushRaw appends already encoded messages (string or []byte) to the right
+// of list in one RPUSH. No messages: no command, nil.
+func (c *Client) PushRaw(ctx context.Context, list string, msgs ...any) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	if list == "" {
+		return errors.New("push to Redis: list name is empty")
+	}
+	if err := c.rdb.RPush(ctx, list, msgs...).Err(); err != nil {
+		return fmt.Errorf("push %d messages to %q: %w", len(msgs), list, err)
+	}
+	return nil
+}
+
+// Len returns the number of messages in list (0 when it does not exist), for
+// backpressure: the dispatcher stops while the input list is too long.
+func (c *Client) Len(ctx context.Context, list string) (int64, error) {
+	n, err := c.rdb.LLen(ctx, list).Result()
+	if err != nil {
+		return 0, fmt.Errorf("read length of %q: %w", list, err)
+	}
+	return n, nil
+}

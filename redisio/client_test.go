@@ -1,0 +1,297 @@
+package redisio
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/refresher/refresher/internal/testenv"
+)
+
+// counter is a go-redis hook that counts round trips (a pipeline is one) and
+// records command names.
+type counter struct {
+	trips atomic.Int64
+	mu    sync.Mutex
+	names []string
+}
+
+func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.trips.Add(1)
+		c.mu.Lock()
+		c.names = append(c.names, cmd.Name())
+		c.mu.Unlock()
+		return next(ctx, cmd)
+	}
+}
+
+func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.trips.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+type bundle struct {
+	rdb    *redis.Client
+	client *Client
+	lists  Lists
+	prefix string
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	rdb, prefix := testenv.Redis(t)
+	c, err := New(rdb, Config{Now: func() time.Time { return time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC) }})
+	require.NoError(t, err)
+	return &bundle{rdb: rdb, client: c, lists: DefaultLists(prefix + "k"), prefix: prefix}
+}
+
+func jobs(n int) []Job {
+	out := make([]Job, n)
+	for i := range out {
+		out[i] = Job{Kind: "k", UID: strconv.Itoa(i), AttemptUID: "a" + strconv.Itoa(i), AttemptNo: 1,
+			TimeoutAt: time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC), Payload: map[string]any{"input_url": "https://example.com/" + strconv.Itoa(i)}}
+	}
+	return out
+}
+
+func TestDefaultLists(t *testing.T) {
+	t.Parallel()
+	l := DefaultLists("big_tables")
+	require.Equal(t, Lists{Input: "big_tables-input", Output: "big_tables-output", Dead: "big_tables-dead"}, l)
+	require.Equal(t, "big_tables-output:processing:host-1", l.Processing("host-1"))
+	require.Equal(t, "big_tables-output:heartbeat:host-1", l.Heartbeat("host-1"))
+	require.Equal(t, `a\*b\?\[c\]\\-output:processing:*`, DefaultLists(`a*b?[c]\`).processingPattern())
+}
+
+func TestNewValidates(t *testing.T) {
+	t.Parallel()
+	_, err := New(nil, Config{})
+	require.EqualError(t, err, "redisio.New: nil Redis client (pass a *redis.Client from redis.NewClient)")
+	_, err = New(redis.NewClient(&redis.Options{}), Config{MaxResultBytes: -1})
+	require.EqualError(t, err, "redisio.New: MaxResultBytes is -1, want 0 (default 65536) or more")
+
+	t.Run("Defaults", func(t *testing.T) {
+		c := Config{}.WithDefaults()
+		require.Equal(t, DefaultMaxResultBytes, c.MaxResultBytes)
+		require.True(t, c.Now != nil)
+	})
+}
+
+func TestPushIsFIFOInOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	hook := &counter{}
+	b.rdb.AddHook(hook)
+
+	js := jobs(1000)
+	require.NoError(t, b.client.Push(ctx, b.lists.Input, js))
+	require.Equal(t, int64(1), hook.trips.Load(), "pushing 1000 jobs")
+	require.Equal(t, []string{"rpush"}, hook.names)
+
+	n, err := b.client.Len(ctx, b.lists.Input)
+	require.NoError(t, err)
+	require.Equal(t, int64(1000), n)
+
+	// A worker pops from the left and sees the jobs in push order, exactly
+	// as EncodeJob writes them.
+	popped, err := b.rdb.LPopCount(ctx, b.lists.Input, 1000).Result()
+	require.NoError(t, err)
+	for i, raw := range popped {
+		want, err := EncodeJob(js[i])
+		require.NoError(t, err)
+		require.Equal(t, string(want), raw)
+	}
+
+	// Nothing to push: no command.
+	require.NoError(t, b.client.Push(ctx, b.lists.Input, nil))
+	require.Equal(t, int64(3), hook.trips.Load()) // RPUSH, LLEN, LPOP above
+
+	// A job that cannot be encoded: nothing is pushed.
+	bad := jobs(3)
+	bad[2].AttemptUID = ""
+	require.EqualError(t, b.client.Push(ctx, b.lists.Input, bad),
+		`push 3 jobs to "`+b.lists.Input+`": encode k job 2: attempt_uid is empty`)
+	n, err = b.client.Len(ctx, b.lists.Input)
+	require.NoError(t, err)
+	require.Equal(t, int64(0), n)
+}
+
+// A Redis that is not there gives wrapped errors, quickly, from every call.
+func TestRedisUnreachable(t *testing.T) {
+	t.Parallel()
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c, err := New(rdb, Config{})
+	require.NoError(t, err)
+	lists := DefaultLists("unreachable")
+	d := c.Drain(lists, "A", 0)
+	ctx := t.Context()
+
+	for name, call := range map[string]func() error{
+		"Push":      func() error { return c.Push(ctx, lists.Input, jobs(3)) },
+		"Len":       func() error { _, err := c.Len(ctx, lists.Input); return err },
+		"Fetch":     func() error { _, err := d.Fetch(ctx, 10, 5*time.Second); return err },
+		"Heartbeat": func() error { return d.Heartbeat(ctx) },
+		"Recover":   func() error { _, err := d.Recover(ctx); return err },
+	} {
+		start := time.Now()
+		err := call()
+		took := time.Since(start)
+		require.Error(t, err, name)
+		require.ErrorContains(t, err, "connection refused", name)
+		require.ErrorContains(t, err, "unreachable-", name) // names the list
+		require.True(t, took < 3*time.Second, "%s took %s", name, took)
+	}
+}
+
+// proxy forwards TCP to Redis and can be cut, so a test can take "Redis"
+// away from one client without touching the shared server.
+type proxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	down   bool
+	conns  []net.Conn
+}
+
+func startProxy(t *testing.T, target string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &proxy{ln: ln, target: target}
+	t.Cleanup(func() { _ = ln.Close(); p.setDown(true) })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			if p.down {
+				p.mu.Unlock()
+				_ = c.Close()
+				continue
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				p.mu.Unlock()
+				_ = c.Close()
+				continue
+			}
+			p.conns = append(p.conns, c, up)
+			p.mu.Unlock()
+			go func() { _, _ = copyConn(up, c) }()
+			go func() { _, _ = copyConn(c, up) }()
+		}
+	}()
+	return p
+}
+
+func copyConn(dst, src net.Conn) (int64, error) {
+	defer dst.Close()
+	defer src.Close()
+	var n int64
+	buf := make([]byte, 32<<10)
+	for {
+		k, err := src.Read(buf)
+		if k > 0 {
+			if _, werr := dst.Write(buf[:k]); werr != nil {
+				return n, werr
+			}
+			n += int64(k)
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
+// setDown cuts every connection and refuses new ones (true), or lets new
+// ones through again (false).
+func (p *proxy) setDown(down bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = down
+	if down {
+		for _, c := range p.conns {
+			_ = c.Close()
+		}
+		p.conns = nil
+	}
+}
+
+func (p *proxy) addr() string { return p.ln.Addr().String() }
+
+// Redis goes away during a push and between fetch and ack: the push fails
+// without queuing anything, the ack fails, and once Redis is back the batch
+// is fetched again and nothing is lost.
+func TestRedisGoesAwayAndComesBack(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	opt, err := redis.ParseURL(testenv.RedisURL())
+	require.NoError(t, err)
+	p := startProxy(t, opt.Addr)
+	opt.Addr = p.addr()
+	opt.MaxRetries = -1
+	viaProxy := redis.NewClient(opt)
+	t.Cleanup(func() { _ = viaProxy.Close() })
+	c, err := New(viaProxy, Config{})
+	require.NoError(t, err)
+	d := c.Drain(b.lists, "A", 0)
+
+	pushResults(t, b, 3)
+	msgs, err := d.Fetch(ctx, 10, 0)
+	require.NoError(t, err)
+	require.Len(t, msgs, 3)
+
+	p.setDown(true)
+	require.ErrorContains(t, c.Push(ctx, b.lists.Input, jobs(5)), `push 5 messages to "`+b.lists.Input+`": `)
+	err = d.Ack(ctx, msgs, nil)
+	require.ErrorContains(t, err, `ack 3 results of "`+b.lists.Output+`" (0 dead): `)
+	_, err = d.Fetch(ctx, 10, time.Second)
+	require.ErrorContains(t, err, `fetch up to 10 results from "`+b.lists.Output+`": `)
+	require.Equal(t, int64(0), b.rdb.LLen(ctx, b.lists.Input).Val()) // the push queued nothing
+
+	p.setDown(false)
+	again, err := d.Fetch(ctx, 10, 0)
+	require.NoError(t, err)
+	require.Equal(t, uidsOf(msgs), uidsOf(again))
+	require.NoError(t, d.Ack(ctx, again, nil))
+	requireList(t, b, b.lists.Processing("A"))
+	requireList(t, b, b.lists.Output)
+	require.NoError(t, c.Push(ctx, b.lists.Input, jobs(5)))
+	require.Equal(t, int64(5), b.rdb.LLen(ctx, b.lists.Input).Val())
+}
+
+func BenchmarkPush1000Jobs(b *testing.B) {
+	rdb, prefix := testenv.Redis(b)
+	c, err := New(rdb, Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	js := jobs(1000)
+	list := prefix + "bench-input"
+	ctx := b.Context()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := c.Push(ctx, list, js); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		rdb.Del(ctx, list)
+		b.StartTimer()
+	}
+}
