@@ -1,0 +1,264 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Schedule is a parsed RFC 5545 recurrence: DTSTART, one RRULE, and optional
+// EXDATE and RDATE lines. It is immutable and safe for concurrent use; the
+// rrule-go objects it needs are built per call and never shared.
+//
+// Local times follow RFC 5545 (SPEC section 3): a wall-clock time that does
+// not exist (spring forward) is read with the UTC offset from before the gap,
+// so a daily 02:30 in America/New_York runs at 03:30 EDT on the day clocks go
+// forward; a time that occurs twice (fall back) means its first occurrence;
+// every other occurrence keeps its wall-clock time.
+//
+// Next costs about the same whatever DTSTART's age (a few microseconds for a
+// MINUTELY or HOURLY rule), because the rule is evaluated from a period start
+// shortly before the asked time rather than from DTSTART. Occurrences more
+// than about a hundred years after the asked time may not be found (see the
+// engine's documentation); a refresh schedule never needs them.
+type Schedule struct {
+	text    string
+	loc     *time.Location
+	eng     *engine
+	until   time.Time   // UNTIL as an instant; zero when none
+	endWall time.Time   // last occurrence's wall clock (COUNT, or UNTIL bound); zero when none
+	exdates []time.Time // sorted instants
+	rdates  []time.Time // sorted instants, EXDATEs removed
+}
+
+var _ Nexter = (*Schedule)(nil)
+
+// ParseSchedule parses RFC 5545 text: an optional DTSTART (UTC with a trailing
+// Z, floating (read as UTC), or with TZID=Zone/Name), one RRULE, and optional
+// EXDATE and RDATE lines (comma-separated lists, optionally with TZID). Lines
+// are separated by real line breaks or by the two characters `\n`. A missing
+// DTSTART means 2000-01-01T00:00:00Z, never "now".
+//
+// Rules that rrule-go would panic or loop forever on, and rules that never
+// produce an occurrence, are rejected. The error text says what is wrong and
+// how to fix it, in words suitable after "Invalid refresh schedule: ".
+//
+// Results are cached by text (at most scheduleCacheSize entries), so parsing
+// the same text again is cheap.
+func ParseSchedule(text string) (*Schedule, error) {
+	if e, ok := scheduleCache.get(text); ok {
+		return e.s, e.err
+	}
+	s, err := parseSchedule(text)
+	scheduleCache.put(text, cacheEntry{s, err})
+	return s, err
+}
+
+func parseSchedule(text string) (*Schedule, error) {
+	p, err := parseText(text)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := newEngine(&p.rule, p.startWall)
+	if err != nil {
+		return nil, err
+	}
+	s := &Schedule{loc: p.loc, eng: eng, until: p.rule.until}
+	s.exdates = sortedUnique(p.exdates)
+	for _, r := range sortedUnique(p.rdates) {
+		if !s.excluded(r) {
+			s.rdates = append(s.rdates, r)
+		}
+	}
+	bound := time.Time{}
+	if !s.until.IsZero() {
+		// Every occurrence at or before UNTIL has a wall clock before this.
+		bound = wallOf(s.until, s.loc).Add(26 * time.Hour)
+	}
+	it := eng.iter(p.startWall, bound)
+	first, ok := it()
+	if ok && !s.until.IsZero() {
+		if inst, _ := wallToInstant(first, s.loc); inst.After(s.until) {
+			ok = false
+		}
+	}
+	if !ok && len(s.rdates) == 0 {
+		if !s.until.IsZero() {
+			return nil, fmt.Errorf("the rule has no occurrence between DTSTART %s and UNTIL %s; move UNTIL later or DTSTART earlier",
+				p.startWall.Format("2006-01-02 15:04:05"), s.until.Format("2006-01-02 15:04:05Z"))
+		}
+		return nil, errors.New("the rule never produces an occurrence; its BYxxx parts exclude each other (e.g. BYMONTH=2;BYMONTHDAY=30) or never meet DTSTART's INTERVAL grid")
+	}
+	if c := p.rule.count; c > 0 && ok {
+		last := first
+		for i := 1; i < c; i++ {
+			w, ok := it()
+			if !ok {
+				break
+			}
+			last = w
+		}
+		s.endWall = last
+	} else if !s.until.IsZero() {
+		s.endWall = bound
+	}
+	s.text = normalizedText(p)
+	return s, nil
+}
+
+func sortedUnique(ts []time.Time) []time.Time {
+	out := slices.Clone(ts)
+	slices.SortFunc(out, func(a, b time.Time) int { return a.Compare(b) })
+	return slices.CompactFunc(out, func(a, b time.Time) bool { return a.Equal(b) })
+}
+
+func (s *Schedule) excluded(t time.Time) bool {
+	_, found := slices.BinarySearchFunc(s.exdates, t, func(a, b time.Time) int { return a.Compare(b) })
+	return found
+}
+
+// Next returns the first occurrence strictly after `after`, in UTC, or the
+// zero time when there is none. It never panics and its cost does not grow
+// with DTSTART's age.
+func (s *Schedule) Next(after time.Time) time.Time {
+	if s == nil || after.Year() > maxYear {
+		return time.Time{}
+	}
+	best := s.nextRule(after)
+	i, found := slices.BinarySearchFunc(s.rdates, after, func(a, b time.Time) int { return a.Compare(b) })
+	if found {
+		i++
+	}
+	if i < len(s.rdates) && (best.IsZero() || s.rdates[i].Before(best)) {
+		best = s.rdates[i]
+	}
+	return best
+}
+
+// maxOffsetSpread bounds how far an instant can lie before its wall clock
+// read as UTC, across all UTC offsets (-12h to +14h).
+const maxOffsetSpread = 26 * time.Hour
+
+func (s *Schedule) nextRule(after time.Time) time.Time {
+	if !s.until.IsZero() && !after.Before(s.until) {
+		return time.Time{}
+	}
+	afterWall := wallOf(after, s.loc)
+	if !s.endWall.IsZero() && afterWall.Add(-maxOffsetSpread).After(s.endWall) {
+		return time.Time{}
+	}
+	// An occurrence whose wall clock lies before after's can still come
+	// after it when a spring-forward gap pushed it; start that much earlier.
+	from := afterWall.Add(-gapMargin(after, s.loc))
+	it := s.eng.iter(from, s.endWall)
+	var best time.Time
+	for {
+		w, ok := it()
+		if !ok {
+			break
+		}
+		if !best.IsZero() && w.Add(-maxOffsetSpread).After(best) {
+			break // no later wall clock can map before best
+		}
+		inst, pushed := wallToInstant(w, s.loc)
+		if !s.until.IsZero() && inst.After(s.until) {
+			if pushed {
+				continue
+			}
+			break // instants of unpushed occurrences only grow
+		}
+		if !inst.After(after) || s.excluded(inst) {
+			continue
+		}
+		if best.IsZero() || inst.Before(best) {
+			best = inst
+		}
+		if !pushed {
+			// Later wall clocks map to instants at or after this one.
+			break
+		}
+	}
+	if best.IsZero() {
+		return best
+	}
+	return best.UTC()
+}
+
+// String returns the normalized text: DTSTART (always present), RRULE with
+// its parts in a fixed order, then EXDATE and RDATE lines, separated by "\n".
+// ParseSchedule(s.String()) describes the same schedule.
+func (s *Schedule) String() string {
+	if s == nil {
+		return ""
+	}
+	return s.text
+}
+
+func normalizedText(p *parsed) string {
+	var b strings.Builder
+	b.WriteString("DTSTART")
+	switch {
+	case p.zoneName != "":
+		b.WriteString(";TZID=" + p.zoneName + ":" + p.startWall.Format("20060102T150405"))
+	case p.floating:
+		b.WriteString(":" + p.startWall.Format("20060102T150405"))
+	default:
+		b.WriteString(":" + p.startWall.Format("20060102T150405Z"))
+	}
+	b.WriteString("\nRRULE:" + p.rule.text(p.floating))
+	for _, t := range p.exdateText {
+		b.WriteString("\n" + dateLine("EXDATE", t))
+	}
+	for _, t := range p.rdateText {
+		b.WriteString("\n" + dateLine("RDATE", t))
+	}
+	return b.String()
+}
+
+func dateLine(name, text string) string {
+	if strings.HasPrefix(text, "TZID=") {
+		return name + ";" + text
+	}
+	return name + ":" + text
+}
+
+// scheduleCacheSize bounds the parse cache. The service parses each row's
+// refresh_rrule on every transition; most rows share a few texts.
+const scheduleCacheSize = 4096
+
+type cacheEntry struct {
+	s   *Schedule
+	err error
+}
+
+type parseCache struct {
+	mu sync.Mutex
+	m  map[string]cacheEntry
+}
+
+var scheduleCache = &parseCache{m: map[string]cacheEntry{}}
+
+func (c *parseCache) get(text string) (cacheEntry, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[text]
+	return e, ok
+}
+
+func (c *parseCache) put(text string, e cacheEntry) {
+	if len(text) > 4096 {
+		return // do not let a few huge texts fill memory
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= scheduleCacheSize {
+		for k := range c.m { // drop an arbitrary entry
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[text] = e
+}

@@ -1,0 +1,415 @@
+package policy
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/teambition/rrule-go"
+)
+
+// The engine produces a rule's occurrences as floating wall-clock times (local
+// wall clock written as UTC) in ascending order, starting near any time
+// without walking from DTSTART.
+//
+// Two strategies, both exact:
+//
+//   - rrule-go with DTSTART moved forward: the defaults that RFC 5545 takes
+//     from DTSTART (BYMONTH, BYMONTHDAY, BYDAY, BYHOUR, BYMINUTE, BYSECOND)
+//     are written out explicitly, then DTSTART is moved to the start of the
+//     last period (FREQ x INTERVAL, same phase as the real DTSTART) that
+//     begins at or before the search start. rrule-go iterates from there.
+//   - "days x times" for SECONDLY, MINUTELY and HOURLY rules whose period
+//     divides a day: the times of day are the same every day, so rrule-go only
+//     enumerates the days that pass the date filters (FREQ=DAILY) and the
+//     engine combines them with the times. This avoids rrule-go's
+//     per-second and per-minute inner loops, which cost up to 86,400 steps
+//     for every day a date filter rejects.
+//
+// The Gregorian calendar repeats exactly every 400 years (146,097 days, a
+// whole number of weeks), so the whole problem is translated by a multiple of
+// 400 years to make rrule-go's hard stop at year 9999 lie between 199 and 599
+// years after the search start. That bounds the walk over periods that hold
+// no occurrence: a rule whose next occurrence is further away than that is
+// treated as having none. Easter does not repeat every 400 years, so BYEASTER
+// rules (YEARLY only) are not translated.
+
+const (
+	secondsPerDay = 86400
+	targetYear    = 9800 // search start is translated to a year in (targetYear-400, targetYear]
+)
+
+type engine struct {
+	freq     rrule.Frequency
+	interval int
+	start    time.Time     // DTSTART wall clock
+	orig     rrule.ROption // the rule as written, Dtstart = start
+	explicit rrule.ROption // defaults written out, for a moved DTSTART
+	wkst     int
+	noShift  bool // BYEASTER: Easter dates do not repeat every 400 years
+
+	// days x times strategy (byDays true)
+	byDays  bool
+	days    rrule.ROption // FREQ=DAILY with the date filters
+	hours   []int         // allowed hours, sorted
+	minutes []int
+	seconds []int
+	unit    int // seconds in one FREQ unit: 3600, 60 or 1
+	phase   int // DTSTART's index (hour, minute or second of day) modulo interval
+	gridIt  bool
+	isHour  [24]bool
+	isMin   [60]bool
+	isSec   [60]bool
+}
+
+func allInts(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+func toWeekdays(days []nthWeekday, numbered bool) []rrule.Weekday {
+	var out []rrule.Weekday
+	for _, d := range days {
+		if numbered && d.N != 0 {
+			out = append(out, weekdays[d.Day].Nth(d.N))
+		} else {
+			out = append(out, weekdays[d.Day])
+		}
+	}
+	return out
+}
+
+// newEngine builds the engine for a validated rule. It returns an error when
+// the rule's times of day can never be reached (rrule-go would loop forever).
+func newEngine(r *ruleSpec, start time.Time) (*engine, error) {
+	e := &engine{freq: r.freq, interval: r.interval, start: start, wkst: r.wkst, noShift: len(r.byeaster) > 0}
+	numbered := r.freq == rrule.MONTHLY || r.freq == rrule.YEARLY
+	e.orig = rrule.ROption{
+		Freq: r.freq, Dtstart: start, Interval: r.interval, Wkst: weekdays[r.wkst],
+		Bysetpos: r.bysetpos, Bymonth: r.bymonth, Bymonthday: r.bymonthday,
+		Byyearday: r.byyearday, Byweekno: r.byweekno, Byweekday: toWeekdays(r.byday, numbered),
+		Byhour: r.byhour, Byminute: r.byminute, Bysecond: r.bysecond, Byeaster: r.byeaster,
+	}
+	// Write out the defaults exactly as rrule-go's buildRRule takes them
+	// from DTSTART, so that DTSTART can move.
+	x := e.orig
+	if len(x.Byweekno) == 0 && len(x.Byyearday) == 0 && len(x.Bymonthday) == 0 && len(x.Byweekday) == 0 && len(x.Byeaster) == 0 {
+		switch r.freq {
+		case rrule.YEARLY:
+			if len(x.Bymonth) == 0 {
+				x.Bymonth = []int{int(start.Month())}
+			}
+			x.Bymonthday = []int{start.Day()}
+		case rrule.MONTHLY:
+			x.Bymonthday = []int{start.Day()}
+		case rrule.WEEKLY:
+			x.Byweekday = []rrule.Weekday{weekdays[weekdayIndex(start)]}
+		}
+	}
+	if len(x.Byhour) == 0 && r.freq < rrule.HOURLY {
+		x.Byhour = []int{start.Hour()}
+	}
+	if len(x.Byminute) == 0 && r.freq < rrule.MINUTELY {
+		x.Byminute = []int{start.Minute()}
+	}
+	if len(x.Bysecond) == 0 && r.freq < rrule.SECONDLY {
+		x.Bysecond = []int{start.Second()}
+	}
+	e.explicit = x
+
+	if r.freq < rrule.HOURLY {
+		return e, nil
+	}
+	// Sub-daily: which fields does rrule-go's inner loop test, and what
+	// does one period hold?
+	e.unit = map[rrule.Frequency]int{rrule.HOURLY: 3600, rrule.MINUTELY: 60, rrule.SECONDLY: 1}[r.freq]
+	e.hours = orAll(r.byhour, 24)
+	e.minutes, e.seconds = r.byminute, r.bysecond
+	if len(e.minutes) == 0 {
+		if r.freq == rrule.HOURLY {
+			e.minutes = []int{start.Minute()}
+		} else {
+			e.minutes = allInts(60)
+		}
+	}
+	if len(e.seconds) == 0 {
+		if r.freq == rrule.SECONDLY {
+			e.seconds = allInts(60)
+		} else {
+			e.seconds = []int{start.Second()}
+		}
+	}
+	units := secondsPerDay / e.unit
+	idx0 := e.index(start.Hour(), start.Minute(), start.Second())
+	e.phase = idx0 % r.interval
+	if units%r.interval == 0 && len(r.bysetpos) == 0 {
+		e.byDays = true
+		e.days = rrule.ROption{
+			Freq: rrule.DAILY, Interval: 1, Bymonth: r.bymonth, Bymonthday: r.bymonthday,
+			Byyearday: r.byyearday, Byweekno: r.byweekno, Byweekday: toWeekdays(r.byday, false),
+			Byhour: []int{0}, Byminute: []int{0}, Bysecond: []int{0}, Wkst: weekdays[r.wkst],
+		}
+		for _, h := range e.hours {
+			e.isHour[h] = true
+		}
+		for _, m := range e.minutes {
+			e.isMin[m] = true
+		}
+		for _, s := range e.seconds {
+			e.isSec[s] = true
+		}
+		// Enumerate the grid when it is sparser than the BYxxx product.
+		e.gridIt = units/r.interval < len(e.hours)*len(e.minutes)*len(e.seconds)
+		if _, ok := e.firstTimeOfDay(0); !ok {
+			return nil, fmt.Errorf("RRULE: no time of day matches; with FREQ=%s;INTERVAL=%d starting at %s, BYHOUR/BYMINUTE/BYSECOND select times the rule never reaches (pick values on the %s grid of DTSTART)",
+				freqText[r.freq], r.interval, start.Format("15:04:05"), freqText[r.freq])
+		}
+		return e, nil
+	}
+	// rrule-go's inner loop steps the period index by INTERVAL modulo one
+	// day until the hour (and minute, second) filters match; it never ends
+	// when no allowed index is reachable from DTSTART's.
+	g := gcd(r.interval, units)
+	reach := false
+	hs, ms, ss := e.hours, []int{0}, []int{0}
+	if r.freq >= rrule.MINUTELY {
+		ms = orAll(r.byminute, 60)
+	}
+	if r.freq == rrule.SECONDLY {
+		ss = orAll(r.bysecond, 60)
+	}
+	for _, h := range hs {
+		for _, m := range ms {
+			for _, s := range ss {
+				if (e.index(h, m, s)-idx0)%g == 0 {
+					reach = true
+				}
+			}
+		}
+	}
+	if !reach {
+		return nil, fmt.Errorf("RRULE: FREQ=%s;INTERVAL=%d starting at %s never reaches the BYHOUR/BYMINUTE/BYSECOND values given; change DTSTART or INTERVAL so the values lie on its grid",
+			freqText[r.freq], r.interval, start.Format("15:04:05"))
+	}
+	return e, nil
+}
+
+func orAll(xs []int, n int) []int {
+	if len(xs) == 0 {
+		return allInts(n)
+	}
+	return xs
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// index is the number of whole FREQ units since midnight.
+func (e *engine) index(h, m, s int) int {
+	return (h*3600 + m*60 + s) / e.unit
+}
+
+func (e *engine) onGrid(h, m, s int) bool {
+	return e.index(h, m, s)%e.interval == e.phase
+}
+
+// firstTimeOfDay returns the first occurrence time of day (seconds since
+// midnight) at or after tod, for the days x times strategy.
+func (e *engine) firstTimeOfDay(tod int) (int, bool) {
+	if e.gridIt {
+		step := e.interval * e.unit
+		// grid points: phase*unit + k*step, each then combined with the
+		// finer fields that the period holds.
+		for base := e.phase * e.unit; base < secondsPerDay; base += step {
+			h, m, s := base/3600, base/60%60, base%60
+			switch e.unit {
+			case 1:
+				if base >= tod && e.isHour[h] && e.isMin[m] && e.isSec[s] {
+					return base, true
+				}
+			case 60:
+				if !e.isHour[h] || !e.isMin[m] {
+					continue
+				}
+				for _, sec := range e.seconds {
+					if t := base + sec; t >= tod {
+						return t, true
+					}
+				}
+			case 3600:
+				if !e.isHour[h] {
+					continue
+				}
+				for _, mi := range e.minutes {
+					for _, sec := range e.seconds {
+						if t := base + mi*60 + sec; t >= tod {
+							return t, true
+						}
+					}
+				}
+			}
+		}
+		return 0, false
+	}
+	th := tod / 3600
+	for _, h := range e.hours {
+		if h < th {
+			continue
+		}
+		for _, m := range e.minutes {
+			if h == th && m < tod/60%60 {
+				continue
+			}
+			for _, s := range e.seconds {
+				if t := h*3600 + m*60 + s; t >= tod && e.onGrid(h, m, s) {
+					return t, true
+				}
+			}
+		}
+	}
+	return 0, false
+}
+
+// align returns the DTSTART to iterate from: the start of the last period at
+// or before from, or the real DTSTART (moved == false).
+func (e *engine) align(from time.Time) (d time.Time, moved bool) {
+	if !from.After(e.start) {
+		return e.start, false
+	}
+	s := e.start
+	var base time.Time
+	var step int64
+	switch e.freq {
+	case rrule.YEARLY:
+		k := (from.Year() - s.Year()) / e.interval
+		if k <= 0 {
+			return s, false
+		}
+		return time.Date(s.Year()+k*e.interval, 1, 1, 0, 0, 0, 0, time.UTC), true
+	case rrule.MONTHLY:
+		months := (from.Year()-s.Year())*12 + int(from.Month()) - int(s.Month())
+		k := months / e.interval
+		if k <= 0 {
+			return s, false
+		}
+		return time.Date(s.Year(), s.Month()+time.Month(k*e.interval), 1, 0, 0, 0, 0, time.UTC), true
+	case rrule.WEEKLY:
+		midnight := s.Truncate(24 * time.Hour)
+		back := (weekdayIndex(s) - e.wkst + 7) % 7
+		base, step = midnight.AddDate(0, 0, -back), int64(7*secondsPerDay*e.interval)
+	case rrule.DAILY:
+		base, step = s.Truncate(24*time.Hour), int64(secondsPerDay*e.interval)
+	case rrule.HOURLY:
+		base, step = s.Truncate(time.Hour), int64(3600*e.interval)
+	case rrule.MINUTELY:
+		base, step = s.Truncate(time.Minute), int64(60*e.interval)
+	default:
+		base, step = s, int64(e.interval)
+	}
+	k := (from.Unix() - base.Unix()) / step
+	if k <= 0 {
+		return s, false
+	}
+	return time.Unix(base.Unix()+k*step, 0).UTC(), true
+}
+
+// shiftYears returns a multiple of 400 that moves d to a year in
+// (targetYear-400, targetYear].
+func (e *engine) shiftYears(d time.Time) int {
+	if e.noShift {
+		return 0
+	}
+	diff := targetYear - d.Year()
+	m := diff / 400
+	if diff < 0 && diff%400 != 0 {
+		m--
+	}
+	return 400 * m
+}
+
+// iter returns the wall-clock occurrences at or after about from (it may
+// yield a few earlier ones), in ascending order, ending at or before bound
+// when bound is not zero.
+func (e *engine) iter(from, bound time.Time) func() (time.Time, bool) {
+	none := func() (time.Time, bool) { return time.Time{}, false }
+	if e.byDays {
+		return e.iterDays(from, bound)
+	}
+	d, moved := e.align(from)
+	opt := e.orig
+	if moved {
+		opt = e.explicit
+	}
+	shift := e.shiftYears(d)
+	opt.Dtstart = d.AddDate(shift, 0, 0)
+	if !bound.IsZero() {
+		opt.Until = bound.AddDate(shift, 0, 0)
+	}
+	r, err := rrule.NewRRule(opt)
+	if err != nil {
+		return none // validated at parse time; not expected
+	}
+	next := r.Iterator()
+	return func() (time.Time, bool) {
+		t, ok := next()
+		if !ok {
+			return time.Time{}, false
+		}
+		return t.AddDate(-shift, 0, 0), true
+	}
+}
+
+func (e *engine) iterDays(from, bound time.Time) func() (time.Time, bool) {
+	none := func() (time.Time, bool) { return time.Time{}, false }
+	if from.Before(e.start) {
+		from = e.start
+	}
+	day := from.Truncate(24 * time.Hour)
+	shift := e.shiftYears(day)
+	opt := e.days
+	opt.Dtstart = day.AddDate(shift, 0, 0)
+	if !bound.IsZero() {
+		opt.Until = bound.Truncate(24*time.Hour).AddDate(shift, 0, 0)
+	}
+	r, err := rrule.NewRRule(opt)
+	if err != nil {
+		return none
+	}
+	nextDay := r.Iterator()
+	var cur time.Time // current day, zero before the first
+	tod := 0          // next time of day to look at
+	return func() (time.Time, bool) {
+		for {
+			if cur.IsZero() || tod >= secondsPerDay {
+				d, ok := nextDay()
+				if !ok {
+					return time.Time{}, false
+				}
+				cur, tod = d.AddDate(-shift, 0, 0), 0
+				if cur.Equal(day) {
+					tod = int(from.Sub(day) / time.Second)
+				}
+			}
+			t, ok := e.firstTimeOfDay(tod)
+			if !ok {
+				tod = secondsPerDay
+				continue
+			}
+			tod = t + 1
+			w := cur.Add(time.Duration(t) * time.Second)
+			if !bound.IsZero() && w.After(bound) {
+				return time.Time{}, false
+			}
+			return w, true
+		}
+	}
+}
+
+// weekdayIndex converts Go's Sunday=0 to Monday=0.
+func weekdayIndex(t time.Time) int { return (int(t.Weekday()) + 6) % 7 }
