@@ -101,6 +101,9 @@ const (
 	BranchDisabled Branch = "disabled"
 )
 
+// String returns the branch name, as used in logs and metrics labels.
+func (b Branch) String() string { return string(b) }
+
 // Decision explains a failure transition so that the shell can count and log
 // it. Times are zero where they do not apply.
 type Decision struct {
