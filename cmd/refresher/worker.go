@@ -83,10 +83,11 @@ func newWorkerCmd() *cobra.Command {
 jobs from the kind's input list, GETs the payload's input_url, and pushes a
 JSON result onto the kind's output list:
 
-  2xx                                  success, status "fetched <n> bytes"
-  404, 410, malformed URL, no such host permanent failure, "Provided URL is invalid: <url>"
-  429 or 503 with Retry-After          failure with retry_after_seconds
-  anything else, a timeout             failure with a short technical reason
+  2xx                          success, status "fetched <n> bytes"
+  404, 410, malformed URL,     permanent failure,
+    host that does not exist     "Provided URL is invalid: <url>"
+  429 or 503 with Retry-After  failure with retry_after_seconds
+  anything else, a timeout     failure with a short technical reason
 
 Jobs whose timeout_at has passed are dropped. On SIGTERM it stops popping,
 finishes the jobs in hand and pushes their results.
