@@ -48,8 +48,8 @@ is simulated at the range's lower bound. Times are printed in UTC.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.schedule, "schedule", "", "RFC 5545 rule: DTSTART/RRULE/EXDATE/RDATE lines, separated by newlines or the two characters \\n (required)")
-	f.StringVar(&o.retry, "retry", policy.DefaultRetrySpec, "retry policy spec, e.g. exponential:base=1s,factor=2,max=1h,attempts=10")
-	f.StringVar(&o.timeout, "timeout", policy.DefaultTimeout.String(), "attempt timeout")
+	f.StringVar(&o.retry, "retry", policy.DefaultRetrySpec, "retry policy spec: delays, constant, linear, fibonacci, quadratic, polynomial, exponential, arctan, delayed_job or progressive, with optional max=, attempts=, max_age=, jitter=; e.g. exponential:base=1s,factor=2,max=1h,attempts=10")
+	f.StringVar(&o.timeout, "timeout", shortDuration(policy.DefaultTimeout), "attempt timeout: an attempt still running after it counts as failed")
 	f.StringVar(&o.from, "from", "", "start time, RFC 3339 (default now)")
 	f.IntVar(&o.occurrences, "occurrences", 10, "number of occurrences to list")
 	f.IntVar(&o.fail, "fail", 0, "number of consecutive failures to simulate")
