@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/refresher/refresher/config"
+	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/refresher"
+)
+
+func init() {
+	commands = append(commands,
+		func() *cobra.Command {
+			return adminCmd("enable", "Re-enable models as if the user had saved them, and refresh them now", refresher.Enable)
+		},
+		func() *cobra.Command {
+			return adminCmd("trigger", "Refresh models now, unless an attempt is running", refresher.Trigger)
+		},
+	)
+}
+
+type adminFunc func(ctx context.Context, store *models.Store, t models.Table, keys []string, now time.Time) ([]refresher.Change, error)
+
+// adminCmd builds `refresher enable|trigger --kind K UID...`; both print one
+// line per model saying what changed.
+func adminCmd(name, short string, fn adminFunc) *cobra.Command {
+	var path, kind string
+	cmd := &cobra.Command{
+		Use:   name + " --kind KIND UID...",
+		Short: short,
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, keys []string) error {
+			c, err := config.Load(path)
+			if err != nil {
+				return err
+			}
+			k, err := c.Kind(kind)
+			if err != nil {
+				return err
+			}
+			db, err := openDB(cmd.Context(), c)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			changes, err := fn(cmd.Context(), models.New(db), table(k), keys, refresher.SystemClock{}.Now())
+			if err != nil {
+				return err
+			}
+			printChanges(cmd.OutOrStdout(), k.Name, changes)
+			for _, ch := range changes {
+				if !ch.Found {
+					return fmt.Errorf("%s: some models were not found", name)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&path, "config", "", "YAML configuration file (optional when REFRESHER_* variables are set)")
+	cmd.Flags().StringVar(&kind, "kind", "", "the kind of the models (required)")
+	_ = cmd.MarkFlagRequired("kind")
+	return cmd
+}
+
+func printChanges(w io.Writer, kind string, changes []refresher.Change) {
+	for _, ch := range changes {
+		fmt.Fprintf(w, "%s %s: %s", kind, ch.Key, ch.Note)
+		if ch.Found && ch.Before != ch.After {
+			fmt.Fprintf(w, " (refresh_at %s -> %s, attempt_no %d -> %d)",
+				fmtTime(ch.Before.RefreshAt), fmtTime(ch.After.RefreshAt), ch.Before.AttemptNo, ch.After.AttemptNo)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "NULL"
+	}
+	return t.UTC().Format(time.RFC3339)
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/refresher/refresher/config"
+	"github.com/refresher/refresher/models"
+)
+
+func init() { commands = append(commands, newMigrateCmd) }
+
+func newMigrateCmd() *cobra.Command {
+	var path string
+	var print bool
+	cmd := &cobra.Command{
+		Use:   "migrate",
+		Short: "Add the refresh columns and index to each kind's table",
+		Long: `Add the refresh_* columns and an index on refresh_at to each configured
+kind's existing table. Safe to run again: what is there already is left alone.
+It never drops or changes the application's own columns. With --print it
+shows the SQL for a DBA instead of running it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := config.Load(path)
+			if err != nil {
+				return err
+			}
+			db, err := openDB(cmd.Context(), c)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			tables := make([]string, len(c.Kinds))
+			for i := range c.Kinds {
+				tables[i] = c.Kinds[i].Table
+			}
+			_, err = models.Migrate(cmd.Context(), db, tables, cmd.OutOrStdout(), print)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&path, "config", "", "YAML configuration file (optional when REFRESHER_* variables are set)")
+	cmd.Flags().BoolVar(&print, "print", false, "print the SQL instead of running it")
+	return cmd
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+
+	"github.com/refresher/refresher/config"
+	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/redisio"
+	"github.com/refresher/refresher/refresher"
+)
+
+func init() { commands = append(commands, newRunCmd) }
+
+func newRunCmd() *cobra.Command {
+	var path string
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the service: dispatch due rows and apply workers' results",
+		Long: `Run the service until SIGINT or SIGTERM. The first signal finishes the
+batches in hand and stops; a second one stops at once (nothing is lost either
+way: unapplied results stay in Redis, unanswered attempts time out).
+
+Configuration comes from --config and the REFRESHER_* environment variables.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := config.Load(path)
+			if err != nil {
+				return err
+			}
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			return runService(cmd.Context(), c, log)
+		},
+	}
+	cmd.Flags().StringVar(&path, "config", "", "YAML configuration file (optional when REFRESHER_* variables are set)")
+	return cmd
+}
+
+func runService(ctx context.Context, c *config.Config, log *slog.Logger) error {
+	db, err := openDB(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	rdb, err := openRedis(ctx, c.Redis)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	svc, err := refresher.New(serviceConfig(c, log), models.New(db), redisio.New(rdb))
+	if err != nil {
+		return err
+	}
+	if err := svc.Check(ctx); err != nil {
+		return err
+	}
+	if c.Metrics != "" {
+		srv := metricsServer(c.Metrics, svc)
+		go func() {
+			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics server stopped", "addr", c.Metrics, "err", err)
+			}
+		}()
+		defer srv.Close()
+	}
+	go exitOnSecondSignal(ctx, log)
+	return svc.Run(ctx)
+}
+
+// exitOnSecondSignal exits at once on a signal that arrives after ctx was
+// cancelled by the first one.
+func exitOnSecondSignal(ctx context.Context, log *slog.Logger) {
+	<-ctx.Done()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	log.Info("stopping after the batches in hand; send the signal again to stop at once")
+	<-sig
+	log.Warn("second signal: stopping at once")
+	os.Exit(130)
+}
+
+// metricsServer serves /metrics (Prometheus) and /healthz.
+func metricsServer(addr string, svc *refresher.Service) *http.Server {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(svc.Metrics().Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	return &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+}

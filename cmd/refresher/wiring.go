@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/refresher/refresher/config"
+	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/policy"
+	"github.com/refresher/refresher/redisio"
+	"github.com/refresher/refresher/refresher"
+)
+
+// table returns the models view of a configured kind's table.
+func table(k *config.Kind) models.Table {
+	return models.Table{Name: k.Table, Key: k.Key, Payload: k.Payload}
+}
+
+// serviceConfig turns the file's configuration into the service's.
+func serviceConfig(c *config.Config, log *slog.Logger) refresher.Config {
+	kinds := make([]refresher.Kind, len(c.Kinds))
+	for i := range c.Kinds {
+		k := &c.Kinds[i]
+		kinds[i] = refresher.Kind{
+			Name:     k.Name,
+			Table:    table(k),
+			Lists:    redisio.Lists{Input: k.Input, Output: k.Output, Dead: k.Dead},
+			Schedule: k.ScheduleParsed,
+			Policy: policy.Policy{
+				Kind:           k.Name,
+				Timeout:        k.Timeout.D(),
+				Retry:          k.RetryParsed,
+				DisabledReason: k.DisabledReason,
+			},
+			MaxQueued: k.MaxQueued,
+		}
+	}
+	return refresher.Config{
+		Kinds:      kinds,
+		InstanceID: c.InstanceID,
+		BatchSize:  c.BatchSize,
+		MaxSleep:   c.MaxSleep.D(),
+		Heartbeat:  c.Heartbeat.D(),
+		Logger:     log,
+	}
+}
+
+// openDB opens and pings the configured database.
+func openDB(ctx context.Context, c *config.Config) (*sql.DB, error) {
+	return models.Open(ctx, c.Database)
+}
+
+// openRedis connects to the configured Redis and pings it.
+func openRedis(ctx context.Context, url string) (*redis.Client, error) {
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("redis URL %q: %w (use e.g. redis://127.0.0.1:6379/0)", url, err)
+	}
+	rdb := redis.NewClient(opt)
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("connect to Redis at %s: %w (is redis-server running?)", opt.Addr, err)
+	}
+	return rdb, nil
+}

@@ -1,0 +1,154 @@
+// Package config reads refresher's configuration: a YAML file, overridden by
+// environment variables (one per top-level key), with defaults filled in and
+// every value validated with a message that names the key and the fix.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/refresher/refresher/policy"
+)
+
+// Defaults.
+const (
+	DefaultDatabase  = "root:@tcp(127.0.0.1:3306)/app?parseTime=true&loc=UTC"
+	DefaultRedis     = "redis://127.0.0.1:6379/0"
+	DefaultBatchSize = 1000
+	DefaultMaxSleep  = time.Second
+	DefaultTimeout   = time.Hour
+	DefaultKey       = "id"
+	DefaultMaxQueued = 100_000
+	DefaultHeartbeat = 30 * time.Second
+)
+
+// Config is the whole configuration of one refresher process.
+type Config struct {
+	// Database is the MySQL/MariaDB DSN (go-sql-driver format). parseTime=true
+	// and loc=UTC are added when missing. Default DefaultDatabase.
+	Database string `yaml:"database"`
+	// Redis is the Redis URL. Default "redis://127.0.0.1:6379/0".
+	Redis string `yaml:"redis"`
+	// Metrics is the listen address of the HTTP server for /metrics
+	// (Prometheus) and /healthz, e.g. ":9090". Default "": no server.
+	Metrics string `yaml:"metrics"`
+	// InstanceID names this process's processing lists in Redis. Each running
+	// process needs its own. Default: hostname and a random suffix.
+	InstanceID string `yaml:"instance_id"`
+	// BatchSize is how many rows one transaction claims or applies. Default 1000.
+	BatchSize int `yaml:"batch_size"`
+	// MaxSleep caps how long the dispatcher sleeps before looking for due rows
+	// again (it wakes earlier for the earliest refresh_at). Default 1s.
+	MaxSleep Duration `yaml:"max_sleep"`
+	// Heartbeat is how long a process may stay silent before other processes
+	// take over the results it had fetched but not applied. Default 30s.
+	Heartbeat Duration `yaml:"heartbeat"`
+	// Kinds are the tables to refresh. At least one.
+	Kinds []Kind `yaml:"kinds"`
+}
+
+// Kind is one configured table.
+type Kind struct {
+	// Name names the kind in jobs, logs and metrics, and is the default table
+	// name and list prefix. Required; letters, digits, '_' and '-'.
+	Name string `yaml:"name"`
+	// Table is the application's table. Default: Name.
+	Table string `yaml:"table"`
+	// Key is a unique column, sent to workers as "uid". Default "id".
+	Key string `yaml:"key"`
+	// Payload lists the columns copied into each job's payload. Default none.
+	Payload []string `yaml:"payload"`
+	// Schedule is the default RFC 5545 rule of the kind's rows; a row's
+	// refresh_rrule overrides it. Required.
+	Schedule string `yaml:"schedule"`
+	// Timeout is how long an attempt may run before it counts as failed.
+	// Default 1h.
+	Timeout Duration `yaml:"timeout"`
+	// Retry is the retry policy spec. Default "delays:0s,1m,5m,15m,30m,1h".
+	Retry string `yaml:"retry"`
+	// DisabledReason is the user-friendly reason stored when the retry policy
+	// gives up; {kind} and {attempts} are replaced. Default
+	// "Cannot refresh {kind} after {attempts} attempt(s)".
+	DisabledReason string `yaml:"disabled_reason"`
+	// Input, Output and Dead name the Redis lists. Defaults: <name>-input,
+	// <name>-output, <name>-dead.
+	Input  string `yaml:"input"`
+	Output string `yaml:"output"`
+	Dead   string `yaml:"dead"`
+	// MaxQueued stops dispatching this kind while its input list holds more
+	// jobs than this (backpressure when workers fall behind). Default 100000.
+	MaxQueued int `yaml:"max_queued"`
+
+	// Parsed by Validate.
+	ScheduleParsed *policy.Schedule `yaml:"-"`
+	RetryParsed    *policy.Retry    `yaml:"-"`
+}
+
+// Duration is a time.Duration written as "90s", "5m" or "2h" in YAML.
+type Duration time.Duration
+
+// UnmarshalYAML parses a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %q is not a duration (use e.g. 90s, 5m or 2h)", n.Line, n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// Load reads the YAML file at path (none when path is ""), applies the
+// environment (see ApplyEnv), fills in defaults and validates.
+func Load(path string) (*Config, error) {
+	var c Config
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("read config: %w", err)
+		}
+		if err := decode(data, &c); err != nil {
+			return nil, fmt.Errorf("config %s: %w", path, err)
+		}
+	}
+	if err := ApplyEnv(&c, os.LookupEnv); err != nil {
+		return nil, err
+	}
+	c.SetDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+var unknownField = regexp.MustCompile(`field (\S+) not found in type config\.(\w+)`)
+
+// decode unmarshals YAML strictly: an unknown key is an error that lists the
+// known keys.
+func decode(data []byte, out any) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	err := dec.Decode(out)
+	if err == nil || errors.Is(err, io.EOF) {
+		return nil
+	}
+	msg := unknownField.ReplaceAllStringFunc(err.Error(), func(m string) string {
+		sub := unknownField.FindStringSubmatch(m)
+		known := "database, redis, metrics, instance_id, batch_size, max_sleep, heartbeat, kinds"
+		if sub[2] == "Kind" {
+			known = "name, table, key, payload, schedule, timeout, retry, disabled_reason, input, output, dead, max_queued"
+		}
+		return fmt.Sprintf("unknown key %q (known keys: %s)", sub[1], known)
+	})
+	return errors.New(strings.TrimPrefix(msg, "yaml: "))
+}

@@ -1,0 +1,169 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+const goodYAML = `
+database: "root:@tcp(127.0.0.1:3306)/app?parseTime=true&loc=UTC"
+redis: "redis://127.0.0.1:6379/0"
+kinds:
+  - name: big_tables
+    table: big_tables
+    key: uid
+    payload: [input_url]
+    schedule: "DTSTART:20260101T000000Z\nRRULE:FREQ=HOURLY;INTERVAL=2"
+    timeout: 2h
+    retry: "delays:0s,1m,5m,15m,30m,1h"
+    disabled_reason: "Cannot refresh BigTable after {attempts} attempt(s)"
+    input: big_tables-input
+    output: big_tables-output
+    dead: big_tables-dead
+`
+
+func writeFile(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "refresher.yml")
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
+	return path
+}
+
+func noEnv(string) (string, bool) { return "", false }
+
+func load(t *testing.T, text string, env map[string]string) (*Config, error) {
+	t.Helper()
+	var c Config
+	if err := decode([]byte(text), &c); err != nil {
+		return nil, err
+	}
+	lookup := noEnv
+	if env != nil {
+		lookup = func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	}
+	if err := ApplyEnv(&c, lookup); err != nil {
+		return nil, err
+	}
+	c.SetDefaults()
+	return &c, c.Validate()
+}
+
+func TestLoadFile(t *testing.T) {
+	t.Parallel()
+	c, err := Load(writeFile(t, goodYAML))
+	require.NoError(t, err)
+	require.Len(t, c.Kinds, 1)
+	k := c.Kinds[0]
+	require.Equal(t, "uid", k.Key)
+	require.Equal(t, []string{"input_url"}, k.Payload)
+	require.Equal(t, 2*time.Hour, k.Timeout.D())
+	require.NotNil(t, k.ScheduleParsed)
+	require.NotNil(t, k.RetryParsed)
+	require.Equal(t, "big_tables-dead", k.Dead)
+}
+
+func TestDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := load(t, `kinds: [{name: items, schedule: "RRULE:FREQ=DAILY"}]`, nil)
+	require.NoError(t, err)
+	require.Equal(t, DefaultDatabase, c.Database)
+	require.Equal(t, DefaultRedis, c.Redis)
+	require.Equal(t, DefaultBatchSize, c.BatchSize)
+	require.Equal(t, DefaultMaxSleep, c.MaxSleep.D())
+	require.Equal(t, DefaultHeartbeat, c.Heartbeat.D())
+	require.NotEmpty(t, c.InstanceID)
+	k := c.Kinds[0]
+	require.Equal(t, "items", k.Table)
+	require.Equal(t, DefaultKey, k.Key)
+	require.Equal(t, DefaultTimeout, k.Timeout.D())
+	require.Equal(t, "items-input", k.Input)
+	require.Equal(t, "items-output", k.Output)
+	require.Equal(t, "items-dead", k.Dead)
+	require.Equal(t, DefaultMaxQueued, k.MaxQueued)
+	require.NotEmpty(t, k.Retry)
+}
+
+func TestEnvironmentOnly(t *testing.T) {
+	t.Parallel()
+	c, err := load(t, "", map[string]string{
+		"REFRESHER_DATABASE":   "root:secret@tcp(mysql:3306)/app?parseTime=true&loc=UTC",
+		"REFRESHER_REDIS":      "redis://redis:6379/0",
+		"REFRESHER_BATCH_SIZE": "500",
+		"REFRESHER_MAX_SLEEP":  "250ms",
+		"REFRESHER_KINDS":      `[{name: big_tables, key: uid, payload: [input_url], schedule: "RRULE:FREQ=MINUTELY;INTERVAL=5", timeout: 2m}]`,
+	})
+	require.NoError(t, err)
+	require.Equal(t, "root:secret@tcp(mysql:3306)/app?parseTime=true&loc=UTC", c.Database)
+	require.Equal(t, "redis://redis:6379/0", c.Redis)
+	require.Equal(t, 500, c.BatchSize)
+	require.Equal(t, 250*time.Millisecond, c.MaxSleep.D())
+	require.Equal(t, "big_tables", c.Kinds[0].Name)
+	require.Equal(t, 2*time.Minute, c.Kinds[0].Timeout.D())
+}
+
+func TestEnvironmentOverridesFile(t *testing.T) {
+	t.Parallel()
+	c, err := load(t, goodYAML, map[string]string{"REFRESHER_REDIS": "redis://other:6379/1"})
+	require.NoError(t, err)
+	require.Equal(t, "redis://other:6379/1", c.Redis)
+	require.Equal(t, "big_tables", c.Kinds[0].Name)
+}
+
+// Each bad config must fail with a message that names the key and the fix.
+func TestValidationErrors(t *testing.T) {
+	t.Parallel()
+	kind := func(extra string) string {
+		return "kinds:\n  - name: big_tables\n    schedule: \"RRULE:FREQ=DAILY\"\n" + extra
+	}
+	for _, tt := range []struct {
+		name, yaml string
+		env        map[string]string
+		want       []string
+	}{
+		{"unknown kind key", kind("    tabel: x\n"), nil, []string{`unknown key "tabel"`, "known keys: name, table"}},
+		{"unknown top key", "databse: x\n" + kind(""), nil, []string{`unknown key "databse"`, "database, redis"}},
+		{"bad duration", kind("    timeout: 2 hours\n"), nil, []string{`"2 hours" is not a duration`, "2h"}},
+		{"bad retry", kind("    retry: \"exponential:base=1s,factr=2\"\n"), nil, []string{"kinds[0] (big_tables).retry", "factr"}},
+		{"bad schedule", "kinds:\n  - name: big_tables\n    schedule: \"RRULE:FREQ=DAYLY\"\n", nil, []string{"kinds[0] (big_tables).schedule", "DAYLY"}},
+		{"missing schedule", "kinds:\n  - name: big_tables\n", nil, []string{"kinds[0] (big_tables).schedule: missing"}},
+		{"no kinds", "redis: redis://x\n", nil, []string{"kinds: none configured"}},
+		{"bad table", kind("    table: \"drop table x\"\n"), nil, []string{"kinds[0] (big_tables).table", "not a plain table or column name"}},
+		{"bad payload", kind("    payload: [\"a;b\"]\n"), nil, []string{"kinds[0] (big_tables).payload", `"a;b"`}},
+		{"duplicate kind", kind("") + "  - name: big_tables\n    schedule: \"RRULE:FREQ=DAILY\"\n", nil, []string{`"big_tables" is configured twice`}},
+		{"same lists", kind("    input: q\n    output: q\n"), nil, []string{"three different lists"}},
+		{"batch size", "batch_size: 0\n" + kind(""), map[string]string{"REFRESHER_BATCH_SIZE": "20000"}, []string{"batch_size: 20000 is out of range"}},
+		{"bad env kinds", "", map[string]string{"REFRESHER_KINDS": "[{name: x, colour: red}]"}, []string{"environment REFRESHER_KINDS", `unknown key "colour"`}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := load(t, tt.yaml, tt.env)
+			require.Error(t, err)
+			for _, w := range tt.want {
+				require.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
+
+func TestKindLookup(t *testing.T) {
+	t.Parallel()
+	c, err := load(t, goodYAML, nil)
+	require.NoError(t, err)
+	k, err := c.Kind("big_tables")
+	require.NoError(t, err)
+	require.Equal(t, "big_tables", k.Name)
+	_, err = c.Kind("nope")
+	require.ErrorContains(t, err, `unknown kind "nope" (configured: [big_tables])`)
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	t.Parallel()
+	_, err := Load(filepath.Join(t.TempDir(), "missing.yml"))
+	require.Error(t, err)
+	require.True(t, strings.HasPrefix(err.Error(), "read config:"), err.Error())
+}

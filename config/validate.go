@@ -1,0 +1,122 @@
+package config
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+
+	"github.com/rs/xid"
+
+	"github.com/refresher/refresher/policy"
+)
+
+// SetDefaults fills in every unset value with its default.
+func (c *Config) SetDefaults() {
+	c.Database = cmp.Or(c.Database, DefaultDatabase)
+	c.Redis = cmp.Or(c.Redis, DefaultRedis)
+	c.BatchSize = cmp.Or(c.BatchSize, DefaultBatchSize)
+	c.MaxSleep = cmp.Or(c.MaxSleep, Duration(DefaultMaxSleep))
+	c.Heartbeat = cmp.Or(c.Heartbeat, Duration(DefaultHeartbeat))
+	if c.InstanceID == "" {
+		host, _ := os.Hostname()
+		c.InstanceID = cmp.Or(host, "refresher") + "-" + xid.New().String()
+	}
+	for i := range c.Kinds {
+		k := &c.Kinds[i]
+		k.Table = cmp.Or(k.Table, k.Name)
+		k.Key = cmp.Or(k.Key, DefaultKey)
+		k.Timeout = cmp.Or(k.Timeout, Duration(DefaultTimeout))
+		k.Retry = cmp.Or(k.Retry, policy.DefaultRetrySpec)
+		k.Input = cmp.Or(k.Input, k.Name+"-input")
+		k.Output = cmp.Or(k.Output, k.Name+"-output")
+		k.Dead = cmp.Or(k.Dead, k.Name+"-dead")
+		k.MaxQueued = cmp.Or(k.MaxQueued, DefaultMaxQueued)
+	}
+}
+
+var (
+	kindName   = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	identifier = regexp.MustCompile(`^[A-Za-z0-9_$]{1,64}$`)
+)
+
+// Validate checks every value (after SetDefaults) and parses the schedules
+// and retry specs. The error lists every problem, each naming its key.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.BatchSize < 1 || c.BatchSize > 10_000 {
+		bad("batch_size: %d is out of range (use 1 to 10000; default %d)", c.BatchSize, DefaultBatchSize)
+	}
+	if c.MaxSleep.D() <= 0 {
+		bad("max_sleep: must be positive, e.g. 1s")
+	}
+	if c.Heartbeat.D() < 2*1e9 {
+		bad("heartbeat: %s is too short (use at least 2s; default 30s)", c.Heartbeat.D())
+	}
+	if len(c.Kinds) == 0 {
+		bad("kinds: none configured (add at least one, e.g. kinds: [{name: big_tables, schedule: \"RRULE:FREQ=DAILY\"}], or set REFRESHER_KINDS)")
+	}
+	seen := map[string]bool{}
+	for i := range c.Kinds {
+		k := &c.Kinds[i]
+		at := fmt.Sprintf("kinds[%d]", i)
+		if k.Name != "" {
+			at = fmt.Sprintf("kinds[%d] (%s)", i, k.Name)
+		}
+		switch {
+		case k.Name == "":
+			bad("%s.name: missing (each kind needs a name, e.g. big_tables)", at)
+		case !kindName.MatchString(k.Name):
+			bad("%s.name: %q may only hold letters, digits, '_' and '-'", at, k.Name)
+		case seen[k.Name]:
+			bad("%s.name: %q is configured twice", at, k.Name)
+		}
+		seen[k.Name] = true
+		for key, id := range map[string]string{"table": k.Table, "key": k.Key} {
+			if !identifier.MatchString(id) {
+				bad("%s.%s: %q is not a plain table or column name (letters, digits, '_')", at, key, id)
+			}
+		}
+		for _, col := range k.Payload {
+			if !identifier.MatchString(col) {
+				bad("%s.payload: %q is not a plain column name (letters, digits, '_')", at, col)
+			}
+		}
+		if k.Timeout.D() <= 0 {
+			bad("%s.timeout: must be positive, e.g. 2h", at)
+		}
+		if k.MaxQueued < 1 {
+			bad("%s.max_queued: must be at least 1", at)
+		}
+		if k.Schedule == "" {
+			bad("%s.schedule: missing (e.g. \"DTSTART;TZID=Europe/Berlin:20260101T140000\\nRRULE:FREQ=DAILY\")", at)
+		} else if s, err := policy.ParseSchedule(k.Schedule); err != nil {
+			bad("%s.schedule: %v", at, err)
+		} else {
+			k.ScheduleParsed = s
+		}
+		if r, err := policy.ParseRetry(k.Retry); err != nil {
+			bad("%s.retry: %v", at, err)
+		} else {
+			k.RetryParsed = r
+		}
+		if k.Input == k.Output || k.Output == k.Dead || k.Input == k.Dead {
+			bad("%s: input, output and dead must be three different lists", at)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Kind returns the kind with the given name.
+func (c *Config) Kind(name string) (*Kind, error) {
+	names := make([]string, 0, len(c.Kinds))
+	for i := range c.Kinds {
+		if c.Kinds[i].Name == name {
+			return &c.Kinds[i], nil
+		}
+		names = append(names, c.Kinds[i].Name)
+	}
+	return nil, fmt.Errorf("unknown kind %q (configured: %v)", name, names)
+}

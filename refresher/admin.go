@@ -1,0 +1,81 @@
+package refresher
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/policy"
+)
+
+// Change is what an operator command did to one model.
+type Change struct {
+	Key    string
+	Found  bool
+	Before policy.State
+	After  policy.State
+	// Note says in words what happened, e.g. "enabled, refresh due now".
+	Note string
+}
+
+// Enable re-enables models as if the user had saved them (SPEC enable):
+// disabled state and counters are cleared, a running attempt becomes stale,
+// and the refresh is due at now.
+func Enable(ctx context.Context, store *models.Store, t models.Table, keys []string, now time.Time) ([]Change, error) {
+	return change(ctx, store, t, keys, func(st policy.State) (policy.State, string) {
+		note := "enabled, refresh due now"
+		if !st.Disabled() {
+			note = "was not disabled; counters reset, refresh due now"
+		}
+		return policy.Enable(st, now), note
+	})
+}
+
+// Trigger asks for a refresh now. A model whose attempt runs is left alone;
+// a disabled model is enabled (the user asked for a refresh); any other is
+// made due at now, keeping its failure counters.
+func Trigger(ctx context.Context, store *models.Store, t models.Table, keys []string, now time.Time) ([]Change, error) {
+	return change(ctx, store, t, keys, func(st policy.State) (policy.State, string) {
+		switch {
+		case st.Running():
+			return st, fmt.Sprintf("attempt %s is running (times out at %s); left alone",
+				st.AttemptUID, st.TimeoutAt.Format(time.RFC3339))
+		case st.Disabled():
+			return policy.Enable(st, now), "was disabled; enabled, refresh due now"
+		default:
+			st.RefreshAt = now
+			return st, "refresh due now"
+		}
+	})
+}
+
+func change(ctx context.Context, store *models.Store, t models.Table, keys []string,
+	fn func(policy.State) (policy.State, string)) ([]Change, error) {
+	var changes []Change
+	err := store.Tx(ctx, func(tx *models.Tx) error {
+		changes = changes[:0]
+		rows, err := tx.LockByKeys(ctx, t, keys)
+		if err != nil {
+			return err
+		}
+		save := make([]models.Row, 0, len(rows))
+		for _, key := range keys {
+			row, ok := rows[key]
+			if !ok {
+				changes = append(changes, Change{Key: key, Note: fmt.Sprintf("no row in %s with %s = %q", t.Name, t.Key, key)})
+				continue
+			}
+			c := Change{Key: key, Found: true, Before: row.State}
+			row.State, c.Note = fn(row.State)
+			c.After = row.State
+			changes = append(changes, c)
+			save = append(save, row)
+		}
+		return tx.Save(ctx, t, save)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("update %s: %w", t.Name, err)
+	}
+	return changes, nil
+}

@@ -1,0 +1,129 @@
+package refresher
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/policy"
+	"github.com/refresher/refresher/redisio"
+)
+
+// Defaults of Config.
+const (
+	DefaultBatchSize = 1000
+	DefaultMaxSleep  = time.Second
+	DefaultOpTimeout = 30 * time.Second
+	DefaultHeartbeat = 30 * time.Second
+	DefaultMaxQueued = 100_000
+	// DefaultFetchBlock is how long the poller blocks on an empty output list
+	// before it looks again (go-redis rounds shorter blocks up to 1s).
+	DefaultFetchBlock = time.Second
+)
+
+// Kind is the runtime configuration of one kind.
+type Kind struct {
+	// Name of the kind, as in jobs. Required.
+	Name string
+	// Table is the application's table with its key and payload columns.
+	Table models.Table
+	// Lists are the Redis lists. Default redisio.DefaultLists(Name).
+	Lists redisio.Lists
+	// Schedule is the rule of rows whose refresh_rrule is NULL. Required.
+	Schedule *policy.Schedule
+	// Policy holds the attempt timeout, retry policy and disabled reason.
+	Policy policy.Policy
+	// MaxQueued pauses dispatching while the input list holds more jobs.
+	// Default 100000.
+	MaxQueued int
+}
+
+// Config configures a Service.
+type Config struct {
+	// Kinds to serve. At least one.
+	Kinds []Kind
+	// InstanceID names this process's processing lists; unique per process.
+	// Required.
+	InstanceID string
+	// BatchSize is the number of rows one transaction claims or applies.
+	// Default 1000.
+	BatchSize int
+	// MaxSleep caps the dispatcher's sleep between passes. Default 1s.
+	MaxSleep time.Duration
+	// FetchBlock is how long the poller blocks on an empty list. Default 1s.
+	FetchBlock time.Duration
+	// Heartbeat is the TTL of this instance's liveness key; results another
+	// instance fetched are taken over after it. Default 30s.
+	Heartbeat time.Duration
+	// OpTimeout bounds one batch's database and Redis work. Default 30s.
+	OpTimeout time.Duration
+	// Clock gives `now`. Default SystemClock.
+	Clock Clock
+	// Rand returns a number in [0,1) for retry jitter. Default math/rand/v2.
+	Rand func() float64
+	// Logger logs. Default slog.Default().
+	Logger *slog.Logger
+	// Metrics counts. Default a fresh NewMetrics().
+	Metrics *Metrics
+	// Hooks are test signals; the zero value costs nothing.
+	Hooks Hooks
+}
+
+// WithDefaults returns a copy of c with every unset value defaulted.
+func (c Config) WithDefaults() Config {
+	c.BatchSize = cmp.Or(c.BatchSize, DefaultBatchSize)
+	c.MaxSleep = cmp.Or(c.MaxSleep, DefaultMaxSleep)
+	c.FetchBlock = cmp.Or(c.FetchBlock, DefaultFetchBlock)
+	c.Heartbeat = cmp.Or(c.Heartbeat, DefaultHeartbeat)
+	c.OpTimeout = cmp.Or(c.OpTimeout, DefaultOpTimeout)
+	if c.Clock == nil {
+		c.Clock = SystemClock{}
+	}
+	if c.Rand == nil {
+		c.Rand = rand.Float64
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Metrics == nil {
+		c.Metrics = NewMetrics()
+	}
+	kinds := make([]Kind, len(c.Kinds))
+	for i, k := range c.Kinds {
+		if k.Lists == (redisio.Lists{}) {
+			k.Lists = redisio.DefaultLists(k.Name)
+		}
+		k.MaxQueued = cmp.Or(k.MaxQueued, DefaultMaxQueued)
+		k.Policy.Kind = cmp.Or(k.Policy.Kind, k.Name)
+		k.Policy = k.Policy.WithDefaults()
+		kinds[i] = k
+	}
+	c.Kinds = kinds
+	return c
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if len(c.Kinds) == 0 {
+		errs = append(errs, errors.New("no kinds configured"))
+	}
+	if c.InstanceID == "" {
+		errs = append(errs, errors.New("InstanceID is required (unique per process)"))
+	}
+	if c.FetchBlock >= c.Heartbeat {
+		errs = append(errs, fmt.Errorf("FetchBlock (%s) must be shorter than Heartbeat (%s)", c.FetchBlock, c.Heartbeat))
+	}
+	for _, k := range c.Kinds {
+		if k.Schedule == nil {
+			errs = append(errs, fmt.Errorf("kind %q: Schedule is required", k.Name))
+		}
+		if err := k.Policy.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("kind %q: %w", k.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,209 @@
+package refresher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/xid"
+
+	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/policy"
+	"github.com/refresher/refresher/redisio"
+)
+
+// dispatcher starts the attempts of one kind's due rows.
+type dispatcher struct {
+	*kindRunner
+	wake chan struct{} // the poller planned a row earlier than the next pass
+	// cursor is where the next claim starts scanning refresh_at (see
+	// models.Tx.ClaimDue); zero scans from the start of the index. It is
+	// advanced after a full batch and reset after a short one and every
+	// cursorReset, so rows whose refresh_at moved earlier are not missed.
+	cursor      time.Time
+	cursorSince time.Time
+}
+
+// cursorReset is how long the claim cursor may be used before the scan
+// starts from the beginning of the index again.
+const cursorReset = 5 * time.Second
+
+// loop runs passes until ctx is cancelled: at once after a full batch,
+// otherwise when the earliest refresh_at is due (at most MaxSleep later), or
+// when woken.
+func (d *dispatcher) loop(ctx context.Context) {
+	backoff := time.Duration(0)
+	for {
+		started, full, err := d.runOnce(ctx)
+		if d.hooks.AfterDispatch != nil {
+			d.hooks.AfterDispatch(d.kind.Name, started)
+		}
+		wait := time.Duration(0)
+		switch {
+		case err != nil:
+			d.metrics.Errors.WithLabelValues(d.kind.Name, "dispatch").Inc()
+			d.log.Error("dispatch pass failed", "kind", d.kind.Name, "err", err)
+			backoff = min(max(2*backoff, 100*time.Millisecond), 5*d.cfg.MaxSleep)
+			wait = backoff
+		case full:
+			backoff = 0
+		default:
+			backoff = 0
+			wait = d.sleepFor(ctx)
+		}
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-d.wake:
+			case <-t.C:
+			}
+			t.Stop()
+		} else if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// sleepFor returns how long to wait until the earliest planned refresh_at,
+// at most MaxSleep.
+func (d *dispatcher) sleepFor(ctx context.Context) time.Duration {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
+	defer cancel()
+	next, ok, err := d.store.NextDue(ctx, d.kind.Table)
+	if err != nil || !ok {
+		return d.cfg.MaxSleep
+	}
+	return min(max(next.Sub(d.clock.Now()), 0), d.cfg.MaxSleep)
+}
+
+// started is one attempt started in a pass, kept to undo it if its push fails.
+type started struct {
+	before models.Row // the row as it was before the start (after a timeout)
+	uid    string
+}
+
+// runOnce claims one batch of due rows, applies timeouts, starts attempts,
+// commits, then pushes the jobs. full reports a full batch (more may be due).
+func (d *dispatcher) runOnce(ctx context.Context) (n int, full bool, err error) {
+	k := d.kind
+	bctx, cancel := d.batchContext(ctx)
+	defer cancel()
+
+	queued, err := d.rdb.Len(bctx, k.Lists.Input)
+	if err != nil {
+		return 0, false, fmt.Errorf("read input list length: %w", err)
+	}
+	d.metrics.Queued.WithLabelValues(k.Name).Set(float64(queued))
+	if queued >= int64(k.MaxQueued) {
+		d.log.Warn("input list is full, not dispatching", "kind", k.Name, "queued", queued, "max_queued", k.MaxQueued)
+		return 0, false, nil
+	}
+
+	var jobs []redisio.Job
+	var starts []started
+	claimed := 0
+	err = d.store.Tx(bctx, func(tx *models.Tx) error {
+		jobs, starts = jobs[:0], starts[:0]
+		now := d.clock.Now()
+		if !d.cursor.IsZero() && now.Sub(d.cursorSince) > cursorReset {
+			d.cursor = time.Time{}
+		}
+		rows, err := tx.ClaimDue(bctx, k.Table, now, d.cursor, d.cfg.BatchSize)
+		if err != nil {
+			return err
+		}
+		claimed = len(rows)
+		if claimed == d.cfg.BatchSize {
+			if d.cursor.IsZero() {
+				d.cursorSince = now
+			}
+			d.cursor = rows[claimed-1].State.RefreshAt
+		} else {
+			d.cursor = time.Time{}
+		}
+		for i := range rows {
+			if s, ok := d.decide(&rows[i], now); ok {
+				starts = append(starts, s)
+				jobs = append(jobs, d.job(rows[i]))
+			}
+		}
+		return tx.Save(bctx, k.Table, rows)
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("claim due rows of %s: %w", k.Table.Name, err)
+	}
+	full = claimed == d.cfg.BatchSize
+	if len(jobs) == 0 {
+		return 0, full, nil
+	}
+	if err := d.rdb.Push(bctx, k.Lists.Input, jobs); err != nil {
+		d.metrics.PushFailures.WithLabelValues(k.Name).Inc()
+		undone, uerr := d.undo(bctx, starts)
+		return 0, false, errors.Join(
+			fmt.Errorf("push %d jobs to %s (undid %d attempts): %w", len(jobs), k.Lists.Input, undone, err), uerr)
+	}
+	d.metrics.Started.WithLabelValues(k.Name).Add(float64(len(jobs)))
+	return len(jobs), full, nil
+}
+
+// decide applies the dispatcher's transitions to one claimed row in place:
+// an invalid schedule disables, a timed-out attempt fails, and a due row
+// that runs nothing starts. ok reports a start.
+func (d *dispatcher) decide(row *models.Row, now time.Time) (s started, ok bool) {
+	sched, err := d.schedule(row.Rule)
+	if err != nil {
+		d.metrics.InvalidSchedules.WithLabelValues(d.kind.Name).Inc()
+		row.State = policy.Disable(row.State, now, policy.InvalidScheduleReason(err))
+		return started{}, false
+	}
+	if row.State.Disabled() {
+		// The application set refresh_at on a disabled row without enabling
+		// it: nothing to plan until it is enabled.
+		row.State.RefreshAt = time.Time{}
+		return started{}, false
+	}
+	if row.State.Running() {
+		var dec policy.Decision
+		row.State, dec = d.kind.Policy.TimedOut(row.State, now, sched, d.rand())
+		d.countDecision(dec, "timeout")
+	}
+	if row.State.RefreshAt.IsZero() || row.State.RefreshAt.After(now) || row.State.Disabled() {
+		return started{}, false
+	}
+	before := *row
+	uid := xid.NewWithTime(now).String()
+	row.State = d.kind.Policy.Start(row.State, now, uid)
+	return started{before: before, uid: uid}, true
+}
+
+// job builds the message for a row whose attempt just started.
+func (d *dispatcher) job(row models.Row) redisio.Job {
+	return redisio.Job{
+		Kind:       d.kind.Name,
+		UID:        row.Key,
+		AttemptUID: row.State.AttemptUID,
+		AttemptNo:  row.State.AttemptNo,
+		TimeoutAt:  row.State.TimeoutAt,
+		Payload:    row.Payload,
+	}
+}
+
+// undo restores the rows of attempts whose jobs could not be pushed, so the
+// attempts do not count against their models and the rows are due again. A
+// row whose attempt UID changed meanwhile (enabled by the user) is left alone.
+func (d *dispatcher) undo(ctx context.Context, starts []started) (int, error) {
+	rows := make([]models.Row, len(starts))
+	uids := make([]string, len(starts))
+	for i, s := range starts {
+		rows[i], uids[i] = s.before, s.uid
+	}
+	n, err := d.store.SaveIfAttempt(ctx, d.kind.Table, rows, uids)
+	if err != nil {
+		return n, fmt.Errorf("undo attempts after failed push (they will time out and retry): %w", err)
+	}
+	return n, nil
+}

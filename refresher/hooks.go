@@ -1,0 +1,16 @@
+package refresher
+
+// Hooks are test signals fired by the loops. Every field is optional and the
+// zero value costs nothing in production.
+type Hooks struct {
+	// AfterDispatch runs after each dispatcher pass with the number of
+	// attempts started (including zero).
+	AfterDispatch func(kind string, started int)
+	// AfterApply runs after each poller pass that fetched results, with the
+	// number fetched.
+	AfterApply func(kind string, fetched int)
+	// BeforeCommit runs inside the poller's transaction, after the results
+	// were applied and before the commit. An error aborts the batch and stops
+	// the poller as a crash would, leaving the results in the processing list.
+	BeforeCommit func(kind string) error
+}

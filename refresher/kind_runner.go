@@ -1,0 +1,46 @@
+package refresher
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/policy"
+	"github.com/refresher/refresher/redisio"
+)
+
+// kindRunner holds what the dispatcher and poller of one kind share.
+type kindRunner struct {
+	cfg     Config
+	kind    Kind
+	store   *models.Store
+	rdb     *redisio.Client
+	clock   Clock
+	log     *slog.Logger
+	metrics *Metrics
+	hooks   Hooks
+}
+
+// schedule returns the rule of a row: its own refresh_rrule, or the kind's
+// default when that is NULL. Parsed schedules are cached by package policy.
+func (r *kindRunner) schedule(rule string) (*policy.Schedule, error) {
+	if rule == "" {
+		return r.kind.Schedule, nil
+	}
+	return policy.ParseSchedule(rule)
+}
+
+// rand returns the jitter draw for one failure.
+func (r *kindRunner) rand() float64 { return r.cfg.Rand() }
+
+// batchContext returns the context for the I/O of one batch: it is not
+// cancelled with ctx, so a batch in hand finishes on shutdown, and it is
+// bounded by OpTimeout so nothing hangs.
+func (r *kindRunner) batchContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), r.cfg.OpTimeout)
+}
+
+// countDecision counts a failure decision by its branch.
+func (r *kindRunner) countDecision(dec policy.Decision, cause string) {
+	r.metrics.Decisions.WithLabelValues(r.kind.Name, dec.Branch.String(), cause).Inc()
+}

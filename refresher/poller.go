@@ -1,0 +1,213 @@
+package refresher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/policy"
+	"github.com/refresher/refresher/redisio"
+)
+
+// errCrashed stops a poller as if its process had died (Hooks.BeforeCommit).
+var errCrashed = errors.New("poller stopped by test hook before commit")
+
+// poller applies the results of one kind.
+type poller struct {
+	*kindRunner
+	drain *redisio.Drain
+	wake  chan<- struct{} // tells the dispatcher a row became due early
+	// requeue is set when a batch could not be applied: its messages are
+	// still in this instance's processing list and go back to the output
+	// list before anything else is fetched.
+	requeue bool
+}
+
+// loop runs passes until ctx is cancelled. It heartbeats, and takes over the
+// results of dead instances once per heartbeat period.
+func (p *poller) loop(ctx context.Context) {
+	var lastBeat, lastRecover time.Time
+	backoff := time.Duration(0)
+	for ctx.Err() == nil {
+		now := time.Now() // pacing only; no decision depends on it
+		if now.Sub(lastBeat) >= p.cfg.Heartbeat/3 {
+			if err := p.beat(ctx); err == nil {
+				lastBeat = now
+			}
+		}
+		if p.requeue || now.Sub(lastRecover) >= p.cfg.Heartbeat {
+			if err := p.recover(ctx); err != nil {
+				p.fail(ctx, "recover", err, &backoff)
+				continue
+			}
+			lastRecover = now
+		}
+		n, err := p.runOnce(ctx)
+		if errors.Is(err, errCrashed) {
+			return
+		}
+		if err != nil {
+			p.fail(ctx, "poll", err, &backoff)
+			continue
+		}
+		backoff = 0
+		if n > 0 && p.hooks.AfterApply != nil {
+			p.hooks.AfterApply(p.kind.Name, n)
+		}
+	}
+}
+
+func (p *poller) beat(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.OpTimeout)
+	defer cancel()
+	return p.drain.Heartbeat(ctx)
+}
+
+func (p *poller) recover(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.OpTimeout)
+	defer cancel()
+	n, err := p.drain.Recover(ctx)
+	if err != nil {
+		return fmt.Errorf("recover unapplied results: %w", err)
+	}
+	p.requeue = false
+	if n > 0 {
+		p.log.Info("took over unapplied results", "kind", p.kind.Name, "results", n)
+	}
+	return nil
+}
+
+// fail logs a failed pass and sleeps a growing backoff (100ms doubling up to
+// 5s) so a down database or Redis is not hammered.
+func (p *poller) fail(ctx context.Context, what string, err error, backoff *time.Duration) {
+	p.metrics.Errors.WithLabelValues(p.kind.Name, "poll").Inc()
+	p.log.Error(what+" pass failed", "kind", p.kind.Name, "err", err)
+	*backoff = min(max(2**backoff, 100*time.Millisecond), 5*time.Second)
+	t := time.NewTimer(*backoff)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// runOnce fetches one batch of results, applies it in one transaction and
+// only then removes it from Redis. It returns the number of messages handled.
+func (p *poller) runOnce(ctx context.Context) (int, error) {
+	fctx, cancel := context.WithTimeout(ctx, p.cfg.FetchBlock+p.cfg.OpTimeout)
+	msgs, err := p.drain.Fetch(fctx, p.cfg.BatchSize, p.cfg.FetchBlock)
+	cancel()
+	if err != nil {
+		return 0, fmt.Errorf("fetch results from %s: %w", p.kind.Lists.Output, err)
+	}
+	if len(msgs) == 0 {
+		return 0, nil
+	}
+	// From here on the batch finishes even if ctx is cancelled.
+	bctx, cancel := p.batchContext(ctx)
+	defer cancel()
+	p.requeue = true // until acknowledged, the batch sits in the processing list
+
+	var dead []redisio.Message
+	var earliest time.Time
+	err = p.store.Tx(bctx, func(tx *models.Tx) error {
+		dead, earliest = dead[:0], time.Time{}
+		keys := make([]string, 0, len(msgs))
+		for _, m := range msgs {
+			if m.Err == nil {
+				keys = append(keys, m.Result.UID)
+			}
+		}
+		rows, err := tx.LockByKeys(bctx, p.kind.Table, keys)
+		if err != nil {
+			return err
+		}
+		now := p.clock.Now()
+		changed := make(map[string]struct{}, len(rows))
+		for _, m := range msgs {
+			if m.Err != nil {
+				dead = append(dead, m)
+				continue
+			}
+			row, ok := rows[m.Result.UID]
+			if !ok {
+				m.Err = fmt.Errorf("unknown model: no row in table %s with %s = %q", p.kind.Table.Name, p.kind.Table.Key, m.Result.UID)
+				p.metrics.Results.WithLabelValues(p.kind.Name, m.Result.Type, "unknown_model").Inc()
+				dead = append(dead, m)
+				continue
+			}
+			if row.State.AttemptUID == "" || row.State.AttemptUID != m.Result.AttemptUID {
+				p.metrics.Results.WithLabelValues(p.kind.Name, m.Result.Type, "stale").Inc()
+				continue
+			}
+			row.State = p.apply(row, m.Result, now)
+			rows[m.Result.UID] = row
+			changed[m.Result.UID] = struct{}{}
+			p.metrics.Results.WithLabelValues(p.kind.Name, m.Result.Type, "applied").Inc()
+			if at := row.State.RefreshAt; !at.IsZero() && (earliest.IsZero() || at.Before(earliest)) {
+				earliest = at
+			}
+		}
+		save := make([]models.Row, 0, len(changed))
+		for key := range changed {
+			save = append(save, rows[key])
+		}
+		if err := tx.Save(bctx, p.kind.Table, save); err != nil {
+			return err
+		}
+		if p.hooks.BeforeCommit != nil {
+			if err := p.hooks.BeforeCommit(p.kind.Name); err != nil {
+				return fmt.Errorf("%w: %v", errCrashed, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("apply %d results: %w", len(msgs), err)
+	}
+	if len(dead) > 0 {
+		p.metrics.DeadLetters.WithLabelValues(p.kind.Name).Add(float64(len(dead)))
+		for _, m := range dead {
+			p.log.Warn("dead letter", "kind", p.kind.Name, "list", p.kind.Lists.Dead, "err", m.Err)
+		}
+	}
+	if err := p.drain.Ack(bctx, msgs, dead); err != nil {
+		// Applied but not removed: recovery puts them back and they come
+		// back stale, which changes nothing.
+		return len(msgs), fmt.Errorf("remove applied results from the processing list: %w", err)
+	}
+	p.requeue = false
+	if !earliest.IsZero() && !earliest.After(p.clock.Now().Add(p.cfg.MaxSleep)) {
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+	}
+	return len(msgs), nil
+}
+
+// apply takes the transition of one current result.
+func (p *poller) apply(row models.Row, r redisio.Result, now time.Time) policy.State {
+	sched, err := p.schedule(row.Rule)
+	if err != nil {
+		p.metrics.InvalidSchedules.WithLabelValues(p.kind.Name).Inc()
+		return policy.Disable(row.State, now, policy.InvalidScheduleReason(err))
+	}
+	switch r.Type {
+	case redisio.ResultSuccess:
+		return policy.Success(row.State, now, sched)
+	case redisio.ResultStatus:
+		return policy.SetStatus(row.State, r.Status)
+	default: // failure; the codec admits no other type
+		st, dec := p.kind.Policy.Failure(row.State, now, policy.Failure{
+			Reason:             r.Reason,
+			UserFriendlyReason: r.UserFriendlyReason,
+			Permanent:          r.Permanent,
+			RetryAfter:         time.Duration(r.RetryAfterSeconds) * time.Second,
+		}, sched, p.rand())
+		p.countDecision(dec, "worker")
+		return st
+	}
+}

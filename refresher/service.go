@@ -1,0 +1,63 @@
+package refresher
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/redisio"
+)
+
+// Service runs the dispatcher and the poller of every configured kind.
+type Service struct {
+	cfg   Config
+	store *models.Store
+	rdb   *redisio.Client
+}
+
+// New checks cfg and returns a Service on the given database and Redis.
+func New(cfg Config, store *models.Store, rdb *redisio.Client) (*Service, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("refresher config: %w", err)
+	}
+	return &Service{cfg: cfg, store: store, rdb: rdb}, nil
+}
+
+// Metrics returns the service's metrics.
+func (s *Service) Metrics() *Metrics { return s.cfg.Metrics }
+
+// Check verifies that every kind's table has its key, payload and refresh
+// columns, so a misconfiguration fails at start with a clear message rather
+// than in every batch.
+func (s *Service) Check(ctx context.Context) error {
+	for _, k := range s.cfg.Kinds {
+		if err := s.store.Check(ctx, k.Table); err != nil {
+			return fmt.Errorf("kind %s: %w", k.Name, err)
+		}
+	}
+	return nil
+}
+
+// Run runs every kind's dispatcher and poller until ctx is cancelled, then
+// waits for each loop to finish the batch in hand. It returns nil after a
+// clean shutdown.
+func (s *Service) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, k := range s.cfg.Kinds {
+		r := &kindRunner{
+			cfg: s.cfg, kind: k, store: s.store, rdb: s.rdb, clock: s.cfg.Clock,
+			log: s.cfg.Logger.With("kind", k.Name), metrics: s.cfg.Metrics, hooks: s.cfg.Hooks,
+		}
+		wake := make(chan struct{}, 1)
+		d := &dispatcher{kindRunner: r, wake: wake}
+		p := &poller{kindRunner: r, wake: wake, drain: s.rdb.Drain(k.Lists, s.cfg.InstanceID, s.cfg.Heartbeat)}
+		wg.Go(func() { d.loop(ctx) })
+		wg.Go(func() { p.loop(ctx) })
+	}
+	s.cfg.Logger.Info("refresher running", "kinds", len(s.cfg.Kinds), "instance", s.cfg.InstanceID)
+	wg.Wait()
+	s.cfg.Logger.Info("refresher stopped")
+	return nil
+}
