@@ -47,10 +47,21 @@ type Client struct {
 	cfg Config
 }
 
-// New returns a Client that talks through rdb, which the caller owns and
-// closes. Keys of a drain are used together in Lua scripts, so in Redis
-// Cluster the list names need a common hash tag (see Lists.Processing).
-func New(rdb redis.UniversalClient, cfg Config) (*Client, error) {
+// New returns a Client with the default Config that talks through rdb,
+// which the caller owns and closes. It panics if rdb is nil (a wiring bug).
+// Keys of a drain are used together in Lua scripts, so in Redis Cluster the
+// list names need a common hash tag (see Lists.Processing).
+func New(rdb redis.UniversalClient) *Client {
+	c, err := NewWithConfig(rdb, Config{})
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// NewWithConfig is New with a Config; it fails when rdb is nil or cfg is
+// invalid.
+func NewWithConfig(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 	if rdb == nil {
 		return nil, errors.New("redisio.New: nil Redis client (pass a *redis.Client from redis.NewClient)")
 	}

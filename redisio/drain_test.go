@@ -322,7 +322,7 @@ func TestGarbageGoesToDeadLetters(t *testing.T) {
 func TestMaxResultBytes(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	c, err := New(b.rdb, Config{MaxResultBytes: 50})
+	c, err := NewWithConfig(b.rdb, Config{MaxResultBytes: 50})
 	require.NoError(t, err)
 	d := c.Drain(b.lists, "A", 0)
 	require.NoError(t, b.rdb.RPush(t.Context(), b.lists.Output, result(1), result(12345678)).Err())
@@ -452,8 +452,7 @@ func TestKilledAtEveryStep(t *testing.T) {
 					dying := redis.NewClient(b.rdb.Options())
 					dying.AddHook(k)
 					t.Cleanup(func() { _ = dying.Close() })
-					dc, err := New(dying, Config{})
-					require.NoError(t, err)
+					dc := New(dying)
 					a := dc.Drain(b.lists, "A", 0)
 
 					applied := map[string]int{}
@@ -492,7 +491,7 @@ func TestKilledAtEveryStep(t *testing.T) {
 						require.NoError(t, b.rdb.Del(ctx, b.lists.Heartbeat("A")).Err())
 					}
 					r := b.client.Drain(b.lists, id, 0)
-					_, err = r.Recover(ctx)
+					_, err := r.Recover(ctx)
 					require.NoError(t, err)
 					var order []string
 					for {
@@ -543,10 +542,7 @@ func TestKilledProcessChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	rdb := redis.NewClient(opt)
-	c, err := New(rdb, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := New(rdb)
 	d := c.Drain(Lists{Output: output, Dead: dead}, "child", time.Second)
 	msgs, err := d.Fetch(context.Background(), 4, 0)
 	if err != nil {
