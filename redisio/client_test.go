@@ -12,6 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/refresher/refresher/internal/testenv"
 )
 
