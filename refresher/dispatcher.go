@@ -140,6 +140,9 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full bool, err error) 
 	if len(jobs) == 0 {
 		return 0, full, nil
 	}
+	if d.hooks.BeforePush != nil {
+		d.hooks.BeforePush(k.Name)
+	}
 	if err := d.rdb.Push(bctx, k.Lists.Input, jobs); err != nil {
 		d.metrics.PushFailures.WithLabelValues(k.Name).Inc()
 		undone, uerr := d.undo(bctx, starts)

@@ -6,6 +6,9 @@ type Hooks struct {
 	// AfterDispatch runs after each dispatcher pass with the number of
 	// attempts started (including zero).
 	AfterDispatch func(kind string, started int)
+	// BeforePush runs after the dispatcher committed its attempts and before
+	// it pushes their jobs (tests cut Redis here).
+	BeforePush func(kind string)
 	// AfterApply runs after each poller pass that fetched results, with the
 	// number fetched.
 	AfterApply func(kind string, fetched int)

@@ -1,0 +1,234 @@
+package refresher
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/refresher/refresher/internal/testenv"
+	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/policy"
+	"github.com/refresher/refresher/redisio"
+)
+
+// t0 is the tests' "now": a Saturday, before the daily 14:00 occurrence.
+var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+
+// dailyAt14 is the kind's default rule in most tests.
+const dailyAt14 = "DTSTART:20260101T140000Z\nRRULE:FREQ=DAILY"
+
+// testClock is a Clock the test moves by hand.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Advance(d time.Duration) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	return c.now
+}
+
+// testBundle is one test's database, Redis prefix, kind and service config.
+type testBundle struct {
+	t     *testing.T
+	db    *sql.DB
+	store *models.Store
+	rdb   *redis.Client
+	rio   *redisio.Client
+	clock *testClock
+	kind  Kind
+	cfg   Config
+}
+
+type setupOpts struct {
+	retry   string
+	timeout time.Duration
+	rule    string
+}
+
+func setup(t *testing.T, o setupOpts) *testBundle {
+	t.Helper()
+	db, _ := testenv.DB(t)
+	rdb, prefix := testenv.Redis(t)
+	ctx := context.Background()
+	_, err := db.ExecContext(ctx, `CREATE TABLE items (
+		id BIGINT AUTO_INCREMENT PRIMARY KEY,
+		uid CHAR(20) NOT NULL UNIQUE,
+		input_url VARCHAR(255) NULL,
+		name VARCHAR(50) NULL)`)
+	require.NoError(t, err)
+	_, err = models.Migrate(ctx, db, []string{"items"}, io.Discard, false)
+	require.NoError(t, err)
+
+	if o.rule == "" {
+		o.rule = dailyAt14
+	}
+	sched, err := policy.ParseSchedule(o.rule)
+	require.NoError(t, err)
+	retry := policy.DefaultRetry
+	if o.retry != "" {
+		retry, err = policy.ParseRetry(o.retry)
+		require.NoError(t, err)
+	}
+	kind := Kind{
+		Name:     "items",
+		Table:    models.Table{Name: "items", Key: "uid", Payload: []string{"input_url"}},
+		Lists:    redisio.DefaultLists(prefix + "items"),
+		Schedule: sched,
+		Policy:   policy.Policy{Kind: "items", Timeout: o.timeout, Retry: retry},
+	}
+	clock := &testClock{now: t0}
+	return &testBundle{
+		t: t, db: db, store: models.New(db), rdb: rdb, rio: redisio.New(rdb), clock: clock, kind: kind,
+		cfg: Config{
+			Kinds:      []Kind{kind},
+			InstanceID: "test-a",
+			MaxSleep:   20 * time.Millisecond,
+			FetchBlock: 100 * time.Millisecond,
+			Heartbeat:  2 * time.Second,
+			Clock:      clock,
+			Rand:       func() float64 { return 0 },
+			Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		},
+	}
+}
+
+// start runs a service with the bundle's config (as changed by mod) until
+// the test ends, and returns it.
+func (b *testBundle) start(mod func(*Config)) *Service {
+	b.t.Helper()
+	cfg := b.cfg
+	if mod != nil {
+		mod(&cfg)
+	}
+	svc, err := New(cfg, b.store, b.rio)
+	require.NoError(b.t, err)
+	require.NoError(b.t, svc.Check(context.Background()))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = svc.Run(ctx) }()
+	b.t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			b.t.Error("service did not stop within 10s of cancel")
+		}
+	})
+	return svc
+}
+
+// insert creates models due at t0 with the given uids.
+func (b *testBundle) insert(uids ...string) {
+	b.t.Helper()
+	for _, uid := range uids {
+		_, err := b.db.Exec("INSERT INTO items (uid, input_url, refresh_at) VALUES (?, ?, ?)",
+			uid, "https://example.com/"+uid, t0)
+		require.NoError(b.t, err)
+	}
+}
+
+// state reads one model's refresh state.
+func (b *testBundle) state(uid string) policy.State {
+	b.t.Helper()
+	var st policy.State
+	err := b.store.Tx(context.Background(), func(tx *models.Tx) error {
+		rows, err := tx.LockByKeys(context.Background(), b.kind.Table, []string{uid})
+		st = rows[uid].State
+		return err
+	})
+	require.NoError(b.t, err)
+	return st
+}
+
+// popJob waits up to 10s for the next job on the input list.
+func (b *testBundle) popJob() redisio.Job {
+	b.t.Helper()
+	res, err := b.rdb.BLPop(context.Background(), 10*time.Second, b.kind.Lists.Input).Result()
+	require.NoError(b.t, err, "no job on %s within 10s", b.kind.Lists.Input)
+	var job redisio.Job
+	require.NoError(b.t, json.Unmarshal([]byte(res[1]), &job))
+	return job
+}
+
+// noJob checks that no job arrives for a while (the dispatcher has passed
+// several times in it).
+func (b *testBundle) noJob(wait time.Duration) {
+	b.t.Helper()
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		n, err := b.rdb.LLen(context.Background(), b.kind.Lists.Input).Result()
+		require.NoError(b.t, err)
+		require.Zero(b.t, n, "unexpected job on %s", b.kind.Lists.Input)
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// send pushes a result as a worker would.
+func (b *testBundle) send(r redisio.Result) {
+	b.t.Helper()
+	raw, err := json.Marshal(r)
+	require.NoError(b.t, err)
+	b.sendRaw(string(raw))
+}
+
+func (b *testBundle) sendRaw(raw string) {
+	b.t.Helper()
+	require.NoError(b.t, b.rdb.RPush(context.Background(), b.kind.Lists.Output, raw).Err())
+}
+
+// waitFor polls the database until cond holds for the model, up to 10s.
+func (b *testBundle) waitFor(uid string, what string, cond func(policy.State) bool) policy.State {
+	b.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := b.state(uid)
+		if cond(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("model %s: %s did not happen within 10s; state: %+v", uid, what, st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitCounter waits until a counter reaches want, up to 10s.
+func waitCounter(t *testing.T, read func() float64, want float64, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for read() < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: got %v, want %v within 10s", what, read(), want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func results(svc *Service, typ, outcome string) func() float64 {
+	return func() float64 {
+		return testutil.ToFloat64(svc.Metrics().Results.WithLabelValues("items", typ, outcome))
+	}
+}
+
+func toFloat(c interface{ Desc() *prometheus.Desc }) float64 {
+	return testutil.ToFloat64(c.(prometheus.Collector))
+}
