@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/refresher/refresher/config"
 	"github.com/refresher/refresher/worker"
 )
 
@@ -76,6 +77,7 @@ func (s workerSettings) validate() error {
 
 func newWorkerCmd() *cobra.Command {
 	var flags workerSettings
+	var configPath string
 	cmd := &cobra.Command{
 		Use:   "worker --kind NAME",
 		Short: "Run the reference worker: GET each job's input_url and report the result",
@@ -92,15 +94,22 @@ JSON result onto the kind's output list:
 Jobs whose timeout_at has passed are dropped. On SIGTERM it stops popping,
 finishes the jobs in hand and pushes their results.
 
-Environment: REFRESHER_REDIS (the Redis URL; --redis wins over it).`,
+With --config, the Redis URL and the kind's list names come from the
+service's configuration file. Environment: REFRESHER_REDIS (the Redis URL;
+--redis wins over it, and it wins over the file).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s := workerDefaults().overlay(workerEnv(os.Getenv)).overlay(flags)
+			file, err := workerFile(configPath, flags.Kind)
+			if err != nil {
+				return err
+			}
+			s := workerDefaults().overlay(file).overlay(workerEnv(os.Getenv)).overlay(flags)
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			return runWorker(cmd.Context(), s, log)
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&configPath, "config", "", "the service's YAML configuration file (optional): Redis URL and the kind's lists")
 	f.StringVar(&flags.Kind, "kind", "", "kind whose jobs to do, e.g. big_tables (required)")
 	f.StringVar(&flags.RedisURL, "redis", "", `Redis URL (default $REFRESHER_REDIS, else "redis://127.0.0.1:6379/0")`)
 	f.StringVar(&flags.Input, "input", "", `list to pop jobs from (default "<kind>-input")`)
@@ -108,6 +117,23 @@ Environment: REFRESHER_REDIS (the Redis URL; --redis wins over it).`,
 	f.IntVar(&flags.Concurrency, "concurrency", 0, fmt.Sprintf("jobs done at once (default %d)", worker.ConcurrencyDefault))
 	f.DurationVar(&flags.HTTPTimeout, "http-timeout", 0, fmt.Sprintf("time limit of one GET, body included (default %s)", worker.HTTPTimeoutDefault))
 	return cmd
+}
+
+// workerFile reads the Redis URL and the kind's list names from the
+// service's configuration file; no file gives no settings.
+func workerFile(path, kind string) (workerSettings, error) {
+	if path == "" {
+		return workerSettings{}, nil
+	}
+	c, err := config.Load(path)
+	if err != nil {
+		return workerSettings{}, err
+	}
+	k, err := c.Kind(kind)
+	if err != nil {
+		return workerSettings{}, fmt.Errorf("worker: %w", err)
+	}
+	return workerSettings{RedisURL: c.Redis, Input: k.Input, Output: k.Output}, nil
 }
 
 // runWorker connects to Redis and runs the worker until ctx is cancelled.

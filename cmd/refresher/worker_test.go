@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -134,4 +136,33 @@ func TestWorkerCommand(t *testing.T) {
 	require.Contains(t, log, `msg="worker started" kind=big_tables input=`+input)
 	require.Contains(t, log, `msg="job done" kind=big_tables uid=1 attempt_uid=a1 type=success`)
 	require.Contains(t, log, `msg="worker stopped" kind=big_tables done=2`)
+}
+
+// With --config, the Redis URL and list names of the kind come from the
+// service's file; the environment and flags still win.
+func TestWorkerSettingsFromConfigFile(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "refresher.yml")
+	require.NoError(t, os.WriteFile(path, []byte(`
+redis: "redis://files-redis:6379/3"
+kinds:
+  - name: big_tables
+    schedule: "RRULE:FREQ=DAILY"
+    input: bt-in
+    output: bt-out
+`), 0o600))
+	file, err := workerFile(path, "big_tables")
+	require.NoError(t, err)
+	require.Equal(t, workerSettings{RedisURL: "redis://files-redis:6379/3", Input: "bt-in", Output: "bt-out"}, file)
+
+	got := workerDefaults().overlay(file).overlay(workerSettings{Kind: "big_tables", Output: "flag-out"})
+	require.Equal(t, "redis://files-redis:6379/3", got.RedisURL)
+	require.Equal(t, "bt-in", got.Input)
+	require.Equal(t, "flag-out", got.Output)
+
+	_, err = workerFile(path, "nope")
+	require.ErrorContains(t, err, `unknown kind "nope" (configured: [big_tables])`)
+	none, err := workerFile("", "big_tables")
+	require.NoError(t, err)
+	require.Equal(t, workerSettings{}, none)
 }
