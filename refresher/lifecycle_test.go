@@ -37,8 +37,9 @@ func TestModelLifecycle(t *testing.T) {
 	b.waitFor("m1", "status stored", func(s policy.State) bool { return s.Status == "downloading 40%" })
 
 	done := b.clock.Advance(5 * time.Minute)
-	b.send(redisio.Result{UID: "m1", AttemptUID: job.AttemptUID, Type: "success"})
+	b.send(redisio.Result{UID: "m1", AttemptUID: job.AttemptUID, Type: "success", Status: "fetched 1234 bytes"})
 	st = b.waitFor("m1", "success applied", func(s policy.State) bool { return !s.Running() })
+	require.Equal(t, "fetched 1234 bytes", st.Status, "a success's status stays for the UI")
 	require.True(t, st.RefreshAt.Equal(time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC)), "refresh_at %s", st.RefreshAt)
 	require.Equal(t, 0, st.AttemptNo)
 	require.True(t, st.LastSuccessAt.Equal(done))

@@ -195,13 +195,19 @@ func (p *poller) apply(row models.Row, r redisio.Result, now time.Time) policy.S
 		p.metrics.InvalidSchedules.WithLabelValues(p.kind.Name).Inc()
 		return policy.Disable(row.State, now, policy.InvalidScheduleReason(err))
 	}
+	st := row.State
+	if r.Status != "" {
+		// Any result may carry a status text for the UI ("fetched 1234
+		// bytes"); it stays after the attempt ends.
+		st = policy.SetStatus(st, r.Status)
+	}
 	switch r.Type {
 	case redisio.ResultSuccess:
-		return policy.Success(row.State, now, sched)
+		return policy.Success(st, now, sched)
 	case redisio.ResultStatus:
-		return policy.SetStatus(row.State, r.Status)
+		return st
 	default: // failure; the codec admits no other type
-		st, dec := p.kind.Policy.Failure(row.State, now, policy.Failure{
+		st, dec := p.kind.Policy.Failure(st, now, policy.Failure{
 			Reason:             r.Reason,
 			UserFriendlyReason: r.UserFriendlyReason,
 			Permanent:          r.Permanent,
