@@ -176,4 +176,3 @@ func read(t *testing.T, store *models.Store, table models.Table, uid string) pol
 	require.NoError(t, err)
 	return st
 }
-
