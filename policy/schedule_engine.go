@@ -1,7 +1,9 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/teambition/rrule-go"
@@ -83,7 +85,14 @@ func toWeekdays(days []nthWeekday, numbered bool) []rrule.Weekday {
 
 // newEngine builds the engine for a validated rule. It returns an error when
 // the rule's times of day can never be reached (rrule-go would loop forever).
-func newEngine(r *ruleSpec, start time.Time) (*engine, error) {
+func newEngine(spec *ruleSpec, start time.Time) (*engine, error) {
+	r := spec
+	if spec.freq > rrule.DAILY && len(spec.bysetpos) > 0 {
+		var err error
+		if r, err = foldSubDailySetPos(spec, start); err != nil {
+			return nil, err
+		}
+	}
 	e := &engine{freq: r.freq, interval: r.interval, start: start, wkst: r.wkst, noShift: len(r.byeaster) > 0}
 	numbered := r.freq == rrule.MONTHLY || r.freq == rrule.YEARLY
 	e.orig = rrule.ROption{
@@ -194,6 +203,64 @@ func newEngine(r *ruleSpec, start time.Time) (*engine, error) {
 			freqText[r.freq], r.interval, start.Format("15:04:05"))
 	}
 	return e, nil
+}
+
+// foldSubDailySetPos rewrites BYSETPOS on an HOURLY or MINUTELY rule into
+// BYMINUTE/BYSECOND. Each such period holds the same set of times (BYMINUTE x
+// BYSECOND within the hour, BYSECOND within the minute), so BYSETPOS always
+// picks the same ones. Left to rrule-go, a position beyond the set would make
+// it walk every period until year 9999.
+func foldSubDailySetPos(spec *ruleSpec, start time.Time) (*ruleSpec, error) {
+	r := *spec
+	r.bysetpos = nil
+	minutes := []int{start.Minute()} // MINUTELY: the set is BYSECOND alone
+	if r.freq == rrule.HOURLY && len(r.byminute) > 0 {
+		minutes = r.byminute
+	}
+	seconds := r.bysecond
+	if len(seconds) == 0 {
+		seconds = []int{start.Second()}
+	}
+	type ms struct{ m, s int }
+	var set []ms // sorted: minutes and seconds are sorted lists
+	for _, m := range minutes {
+		for _, s := range seconds {
+			set = append(set, ms{m, s})
+		}
+	}
+	var picked []ms
+	for _, p := range spec.bysetpos {
+		i := p - 1
+		if p < 0 {
+			i = len(set) + p
+		}
+		if i >= 0 && i < len(set) && !slices.Contains(picked, set[i]) {
+			picked = append(picked, set[i])
+		}
+	}
+	if len(picked) == 0 {
+		return nil, fmt.Errorf("RRULE: BYSETPOS picks nothing: each FREQ=%s period holds only %d time(s); use positions from 1 to %d or -%d to -1",
+			freqText[r.freq], len(set), len(set), len(set))
+	}
+	var pm, ps []int
+	for _, x := range picked {
+		if !slices.Contains(pm, x.m) {
+			pm = append(pm, x.m)
+		}
+		if !slices.Contains(ps, x.s) {
+			ps = append(ps, x.s)
+		}
+	}
+	if len(pm)*len(ps) != len(picked) {
+		return nil, errors.New("RRULE: BYSETPOS on FREQ=HOURLY must pick whole BYMINUTE x BYSECOND combinations; list the wanted minutes and seconds with BYMINUTE and BYSECOND instead")
+	}
+	slices.Sort(pm)
+	slices.Sort(ps)
+	if r.freq == rrule.HOURLY {
+		r.byminute = pm
+	}
+	r.bysecond = ps
+	return &r, nil
 }
 
 func orAll(xs []int, n int) []int {

@@ -244,6 +244,8 @@ func TestScheduleParseErrors(t *testing.T) {
 		{"impossible date, daily", "RRULE:FREQ=DAILY;BYMONTH=4;BYMONTHDAY=31", []string{"never produces an occurrence"}},
 		{"weekday the grid never meets", "DTSTART:20240101T000000Z\nRRULE:FREQ=DAILY;INTERVAL=7;BYDAY=TU", []string{"never produces an occurrence"}},
 		{"SECONDLY odd interval with date filter", "RRULE:FREQ=SECONDLY;INTERVAL=7;BYMONTH=1", []string{"INTERVAL=7 (not a divisor of 86400)"}},
+		{"BYSETPOS beyond each minute's set (rrule-go walks to year 9999)", "RRULE:FREQ=MINUTELY;BYSECOND=36;BYSETPOS=3", []string{"BYSETPOS picks nothing", "holds only 1 time(s)"}},
+		{"BYSETPOS splitting minute x second pairs", "RRULE:FREQ=HOURLY;BYMINUTE=0,30;BYSECOND=0,30;BYSETPOS=1,4", []string{"whole BYMINUTE x BYSECOND combinations"}},
 		{"SECONDLY with BYSETPOS", "RRULE:FREQ=SECONDLY;BYSECOND=1,2;BYSETPOS=1", []string{"BYSETPOS cannot be used with FREQ=SECONDLY"}},
 		{"too many times per day", "RRULE:FREQ=DAILY;BYHOUR=0,1,2;BYMINUTE=" + schedList(60) + ";BYSECOND=" + schedList(60), []string{"10800 times per day", "FREQ=MINUTELY"}},
 	}
