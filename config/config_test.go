@@ -135,6 +135,7 @@ func TestValidationErrors(t *testing.T) {
 		{"bad table", kind("    table: \"drop table x\"\n"), nil, []string{"kinds[0] (big_tables).table", "not a plain table or column name"}},
 		{"bad payload", kind("    payload: [\"a;b\"]\n"), nil, []string{"kinds[0] (big_tables).payload", `"a;b"`}},
 		{"duplicate kind", kind("") + "  - name: big_tables\n    schedule: \"RRULE:FREQ=DAILY\"\n", nil, []string{`"big_tables" is configured twice`}},
+		{"bad disabled reason", kind("    disabled_reason: \"Broken after {attempt}\"\n"), nil, []string{"kinds[0] (big_tables).disabled_reason", "unknown placeholder {attempt}"}},
 		{"same lists", kind("    input: q\n    output: q\n"), nil, []string{"three different lists"}},
 		{"batch size", "batch_size: 0\n" + kind(""), map[string]string{"REFRESHER_BATCH_SIZE": "20000"}, []string{"batch_size: 20000 is out of range"}},
 		{"bad env kinds", "", map[string]string{"REFRESHER_KINDS": "[{name: x, colour: red}]"}, []string{"environment REFRESHER_KINDS", `unknown key "colour"`}},

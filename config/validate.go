@@ -102,6 +102,9 @@ func (c *Config) Validate() error {
 		} else {
 			k.RetryParsed = r
 		}
+		if err := (policy.Policy{DisabledReason: k.DisabledReason}).Validate(); err != nil {
+			bad("%s.disabled_reason: %v", at, err)
+		}
 		if k.Input == k.Output || k.Output == k.Dead || k.Input == k.Dead {
 			bad("%s: input, output and dead must be three different lists", at)
 		}

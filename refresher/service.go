@@ -2,6 +2,7 @@ package refresher
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -32,12 +33,13 @@ func (s *Service) Metrics() *Metrics { return s.cfg.Metrics }
 // columns, so a misconfiguration fails at start with a clear message rather
 // than in every batch.
 func (s *Service) Check(ctx context.Context) error {
+	var errs []error
 	for _, k := range s.cfg.Kinds {
 		if err := s.store.Check(ctx, k.Table); err != nil {
-			return fmt.Errorf("kind %s: %w", k.Name, err)
+			errs = append(errs, fmt.Errorf("kind %s: %w", k.Name, err))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Run runs every kind's dispatcher and poller until ctx is cancelled, then
