@@ -1,0 +1,445 @@
+package models
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/refresher/refresher/policy"
+)
+
+// Table names one kind's table and the columns the service reads besides the
+// refresh columns.
+type Table struct {
+	// Name is the application's table.
+	Name string
+	// Key is a unique column of the table; its value is sent to workers as
+	// "uid" and comes back in results. Any type (INT, CHAR, ...): keys
+	// travel as strings, formatted as the database returns them ("42").
+	Key string
+	// Payload lists the columns copied into each job's payload.
+	Payload []string
+}
+
+// Row is one model as the service sees it.
+type Row struct {
+	// Key is the key column's value as a string.
+	Key string
+	// Rule is refresh_rrule; "" when NULL (the kind's default schedule).
+	// The service reads it and never writes it: Save leaves the column alone.
+	Rule string
+	// State holds the other 11 refresh columns.
+	State policy.State
+	// Payload maps each payload column to a JSON-friendly value: nil for
+	// NULL, int64 or float64 for numbers, string for text, DECIMAL and
+	// binary columns (bytes as they are), RFC 3339 UTC text for DATE,
+	// DATETIME and TIMESTAMP. Nil when the Table has no payload columns.
+	Payload map[string]any
+
+	// id is the row's single-column primary key when it is not Key: rows
+	// from ClaimDue and LockByKeys carry it so that Save writes them by
+	// primary key (see Save).
+	id string
+}
+
+// Store runs the service's queries on one database. It is safe for
+// concurrent use. The database should come from Open (UTC, parseTime).
+type Store struct {
+	db *sql.DB
+
+	mu  sync.Mutex
+	pks map[string]string // table -> single-column primary key; "" for none or composite
+}
+
+// New returns a Store on db.
+func New(db *sql.DB) *Store { return &Store{db: db, pks: map[string]string{}} }
+
+// DB returns the database the Store uses.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Tx is a transaction of the Store; see Store.Tx.
+type Tx struct {
+	s  *Store
+	tx *sql.Tx
+}
+
+// Tx runs fn in a READ COMMITTED transaction and commits when fn returns
+// nil; otherwise (or when fn panics) it rolls back and returns fn's error.
+//
+// READ COMMITTED, not MySQL's default REPEATABLE READ: the locking reads of
+// ClaimDue then lock only the rows they return, without gap locks on the
+// refresh_at index that would make the application's INSERT of a new model
+// (refresh_at = now, right in the claimed range) wait for the batch.
+func (s *Store) Tx(ctx context.Context, fn func(tx *Tx) error) (err error) {
+	sqlTx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			_ = sqlTx.Rollback()
+		}
+	}()
+	if err := fn(&Tx{s: s, tx: sqlTx}); err != nil {
+		done = true
+		if rbErr := sqlTx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
+			return errors.Join(err, fmt.Errorf("roll back: %w", rbErr))
+		}
+		return err
+	}
+	done = true
+	if err := sqlTx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// Check verifies that t's table exists with its key column (which must have
+// a single-column unique index), its payload columns and all 12 refresh
+// columns. The error names everything missing and how to fix it.
+func (s *Store) Check(ctx context.Context, t Table) error {
+	q, err := t.compile("")
+	if err != nil {
+		return err
+	}
+	schema, err := loadSchema(ctx, s.db, t.Name)
+	if err != nil {
+		return fmt.Errorf("check table %s: %w", q.table, err)
+	}
+	if !schema.exists {
+		var db sql.NullString
+		_ = s.db.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&db)
+		return fmt.Errorf("table %s does not exist in database %q: create it in the application, or fix `table:` of the kind in the config", q.table, db.String)
+	}
+	var problems []error
+	if _, ok := schema.columns[strings.ToLower(t.Key)]; !ok {
+		problems = append(problems, fmt.Errorf("table %s has no key column %q: fix `key:` of the kind in the config", q.table, t.Key))
+	} else if !schema.uniqueOn(t.Key) {
+		problems = append(problems, fmt.Errorf("key column %q of table %s has no unique index: pick a unique column as `key:` or add one (ALTER TABLE %s ADD UNIQUE (%s))", t.Key, q.table, q.table, q.key))
+	}
+	var missing []string
+	for _, c := range t.Payload {
+		if _, ok := schema.columns[strings.ToLower(c)]; !ok {
+			missing = append(missing, strconv.Quote(c))
+		}
+	}
+	if len(missing) > 0 {
+		problems = append(problems, fmt.Errorf("table %s has no payload column(s) %s: fix `payload:` of the kind in the config", q.table, strings.Join(missing, ", ")))
+	}
+	missing = missing[:0]
+	for _, c := range Columns {
+		if _, ok := schema.columns[c]; !ok {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) > 0 {
+		problems = append(problems, fmt.Errorf("table %s lacks refresh column(s) %s: run `refresher migrate --config FILE` (or `refresher migrate --print` for the SQL)", q.table, strings.Join(missing, ", ")))
+	}
+	return errors.Join(problems...)
+}
+
+func (s tableSchema) uniqueOn(col string) bool {
+	col = strings.ToLower(col)
+	for name, cols := range s.indexes {
+		if s.unique[name] && len(cols) == 1 && cols[0] == col {
+			return true
+		}
+	}
+	return false
+}
+
+// ClaimDue locks and returns up to limit rows whose refresh_at is due
+// (refresh_at <= now), earliest first, skipping rows that another
+// transaction holds (FOR UPDATE SKIP LOCKED), so that several dispatchers
+// share the work without waiting for each other or claiming a row twice.
+// The locks last until the transaction ends.
+//
+// from is an optional cursor: when not zero, only rows with
+// refresh_at >= from are considered. After a batch the dispatcher can pass
+// the last row's RefreshAt as from, so the next scan starts there instead
+// of walking, from the start of the index, over the entries that earlier
+// batches moved forward (MariaDB purges them lazily; PERF-NOTES measured
+// 5-10x). The caller must reset from to zero regularly (for instance when
+// a batch comes back short, and every few seconds): rows whose refresh_at
+// moved earlier than the cursor are otherwise not seen.
+//
+// Rows whose key is NULL are never returned: no result could name them.
+func (tx *Tx) ClaimDue(ctx context.Context, t Table, now, from time.Time, limit int) ([]Row, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("claim due rows of %s: limit %d must be positive", t.Name, limit)
+	}
+	q, err := tx.s.compile(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	b.WriteString(q.selectFrom)
+	b.WriteString(" WHERE `refresh_at` <= ?")
+	args := []any{dbTime(now)}
+	if !from.IsZero() {
+		b.WriteString(" AND `refresh_at` >= ?")
+		args = append(args, dbTime(from))
+	}
+	fmt.Fprintf(&b, " AND %s IS NOT NULL ORDER BY `refresh_at` LIMIT %d FOR UPDATE SKIP LOCKED", q.key, limit)
+	rows, err := tx.query(ctx, q, b.String(), args, limit)
+	if err != nil {
+		return nil, fmt.Errorf("claim due rows of %s: %w", q.table, err)
+	}
+	return rows, nil
+}
+
+// LockByKeys locks (FOR UPDATE, waiting for other transactions: a result
+// must be applied, not skipped) and returns the rows with the given keys,
+// by Key. Keys that name no row are absent from the map. Duplicate keys
+// are fine. The map is keyed by the key as the database returns it, which
+// for a case-insensitive CHAR column or an INT column written as "007" may
+// differ from the key asked for.
+func (tx *Tx) LockByKeys(ctx context.Context, t Table, keys []string) (map[string]Row, error) {
+	q, err := tx.s.compile(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	keys = dedupe(keys)
+	out := make(map[string]Row, len(keys))
+	for start := 0; start < len(keys); start += placeholdersPerSelect {
+		chunk := keys[start:min(start+placeholdersPerSelect, len(keys))]
+		var b strings.Builder
+		b.WriteString(q.selectFrom)
+		fmt.Fprintf(&b, " WHERE %s IN (", q.key)
+		args := make([]any, len(chunk))
+		for i, k := range chunk {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString("?")
+			args[i] = k
+		}
+		b.WriteString(") FOR UPDATE")
+		rows, err := tx.query(ctx, q, b.String(), args, len(chunk))
+		if err != nil {
+			return nil, fmt.Errorf("lock rows of %s by key: %w", q.table, err)
+		}
+		for _, r := range rows {
+			out[r.Key] = r
+		}
+	}
+	return out, nil
+}
+
+// NextDue returns the earliest refresh_at of the table, so the dispatcher
+// can sleep until then; ok is false when no row has one. It may be in the
+// past (rows are due) and does not lock.
+func (s *Store) NextDue(ctx context.Context, t Table) (next time.Time, ok bool, err error) {
+	q, err := t.compile("")
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	var min sql.NullTime
+	if err := s.db.QueryRowContext(ctx, "SELECT MIN(`refresh_at`) FROM "+q.table).Scan(&min); err != nil {
+		return time.Time{}, false, fmt.Errorf("find next refresh_at of %s: %w", q.table, err)
+	}
+	if !min.Valid {
+		return time.Time{}, false, nil
+	}
+	return min.Time.UTC(), true, nil
+}
+
+// compiled holds the quoted names and the SELECT of one Table.
+type compiled struct {
+	table, key string
+	id         string   // quoted single-column primary key, "" when none or the key
+	payload    []string // payload column names as configured
+	selectFrom string   // SELECT key, refresh_rrule, state..., payload... [, id] FROM table
+}
+
+// compile quotes t's names and builds its SELECT; pk is the table's
+// single-column primary key ("" when unknown).
+func (t Table) compile(pk string) (compiled, error) {
+	var c compiled
+	var err error
+	if c.table, err = quoteIdent(t.Name); err != nil {
+		return c, fmt.Errorf("table name: %w", err)
+	}
+	if c.key, err = quoteIdent(t.Key); err != nil {
+		return c, fmt.Errorf("key column of table %s: %w", c.table, err)
+	}
+	if pk != "" && !strings.EqualFold(pk, t.Key) {
+		if c.id, err = quoteIdent(pk); err != nil {
+			return c, fmt.Errorf("primary key of table %s: %w", c.table, err)
+		}
+	}
+	cols := []string{c.key, "`" + ColRRule + "`"}
+	for _, sc := range stateColumns {
+		cols = append(cols, "`"+sc+"`")
+	}
+	for _, p := range t.Payload {
+		qp, err := quoteIdent(p)
+		if err != nil {
+			return c, fmt.Errorf("payload column of table %s: %w", c.table, err)
+		}
+		cols = append(cols, qp)
+	}
+	if c.id != "" {
+		cols = append(cols, c.id)
+	}
+	c.payload = t.Payload
+	c.selectFrom = "SELECT " + strings.Join(cols, ", ") + " FROM " + c.table
+	return c, nil
+}
+
+// compile compiles t with its table's primary key, looked up once per
+// table name and Store.
+func (s *Store) compile(ctx context.Context, t Table) (compiled, error) {
+	s.mu.Lock()
+	pk, ok := s.pks[t.Name]
+	s.mu.Unlock()
+	if !ok {
+		rows, err := s.db.QueryContext(ctx, "SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY'", t.Name)
+		if err != nil {
+			return compiled{}, fmt.Errorf("find primary key of %s: %w", t.Name, err)
+		}
+		var cols []string
+		for rows.Next() {
+			var c string
+			if err := rows.Scan(&c); err != nil {
+				rows.Close()
+				return compiled{}, fmt.Errorf("find primary key of %s: %w", t.Name, err)
+			}
+			cols = append(cols, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return compiled{}, fmt.Errorf("find primary key of %s: %w", t.Name, err)
+		}
+		if len(cols) == 1 {
+			pk = cols[0]
+		}
+		s.mu.Lock()
+		s.pks[t.Name] = pk
+		s.mu.Unlock()
+	}
+	return t.compile(pk)
+}
+
+// query runs a SELECT built on q.selectFrom and scans its rows.
+func (tx *Tx) query(ctx context.Context, q compiled, query string, args []any, sizeHint int) ([]Row, error) {
+	rs, err := tx.tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	out := make([]Row, 0, min(sizeHint, 1024))
+	var (
+		key, id                              any
+		rule, uid, reason, lastErr, status   sql.NullString
+		at, attemptAt, timeoutAt, disabledAt sql.NullTime
+		failingSince, lastSuccess            sql.NullTime
+		attemptNo                            int
+		payload                              = make([]any, len(q.payload))
+		dest                                 = []any{&key, &rule, &at, &uid, &attemptAt, &attemptNo, &timeoutAt, &disabledAt, &reason, &failingSince, &lastSuccess, &lastErr, &status}
+	)
+	for i := range payload {
+		dest = append(dest, &payload[i])
+	}
+	if q.id != "" {
+		dest = append(dest, &id)
+	}
+	for rs.Next() {
+		if err := rs.Scan(dest...); err != nil {
+			return nil, err
+		}
+		r := Row{
+			Key:  keyString(key),
+			Rule: rule.String,
+			State: policy.State{
+				RefreshAt:      nullTime(at),
+				AttemptUID:     uid.String,
+				AttemptAt:      nullTime(attemptAt),
+				AttemptNo:      attemptNo,
+				TimeoutAt:      nullTime(timeoutAt),
+				DisabledAt:     nullTime(disabledAt),
+				DisabledReason: reason.String,
+				FailingSince:   nullTime(failingSince),
+				LastSuccessAt:  nullTime(lastSuccess),
+				LastError:      lastErr.String,
+				Status:         status.String,
+			},
+		}
+		if id != nil {
+			r.id = keyString(id)
+		}
+		if len(payload) > 0 {
+			r.Payload = make(map[string]any, len(payload))
+			for i, name := range q.payload {
+				r.Payload[name] = jsonValue(payload[i])
+			}
+		}
+		out = append(out, r)
+	}
+	return out, rs.Err()
+}
+
+func nullTime(t sql.NullTime) time.Time {
+	if !t.Valid {
+		return time.Time{}
+	}
+	return t.Time.UTC()
+}
+
+// dbTime is how times go to the database: UTC, truncated to the
+// microseconds of DATETIME(6) (MySQL would round), NULL for the zero time.
+func dbTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC().Truncate(time.Microsecond)
+}
+
+// keyString formats a key column value as the string workers see.
+func keyString(v any) string {
+	switch k := v.(type) {
+	case []byte:
+		return string(k)
+	case string:
+		return k
+	case int64:
+		return strconv.FormatInt(k, 10)
+	case uint64:
+		return strconv.FormatUint(k, 10)
+	case time.Time:
+		return k.UTC().Format(time.RFC3339Nano)
+	default:
+		return fmt.Sprint(k)
+	}
+}
+
+// jsonValue turns a scanned column value into one encoding/json renders
+// naturally.
+func jsonValue(v any) any {
+	switch x := v.(type) {
+	case []byte:
+		return string(x)
+	case time.Time:
+		return x.UTC().Format(time.RFC3339Nano)
+	default:
+		return x
+	}
+}
+
+func dedupe(keys []string) []string {
+	seen := make(map[string]struct{}, len(keys))
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if _, ok := seen[k]; !ok {
+			seen[k] = struct{}{}
+			out = append(out, k)
+		}
+	}
+	return out
+}

@@ -1,0 +1,443 @@
+package models
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/refresher/refresher/policy"
+)
+
+// itemsTable creates table "items" with a key column of keyType plus some
+// payload columns, migrates it, and returns its Table.
+func itemsTable(t testing.TB, db *sql.DB, keyType string) Table {
+	t.Helper()
+	exec(t, db, "CREATE TABLE items (id BIGINT AUTO_INCREMENT PRIMARY KEY, k "+keyType+" NOT NULL, "+
+		"input_url VARCHAR(255) NULL, size INT NULL, price DECIMAL(10,2) NULL, ratio DOUBLE NULL, "+
+		"created DATETIME(6) NULL, day DATE NULL, raw VARBINARY(16) NULL, doc JSON NULL, UNIQUE KEY uk (k))")
+	_, err := Migrate(context.Background(), db, []string{"items"}, io.Discard, false)
+	must(t, err)
+	return Table{Name: "items", Key: "k", Payload: []string{"input_url", "size", "price", "ratio", "created", "day", "raw", "doc"}}
+}
+
+// fullState sets every column, with microseconds.
+func fullState(i int) policy.State {
+	at := base.Add(time.Duration(i) * time.Minute)
+	return policy.State{
+		RefreshAt:      at,
+		AttemptUID:     fmt.Sprintf("d1v5bqh6n88c7389%04d", i),
+		AttemptAt:      at.Add(-time.Hour + time.Microsecond),
+		AttemptNo:      i + 3,
+		TimeoutAt:      at.Add(2 * time.Hour),
+		DisabledAt:     at.Add(3 * time.Microsecond),
+		DisabledReason: "Provided URL is invalid: https://example.com/ünï",
+		FailingSince:   at.Add(-48 * time.Hour),
+		LastSuccessAt:  at.Add(-72*time.Hour + 999999*time.Microsecond),
+		LastError:      "HTTP 500 'quoted' \\ back",
+		Status:         "importing 5/10",
+	}
+}
+
+func insertItem(t testing.TB, db *sql.DB, key any, refreshAt time.Time) {
+	t.Helper()
+	exec(t, db, "INSERT INTO items (k, refresh_at) VALUES (?, ?)", key, dbTime(refreshAt))
+}
+
+// insertItems inserts rows with keys 1..n and refresh_at = base.
+func insertItems(t testing.TB, db *sql.DB, n int) {
+	t.Helper()
+	for start := 1; start <= n; start += 1000 {
+		var vals []string
+		for i := start; i <= min(n, start+999); i++ {
+			vals = append(vals, fmt.Sprintf("(%d, '%s')", i, base.Format("2006-01-02 15:04:05.000000")))
+		}
+		exec(t, db, "INSERT INTO items (k, refresh_at) VALUES "+strings.Join(vals, ","))
+	}
+}
+
+func lockAll(t testing.TB, s *Store, tbl Table, keys ...string) map[string]Row {
+	t.Helper()
+	var got map[string]Row
+	must(t, s.Tx(context.Background(), func(tx *Tx) (err error) {
+		got, err = tx.LockByKeys(context.Background(), tbl, keys)
+		return err
+	}))
+	return got
+}
+
+func keysOf(rows []Row) []string {
+	out := []string{}
+	for _, r := range rows {
+		out = append(out, r.Key)
+	}
+	return out
+}
+
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	s := New(db)
+	tbl := itemsTable(t, db, "CHAR(20)")
+	must(t, s.Check(ctx, tbl))
+
+	err := s.Check(ctx, Table{Name: "nope", Key: "k"})
+	errContains(t, err, "table `nope` does not exist", "`table:`")
+
+	err = s.Check(ctx, Table{Name: "items", Key: "kk", Payload: []string{"input_url", "url2", "size3"}})
+	errContains(t, err, `no key column "kk"`, "`key:`", `no payload column(s) "url2", "size3"`, "`payload:`")
+
+	err = s.Check(ctx, Table{Name: "items", Key: "input_url"})
+	errContains(t, err, `key column "input_url" of table `+"`items`"+` has no unique index`)
+
+	exec(t, db, "ALTER TABLE items DROP COLUMN refresh_status, DROP COLUMN refresh_rrule")
+	err = s.Check(ctx, tbl)
+	errContains(t, err, "lacks refresh column(s) refresh_rrule, refresh_status", "run `refresher migrate --config FILE`")
+
+	exec(t, db, "CREATE TABLE bare (id INT PRIMARY KEY)")
+	err = s.Check(ctx, Table{Name: "bare", Key: "id"})
+	errContains(t, err, "lacks refresh column(s) refresh_at, refresh_attempt_uid,")
+
+	err = s.Check(ctx, Table{Name: "items", Key: ""})
+	errContains(t, err, "empty table or column name")
+}
+
+func TestClaimDue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	s := New(db)
+	tbl := itemsTable(t, db, "INT")
+	now := base
+	// Inserted out of order; 7 and 8 are not due, 9 has no refresh_at.
+	for i, off := range map[int]time.Duration{
+		1: -time.Hour, 2: -3 * time.Hour, 3: -time.Minute, 4: 0, 5: -2 * time.Hour, 6: -time.Microsecond,
+		7: time.Microsecond, 8: time.Hour,
+	} {
+		insertItem(t, db, i, now.Add(off))
+	}
+	insertItem(t, db, 9, time.Time{})
+
+	var got []Row
+	must(t, s.Tx(ctx, func(tx *Tx) (err error) {
+		got, err = tx.ClaimDue(ctx, tbl, now, time.Time{}, 100)
+		return err
+	}))
+	eq(t, keysOf(got), []string{"2", "5", "1", "3", "6", "4"}, "due rows by refresh_at")
+	eq(t, got[0].State.RefreshAt, now.Add(-3*time.Hour))
+	eq(t, got[4].State.RefreshAt, now.Add(-time.Microsecond), "microseconds")
+
+	must(t, s.Tx(ctx, func(tx *Tx) (err error) {
+		got, err = tx.ClaimDue(ctx, tbl, now, time.Time{}, 2)
+		return err
+	}))
+	eq(t, keysOf(got), []string{"2", "5"}, "limit")
+
+	// The cursor starts the scan at from, inclusive.
+	must(t, s.Tx(ctx, func(tx *Tx) (err error) {
+		got, err = tx.ClaimDue(ctx, tbl, now, now.Add(-time.Hour), 3)
+		return err
+	}))
+	eq(t, keysOf(got), []string{"1", "3", "6"}, "cursor")
+
+	next, ok, err := s.NextDue(ctx, tbl)
+	must(t, err)
+	eq(t, ok, true)
+	eq(t, next, now.Add(-3*time.Hour), "NextDue")
+
+	must(t, s.Tx(ctx, func(tx *Tx) error {
+		_, err := tx.ClaimDue(ctx, tbl, now, time.Time{}, 0)
+		errContains(t, err, "limit 0 must be positive")
+		return nil
+	}))
+}
+
+func TestNextDueEmpty(t *testing.T) {
+	t.Parallel()
+	db := testDB(t)
+	s := New(db)
+	tbl := itemsTable(t, db, "INT")
+	insertItem(t, db, 1, time.Time{})
+	_, ok, err := s.NextDue(context.Background(), tbl)
+	must(t, err)
+	eq(t, ok, false)
+}
+
+// TestClaimDueSkipLocked runs two transactions at once on real connections:
+// each claims a batch while the other holds its own, and they must get
+// disjoint rows that together are all due rows.
+func TestClaimDueSkipLocked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	s := New(db)
+	tbl := itemsTable(t, db, "CHAR(20)")
+	for i := range 40 {
+		insertItem(t, db, fmt.Sprintf("m%02d", i), base.Add(-time.Duration(i)*time.Second))
+	}
+
+	var (
+		claimed [2][]string
+		both    sync.WaitGroup // both transactions hold their rows
+		wg      sync.WaitGroup
+		errs    = make(chan error, 2)
+	)
+	both.Add(2)
+	for w := range 2 {
+		wg.Go(func() {
+			err := s.Tx(ctx, func(tx *Tx) error {
+				rows, err := tx.ClaimDue(ctx, tbl, base, time.Time{}, 25)
+				claimed[w] = keysOf(rows)
+				both.Done()
+				both.Wait() // keep the locks until the other has claimed too
+				return err
+			})
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		must(t, err)
+	}
+	seen := map[string]int{}
+	for _, ks := range claimed {
+		for _, k := range ks {
+			seen[k]++
+		}
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Fatalf("row %s claimed %d times: %v", k, n, claimed)
+		}
+	}
+	eq(t, len(seen), 40, "rows claimed by both: ", claimed)
+	eq(t, len(claimed[0]) == 25 || len(claimed[1]) == 25, true, "one got a full batch: ", claimed)
+}
+
+func TestSaveRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, keyType := range []string{"INT", "CHAR(20)", "VARCHAR(40) CHARACTER SET latin1"} {
+		t.Run(keyType, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := testDB(t)
+			s := New(db)
+			tbl := itemsTable(t, db, keyType)
+			for i := 1; i <= 3; i++ {
+				insertItem(t, db, i, base)
+			}
+			exec(t, db, "UPDATE items SET refresh_rrule = 'RRULE:FREQ=DAILY' WHERE k = 2")
+			rows := []Row{
+				{Key: "1", State: fullState(1), Rule: "ignored"},
+				{Key: "2", State: policy.State{}}, // every NULL
+				{Key: "3", State: fullState(3)},
+				{Key: "404", State: fullState(4)}, // no such row: ignored
+			}
+			must(t, s.Tx(ctx, func(tx *Tx) error { return tx.Save(ctx, tbl, rows) }))
+			got := lockAll(t, s, tbl, "1", "2", "3", "404")
+			eq(t, len(got), 3, "rows found")
+			for _, r := range rows[:3] {
+				eq(t, got[r.Key].State, r.State, "state of ", r.Key)
+			}
+			eq(t, got["1"].Rule, "", "Save does not write refresh_rrule")
+			eq(t, got["2"].Rule, "RRULE:FREQ=DAILY")
+			var n int
+			must(t, db.QueryRow("SELECT COUNT(*) FROM items").Scan(&n))
+			eq(t, n, 3, "Save inserted rows")
+		})
+	}
+}
+
+func TestSaveLimitsAndDuplicates(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	s := New(db)
+	tbl := itemsTable(t, db, "CHAR(20)")
+	insertItem(t, db, "a", base)
+	long := strings.Repeat("é", 2000)
+	st := policy.State{LastError: long, DisabledReason: "bad \xff byte", Status: long, AttemptNo: 1}
+	must(t, s.Tx(ctx, func(tx *Tx) error {
+		return tx.Save(ctx, tbl, []Row{{Key: "a", State: policy.State{AttemptNo: 9}}, {Key: "a", State: st}})
+	}))
+	got := lockAll(t, s, tbl, "a")["a"].State
+	eq(t, got.AttemptNo, 1, "last row wins")
+	eq(t, got.LastError, strings.Repeat("é", 1024))
+	eq(t, got.Status, strings.Repeat("é", 255))
+	eq(t, got.DisabledReason, "bad \uFFFD byte")
+}
+
+func TestSaveBatches(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	s := New(db)
+	tbl := itemsTable(t, db, "INT")
+	insertItems(t, db, 2500)
+	rows := make([]Row, 2500)
+	for i := range rows {
+		rows[i] = Row{Key: fmt.Sprint(i + 1), State: fullState(i)}
+	}
+	must(t, s.Tx(ctx, func(tx *Tx) error { return tx.Save(ctx, tbl, rows) }))
+	var n int
+	must(t, db.QueryRow("SELECT COUNT(*) FROM items WHERE refresh_attempt_no = k + 2").Scan(&n))
+	eq(t, n, 2500, "rows written across batches")
+}
+
+func TestSaveIfAttempt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	s := New(db)
+	tbl := itemsTable(t, db, "CHAR(20)")
+	for _, k := range []string{"a", "b", "c", "d"} {
+		insertItem(t, db, k, base)
+	}
+	started := map[string]policy.State{}
+	for i, k := range []string{"a", "b", "c"} {
+		st := fullState(i)
+		st.AttemptUID = "attempt-" + k
+		started[k] = st
+	}
+	must(t, s.Tx(ctx, func(tx *Tx) error {
+		return tx.Save(ctx, tbl, []Row{{Key: "a", State: started["a"]}, {Key: "b", State: started["b"]}, {Key: "c", State: started["c"]}})
+	}))
+	// Meanwhile b's attempt was replaced (say by an enable).
+	exec(t, db, "UPDATE items SET refresh_attempt_uid = NULL, refresh_at = ? WHERE k = 'b'", dbTime(base.Add(time.Hour)))
+
+	before := policy.State{RefreshAt: base, AttemptNo: 2, LastError: "was failing", FailingSince: base.Add(-time.Hour)}
+	undo := []Row{{Key: "a", State: before}, {Key: "b", State: before}, {Key: "c", State: before}, {Key: "d", State: before}}
+	n, err := s.SaveIfAttempt(ctx, tbl, undo, []string{"attempt-a", "attempt-b", "attempt-c", "attempt-d"})
+	must(t, err)
+	eq(t, n, 2, "rows undone")
+	got := lockAll(t, s, tbl, "a", "b", "c", "d")
+	eq(t, got["a"].State, before, "a undone")
+	eq(t, got["c"].State, before, "c undone")
+	eq(t, got["b"].State.AttemptUID, "", "b untouched")
+	eq(t, got["b"].State.RefreshAt, base.Add(time.Hour), "b untouched")
+	eq(t, got["d"].State, policy.State{RefreshAt: base}, "d untouched: its uid was NULL")
+
+	// "" guards on NULL.
+	n, err = s.SaveIfAttempt(ctx, tbl, []Row{{Key: "d", State: before}}, []string{""})
+	must(t, err)
+	eq(t, n, 1)
+	eq(t, lockAll(t, s, tbl, "d")["d"].State, before)
+
+	_, err = s.SaveIfAttempt(ctx, tbl, undo, nil)
+	errContains(t, err, "4 rows but 0 attempt UIDs")
+}
+
+func TestLockByKeys(t *testing.T) {
+	t.Parallel()
+	for _, keyType := range []string{"BIGINT UNSIGNED", "CHAR(20) CHARACTER SET ascii"} {
+		t.Run(keyType, func(t *testing.T) {
+			t.Parallel()
+			db := testDB(t)
+			s := New(db)
+			tbl := itemsTable(t, db, keyType)
+			exec(t, db, "INSERT INTO items (k, input_url, size, price, ratio, created, day, raw, doc, refresh_rrule) VALUES "+
+				"(18446744073709551615, 'https://example.com/x', 42, 12.50, 0.25, '2026-01-02 03:04:05.000006', '2026-01-02', X'00FF41', '{\"a\": [1, 2]}', 'RRULE:FREQ=HOURLY'), "+
+				"(7, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)")
+			got := lockAll(t, s, tbl, "18446744073709551615", "7", "7", "8", "nope")
+			eq(t, len(got), 2, "found rows")
+			big := got["18446744073709551615"]
+			eq(t, big.Key, "18446744073709551615")
+			eq(t, big.Rule, "RRULE:FREQ=HOURLY")
+			eq(t, big.Payload, map[string]any{
+				"input_url": "https://example.com/x", "size": int64(42), "price": "12.50", "ratio": 0.25,
+				"created": "2026-01-02T03:04:05.000006Z", "day": "2026-01-02T00:00:00Z",
+				"raw": "\x00\xffA", "doc": `{"a": [1, 2]}`,
+			}, "payload")
+			if _, err := json.Marshal(big.Payload); err != nil {
+				t.Fatalf("payload is not JSON-friendly: %v", err)
+			}
+			eq(t, got["7"].Payload, map[string]any{"input_url": nil, "size": nil, "price": nil, "ratio": nil, "created": nil, "day": nil, "raw": nil, "doc": nil})
+			eq(t, got["7"].State, policy.State{})
+			eq(t, len(lockAll(t, s, tbl)), 0, "no keys")
+		})
+	}
+}
+
+// TestLockByKeysWaits: a key locked by a claim is not skipped but waited for.
+func TestLockByKeysWaits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	s := New(db)
+	tbl := itemsTable(t, db, "INT")
+	insertItem(t, db, 1, base)
+
+	claimed := make(chan struct{})
+	release := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Tx(ctx, func(tx *Tx) error {
+			rows, err := tx.ClaimDue(ctx, tbl, base, time.Time{}, 10)
+			if err == nil && len(rows) != 1 {
+				err = fmt.Errorf("claimed %d rows", len(rows))
+			}
+			if err != nil {
+				close(claimed)
+				return err
+			}
+			st := rows[0].State
+			st.AttemptUID = "attempt-1"
+			close(claimed)
+			<-release
+			rows[0].State = st
+			return tx.Save(ctx, tbl, rows)
+		})
+	}()
+	<-claimed
+	var got map[string]Row
+	locked := make(chan error, 1)
+	go func() {
+		locked <- s.Tx(ctx, func(tx *Tx) (err error) {
+			got, err = tx.LockByKeys(ctx, tbl, []string{"1"})
+			return err
+		})
+	}()
+	select {
+	case err := <-locked:
+		t.Fatalf("LockByKeys did not wait for the claiming transaction (err %v)", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	// The claim's Save by primary key does not deadlock with LockByKeys,
+	// which holds the key index entry and waits for the row.
+	must(t, <-done)
+	must(t, <-locked)
+	eq(t, got["1"].State.AttemptUID, "attempt-1", "LockByKeys sees the committed attempt")
+}
+
+func TestTxRollsBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	s := New(db)
+	tbl := itemsTable(t, db, "INT")
+	insertItem(t, db, 1, base)
+	boom := fmt.Errorf("boom")
+	err := s.Tx(ctx, func(tx *Tx) error {
+		must(t, tx.Save(ctx, tbl, []Row{{Key: "1", State: fullState(1)}}))
+		return boom
+	})
+	eq(t, err, boom)
+	eq(t, lockAll(t, s, tbl, "1")["1"].State, policy.State{RefreshAt: base}, "rolled back")
+
+	func() {
+		defer func() { _ = recover() }()
+		_ = s.Tx(ctx, func(tx *Tx) error {
+			must(t, tx.Save(ctx, tbl, []Row{{Key: "1", State: fullState(1)}}))
+			panic("oops")
+		})
+	}()
+	eq(t, lockAll(t, s, tbl, "1")["1"].State, policy.State{RefreshAt: base}, "rolled back after panic")
+}
