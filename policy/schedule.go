@@ -124,7 +124,7 @@ func (s *Schedule) excluded(t time.Time) bool {
 // zero time when there is none. It never panics and its cost does not grow
 // with DTSTART's age.
 func (s *Schedule) Next(after time.Time) time.Time {
-	if s == nil || after.Year() > maxYear {
+	if s == nil || s.eng == nil || after.Year() > maxYear {
 		return time.Time{}
 	}
 	best := s.nextRule(after)
