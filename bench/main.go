@@ -1,0 +1,529 @@
+// Command bench measures the full refresh cycle of the refresher service
+// (dispatcher + poller, production code paths and batch sizes) against the
+// local MariaDB and Redis, next to a minimal hand-written baseline measured
+// in the same run, and prints the ratios. See README-performance.md.
+//
+//	go run ./bench                       # 100k rows, all due
+//	go run ./bench --scaling             # 100k vs 1M rows, 50k due
+//
+// It creates and drops its own database (refresher_bench) and uses its own
+// Redis key prefix; it never touches anything else on the servers.
+package main
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/refresher/refresher/refresher"
+)
+
+type options struct {
+	rows, due   int64
+	batch       int
+	scaling     bool
+	scalingDue  int64
+	steady      time.Duration
+	rate        float64
+	workers     int
+	repeat      int
+	mysqlDSN    string
+	redisAddr   string
+	database    string
+	profileDir  string
+	keep        bool
+	child       childOpts
+	onlyService bool
+}
+
+func main() {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ExitOnError)
+	fs.Int64Var(&o.rows, "rows", 100_000, "models in the table")
+	fs.Int64Var(&o.due, "due", 0, "models due at the start (0: all)")
+	fs.IntVar(&o.batch, "batch", 0, fmt.Sprintf("rows per transaction (0: the service's default, %d); the baseline uses the same", refresher.DefaultBatchSize))
+	fs.BoolVar(&o.scaling, "scaling", false, "run the scaling table instead: 100k and 1M rows with --scaling-due due")
+	fs.Int64Var(&o.scalingDue, "scaling-due", 50_000, "models due in each run of --scaling")
+	fs.DurationVar(&o.steady, "steady", 10*time.Second, "length of the steady-load run that measures lateness (0: skip)")
+	fs.Float64Var(&o.rate, "rate", 0, "models falling due per second in the steady run (0: half the service's full-cycle rate)")
+	fs.IntVar(&o.workers, "workers", 2, "worker goroutines answering jobs (each pops up to 100 per round trip)")
+	fs.IntVar(&o.repeat, "repeat", 1, "full-cycle runs per implementation; the median is reported")
+	fs.StringVar(&o.mysqlDSN, "mysql", "root@tcp(127.0.0.1:3306)/", "MariaDB/MySQL DSN without a database name")
+	fs.StringVar(&o.redisAddr, "redis", "127.0.0.1:6379", "Redis address")
+	fs.StringVar(&o.database, "database", "refresher_bench", "database to create, use and drop")
+	fs.StringVar(&o.profileDir, "profile", "", "write the service's CPU and allocation profiles of the full cycle to this directory")
+	fs.BoolVar(&o.keep, "keep", false, "keep the database after the run")
+	fs.BoolVar(&o.onlyService, "only-service", false, "skip the baseline (profiling)")
+	fs.StringVar(&o.child.role, "role", "", "internal: run as the service or baseline child")
+	fs.StringVar(&o.child.prefix, "prefix", "", "internal: Redis key prefix")
+	_ = fs.Parse(os.Args[1:])
+
+	if o.child.role != "" {
+		o.child.dsn = dsnWithDB(o.mysqlDSN, o.database)
+		o.child.redisAddr = o.redisAddr
+		o.child.batch = o.batch
+		o.child.profileDir = o.profileDir
+		if err := runChild(o.child); err != nil {
+			fmt.Fprintln(os.Stderr, "bench child:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func dsnWithDB(dsn, db string) string {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return dsn
+	}
+	cfg.DBName = db
+	return cfg.FormatDSN()
+}
+
+// env is what every run of one benchmark invocation shares.
+type env struct {
+	o                  options
+	db                 *sql.DB // the benchmark's database, for seeding and checks
+	rdb                *redis.Client
+	prefix             string
+	mariaPID, redisPID int
+	rows               int64
+}
+
+func run(ctx context.Context, o options) error {
+	if o.batch == 0 {
+		o.batch = refresher.DefaultBatchSize
+	}
+	admin, err := sql.Open("mysql", o.mysqlDSN)
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS `"+o.database+"`"); err != nil {
+		return fmt.Errorf("create database %s: %w", o.database, err)
+	}
+	if !o.keep {
+		defer admin.Exec("DROP DATABASE IF EXISTS `" + o.database + "`")
+	}
+	dcfg, _ := mysql.ParseDSN(dsnWithDB(o.mysqlDSN, o.database))
+	// As models.Open: the claim query is sent with its values inlined, which
+	// is what EXPLAIN must see.
+	dcfg.ParseTime, dcfg.Loc, dcfg.InterpolateParams = true, time.UTC, true
+	dcfg.Params = map[string]string{"time_zone": "'+00:00'"}
+	conn, err := mysql.NewConnector(dcfg)
+	if err != nil {
+		return err
+	}
+	db := sql.OpenDB(conn)
+	defer db.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: o.redisAddr, PoolSize: 4 * o.workers})
+	defer rdb.Close()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("connect to Redis at %s: %w", o.redisAddr, err)
+	}
+	e := &env{o: o, db: db, rdb: rdb, prefix: fmt.Sprintf("refresher-bench:%d:", os.Getpid()),
+		mariaPID: findPID("mariadbd"), redisPID: findPID("redis-server")}
+	if e.mariaPID == 0 {
+		e.mariaPID = findPID("mysqld")
+	}
+	defer e.flushRedis(context.Background())
+	e.header(ctx)
+	if o.scaling {
+		return e.scaling(ctx)
+	}
+	return e.standard(ctx)
+}
+
+func (e *env) header(ctx context.Context) {
+	var version, bp, flush string
+	_ = e.db.QueryRowContext(ctx, "SELECT VERSION(), @@innodb_buffer_pool_size, @@innodb_flush_log_at_trx_commit").Scan(&version, &bp, &flush)
+	rv := "?"
+	if info, err := e.rdb.Info(ctx, "server").Result(); err == nil {
+		for _, l := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "redis_version:"); ok {
+				rv = v
+			}
+		}
+	}
+	bpMB, _ := strconv.ParseInt(bp, 10, 64)
+	fmt.Printf("machine: %d cores (GOMAXPROCS %d), %s, MariaDB %s (buffer pool %d MB, flush_log_at_trx_commit=%s), Redis %s\n",
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), version, bpMB>>20, flush, rv)
+	fmt.Printf("batch %d rows per transaction (service and baseline), %d worker goroutines popping up to %d jobs per round trip\n",
+		e.o.batch, e.o.workers, popBatch)
+	if e.mariaPID == 0 || cpuSeconds(e.mariaPID) < 0 {
+		fmt.Println("note: MariaDB's /proc entry is not readable here: its CPU is not reported")
+	}
+	if e.redisPID == 0 || cpuSeconds(e.redisPID) < 0 {
+		fmt.Println("note: Redis's /proc entry is not readable here: its CPU is not reported")
+	}
+	fmt.Println()
+}
+
+func (e *env) seed(ctx context.Context, rows int64) error {
+	start := time.Now()
+	if err := seed(ctx, e.db, rows); err != nil {
+		return err
+	}
+	e.rows = rows
+	fmt.Printf("seeded %d rows in %.1fs\n", rows, time.Since(start).Seconds())
+	return nil
+}
+
+// flushRedis deletes every key of the benchmark's prefix.
+func (e *env) flushRedis(ctx context.Context) {
+	iter := e.rdb.Scan(ctx, 0, e.prefix+"*", 1000).Iterator()
+	var keys []string
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if len(keys) > 0 {
+		e.rdb.Del(ctx, keys...)
+	}
+}
+
+// child is a running service or baseline process.
+type child struct {
+	role  string
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines chan progress
+	pid   int
+}
+
+type progress struct {
+	kind string
+	n    int
+	at   time.Time
+}
+
+func (e *env) startChild(role string, profile bool) (*child, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"--role", role, "--prefix", e.prefix, "--mysql", e.o.mysqlDSN, "--database", e.o.database,
+		"--redis", e.o.redisAddr, "--batch", strconv.Itoa(e.o.batch)}
+	if profile && e.o.profileDir != "" {
+		args = append(args, "--profile", e.o.profileDir)
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &child{role: role, cmd: cmd, stdin: stdin, lines: make(chan progress, 4096), pid: cmd.Process.Pid}
+	go func() {
+		defer close(c.lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			kind, n, _ := strings.Cut(sc.Text(), " ")
+			v, _ := strconv.Atoi(n)
+			c.lines <- progress{kind: kind, n: v, at: time.Now()}
+		}
+	}()
+	select {
+	case p, ok := <-c.lines:
+		if !ok || p.kind != "ready" {
+			_ = cmd.Wait()
+			return nil, fmt.Errorf("%s child did not start", role)
+		}
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		return nil, fmt.Errorf("%s child did not get ready within 30s", role)
+	}
+	return c, nil
+}
+
+func (c *child) start() error {
+	_, err := io.WriteString(c.stdin, "go\n")
+	return err
+}
+
+// stop closes the child's stdin and waits for it to exit.
+func (c *child) stop() error {
+	_ = c.stdin.Close()
+	done := make(chan error, 1)
+	go func() {
+		for range c.lines {
+		}
+		done <- c.cmd.Wait()
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(40 * time.Second):
+		_ = c.cmd.Process.Kill()
+		return fmt.Errorf("%s child did not stop", c.role)
+	}
+}
+
+// Modes of a cycle run.
+const (
+	modeFull   = "full"   // the worker answers at once; wall time of the whole cycle
+	modeSplit  = "split"  // the worker holds results until all are dispatched
+	modeSteady = "steady" // rows fall due over time; lateness
+)
+
+// runResult is one cycle run of one implementation.
+type runResult struct {
+	impl, mode       string
+	n                int64
+	wall             time.Duration // go -> every result applied
+	dispatch, apply  time.Duration // split mode: go -> all dispatched; release -> all applied
+	cpu, maria, redi float64       // CPU seconds over the run, -1 unknown
+	rssKB            int64         // peak RSS of the child
+	lateness         []time.Duration
+	keptUp           bool
+}
+
+func (r runResult) rate() float64 { return float64(r.n) / r.wall.Seconds() }
+
+// cycle runs one implementation over the plan p in the given mode.
+func (e *env) cycle(ctx context.Context, impl, mode string, p *plan, profile bool) (runResult, error) {
+	res := runResult{impl: impl, mode: mode, n: p.active}
+	waitPurge(ctx, e.db, 20*time.Second)
+	e.flushRedis(ctx)
+	if err := p.apply(ctx, e.db); err != nil {
+		return res, err
+	}
+	c, err := e.startChild(impl, profile)
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		if c != nil {
+			_ = c.stop()
+		}
+	}()
+	ls := lists(e.prefix)
+	w := &workerPool{rdb: e.rdb, input: ls.Input, output: ls.Output, plan: p}
+	w.hold.Store(mode == modeSplit)
+	stopWorkers := w.run(ctx, e.o.workers)
+	defer stopWorkers()
+
+	limit := time.Duration(max(60, p.active/300)) * time.Second
+	if mode == modeSteady {
+		limit += time.Until(p.base.Add(time.Duration(p.active) * p.step))
+	}
+	deadline := time.After(limit)
+	cpu, maria, redi := startCPU(c.pid), startCPU(e.mariaPID), startCPU(e.redisPID)
+	t0 := time.Now()
+	if err := c.start(); err != nil {
+		return res, err
+	}
+	var dispatched, appliedN int64
+	var released time.Time
+	for appliedN < p.active {
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-deadline:
+			return res, fmt.Errorf("%s %s run: %d of %d dispatched, %d applied after %s", impl, mode, dispatched, p.active, appliedN, limit)
+		case pr, ok := <-c.lines:
+			if !ok {
+				return res, fmt.Errorf("%s child exited during the run", impl)
+			}
+			switch pr.kind {
+			case "D":
+				dispatched += int64(pr.n)
+				if dispatched >= p.active && res.dispatch == 0 {
+					res.dispatch = pr.at.Sub(t0)
+					if mode == modeSplit {
+						for w.popped.Load() < p.active {
+							time.Sleep(time.Millisecond)
+						}
+						released = time.Now()
+						if err := w.release(ctx, e.o.batch); err != nil {
+							return res, err
+						}
+					}
+				}
+			case "A":
+				appliedN += int64(pr.n)
+				if appliedN >= p.active {
+					res.wall = pr.at.Sub(t0)
+					if mode == modeSplit {
+						res.apply = pr.at.Sub(released)
+					}
+				}
+			}
+		}
+	}
+	res.cpu, res.maria, res.redi = cpu.Stop(), maria.Stop(), redi.Stop()
+	res.rssKB = statusKB(c.pid, "VmHWM")
+	if err := c.stop(); err != nil {
+		return res, err
+	}
+	c = nil
+	stopWorkers()
+	res.lateness = w.takeLateness()
+	slices.Sort(res.lateness)
+	if n, err := applied(ctx, e.db, t0.UTC().Add(-time.Second)); err != nil {
+		return res, err
+	} else if n != p.active {
+		return res, fmt.Errorf("%s %s run: %d rows applied in the database, want %d", impl, mode, n, p.active)
+	}
+	if mode == modeSteady {
+		end := p.base.Add(time.Duration(p.active) * p.step)
+		res.keptUp = t0.Add(res.wall).Sub(end) < time.Second
+	}
+	return res, nil
+}
+
+// backlogPlan makes n rows due in the second before now.
+func (e *env) backlogPlan(due int64) *plan {
+	step := time.Second / time.Duration(due)
+	step = max(step.Truncate(time.Microsecond), time.Microsecond)
+	return &plan{rows: e.rows, due: due, active: due,
+		base: time.Now().UTC().Add(-time.Duration(due) * step).Truncate(time.Microsecond), step: step}
+}
+
+// fullRuns runs the full cycle repeat times per implementation, alternating,
+// and returns the median run of each.
+func (e *env) fullRuns(ctx context.Context, due int64, impls []string) (map[string]runResult, error) {
+	all := map[string][]runResult{}
+	for i := range e.o.repeat {
+		for _, impl := range impls {
+			r, err := e.cycle(ctx, impl, modeFull, e.backlogPlan(due), i == 0)
+			if err != nil {
+				return nil, err
+			}
+			fmt.Printf("  %-8s full cycle %d/%d: %s (%.0f models/s)\n", impl, i+1, e.o.repeat, r.wall.Round(time.Millisecond), r.rate())
+			all[impl] = append(all[impl], r)
+		}
+	}
+	out := map[string]runResult{}
+	for impl, rs := range all {
+		slices.SortFunc(rs, func(a, b runResult) int { return int(a.wall - b.wall) })
+		out[impl] = rs[len(rs)/2]
+	}
+	return out, nil
+}
+
+func (e *env) impls() []string {
+	if e.o.onlyService {
+		return []string{"service"}
+	}
+	return []string{"service", "baseline"}
+}
+
+func (e *env) standard(ctx context.Context) error {
+	o := e.o
+	due := o.due
+	if due <= 0 || due > o.rows {
+		due = o.rows
+	}
+	if err := e.seed(ctx, o.rows); err != nil {
+		return err
+	}
+	if err := e.explain(ctx, due); err != nil {
+		return err
+	}
+	impls := e.impls()
+	full, err := e.fullRuns(ctx, due, impls)
+	if err != nil {
+		return err
+	}
+	split := map[string]runResult{}
+	for _, impl := range impls {
+		r, err := e.cycle(ctx, impl, modeSplit, e.backlogPlan(due), false)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("  %-8s dispatch only: %s, apply only: %s\n", impl, r.dispatch.Round(time.Millisecond), r.apply.Round(time.Millisecond))
+		split[impl] = r
+	}
+	steady := map[string]runResult{}
+	var rate float64
+	if o.steady > 0 {
+		rate = o.rate
+		if rate <= 0 {
+			rate = full["service"].rate() / 2
+		}
+		n := min(int64(rate*o.steady.Seconds()), due)
+		step := time.Duration(float64(time.Second) / rate).Truncate(time.Microsecond)
+		for _, impl := range impls {
+			p := &plan{rows: e.rows, due: due, active: n, step: step}
+			p.base = time.Now().UTC().Add(5 * time.Second).Truncate(time.Microsecond)
+			r, err := e.cycle(ctx, impl, modeSteady, p, false)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("  %-8s steady %.0f/s for %s: lateness p99 %s\n", impl, rate, o.steady, pct(r.lateness, 0.99))
+			steady[impl] = r
+		}
+	}
+	fmt.Println()
+	printStandard(os.Stdout, o, due, impls, full, split, steady, rate)
+	return nil
+}
+
+func (e *env) scaling(ctx context.Context) error {
+	o := e.o
+	sizes := []int64{100_000, 1_000_000}
+	type row struct {
+		rows int64
+		res  map[string]runResult
+	}
+	var table []row
+	for _, rows := range sizes {
+		due := min(o.scalingDue, rows)
+		if err := e.seed(ctx, rows); err != nil {
+			return err
+		}
+		if err := e.explain(ctx, due); err != nil {
+			return err
+		}
+		res, err := e.fullRuns(ctx, due, e.impls())
+		if err != nil {
+			return err
+		}
+		table = append(table, row{rows, res})
+		fmt.Println()
+	}
+	printScaling(os.Stdout, e.impls(), o.scalingDue, table[0].rows, table[0].res, table[1].rows, table[1].res)
+	return nil
+}
+
+// explain prints EXPLAIN of the claim query with due rows due, as at the
+// start of a run.
+func (e *env) explain(ctx context.Context, due int64) error {
+	if err := e.backlogPlan(due).apply(ctx, e.db); err != nil {
+		return err
+	}
+	ex, err := explainClaim(ctx, e.db, e.o.batch)
+	if err != nil {
+		return err
+	}
+	fmt.Println(ex)
+	return nil
+}
