@@ -405,7 +405,7 @@ func (r *Retry) addValue(v string) error {
 			return fmt.Errorf("step %q: every must be positive", v)
 		}
 		if n := len(r.steps); n > 0 && u <= r.steps[n-1].Until {
-			return fmt.Errorf("step %q: until must be later than the previous step's %s", v, formatDuration(r.steps[n-1].Until))
+			return fmt.Errorf("step %q: until must be later than the previous step's %s", v, FormatDuration(r.steps[n-1].Until))
 		}
 		if u <= 0 {
 			return fmt.Errorf("step %q: until must be positive", v)
@@ -516,27 +516,27 @@ func (r *Retry) String() string {
 	switch r.family {
 	case "delays":
 		for _, d := range r.delays {
-			parts = append(parts, formatDuration(d))
+			parts = append(parts, FormatDuration(d))
 		}
 	case "progressive":
 		for _, s := range r.steps {
-			parts = append(parts, formatDuration(s.Every)+"/"+formatDuration(s.Until))
+			parts = append(parts, FormatDuration(s.Every)+"/"+FormatDuration(s.Until))
 		}
 	case "constant", "linear", "fibonacci", "quadratic":
-		parts = append(parts, "unit="+formatDuration(r.unit))
+		parts = append(parts, "unit="+FormatDuration(r.unit))
 	case "polynomial":
-		parts = append(parts, "unit="+formatDuration(r.unit), "power="+strconv.FormatFloat(r.power, 'g', -1, 64))
+		parts = append(parts, "unit="+FormatDuration(r.unit), "power="+strconv.FormatFloat(r.power, 'g', -1, 64))
 	case "exponential":
-		parts = append(parts, "base="+formatDuration(r.base), "factor="+strconv.FormatFloat(r.factor, 'g', -1, 64))
+		parts = append(parts, "base="+FormatDuration(r.base), "factor="+strconv.FormatFloat(r.factor, 'g', -1, 64))
 	}
 	if r.max > 0 {
-		parts = append(parts, "max="+formatDuration(r.max))
+		parts = append(parts, "max="+FormatDuration(r.max))
 	}
 	if r.attempts > 0 {
 		parts = append(parts, "attempts="+strconv.Itoa(r.attempts))
 	}
 	if r.maxAge > 0 {
-		parts = append(parts, "max_age="+formatDuration(r.maxAge))
+		parts = append(parts, "max_age="+FormatDuration(r.maxAge))
 	}
 	if r.jitter != JitterNone {
 		parts = append(parts, "jitter="+string(r.jitter))
@@ -547,9 +547,9 @@ func (r *Retry) String() string {
 	return r.family + ":" + strings.Join(parts, ",")
 }
 
-// formatDuration is time.Duration.String without trailing zero units:
+// FormatDuration is time.Duration.String without trailing zero units:
 // 1h, 1h30m, 1m, 90ms, 0s.
-func formatDuration(d time.Duration) string {
+func FormatDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = s[:len(s)-2]

@@ -209,20 +209,20 @@ func (p Policy) Failure(s State, now time.Time, f Failure, sched Nexter, u float
 	switch {
 	case d.PlannedAt.IsZero():
 		d.Branch, d.RefreshAt = BranchRetry, d.RetryAt
-		d.Reason = fmt.Sprintf("retry after %s; the rule has no occurrence left", formatDuration(d.Delay))
+		d.Reason = fmt.Sprintf("retry after %s; the rule has no occurrence left", FormatDuration(d.Delay))
 	case d.RetryAt.Add(p.Timeout).After(d.PlannedAt):
 		d.Branch, d.RefreshAt = BranchPlanned, d.PlannedAt
 		if d.RetryAt.Before(d.PlannedAt) {
 			d.Reason = fmt.Sprintf("a retry after %s could still run (timeout %s) at the planned %s, which serves as the retry",
-				formatDuration(d.Delay), formatDuration(p.Timeout), d.PlannedAt.UTC().Format(time.RFC3339))
+				FormatDuration(d.Delay), FormatDuration(p.Timeout), d.PlannedAt.UTC().Format(time.RFC3339))
 		} else {
 			d.Reason = fmt.Sprintf("a retry after %s would start at or after the planned %s, which serves as the retry",
-				formatDuration(d.Delay), d.PlannedAt.UTC().Format(time.RFC3339))
+				FormatDuration(d.Delay), d.PlannedAt.UTC().Format(time.RFC3339))
 		}
 	default:
 		d.Branch, d.RefreshAt = BranchRetry, d.RetryAt
 		d.Reason = fmt.Sprintf("retry after %s ends (timeout %s) by the planned %s",
-			formatDuration(d.Delay), formatDuration(p.Timeout), d.PlannedAt.UTC().Format(time.RFC3339))
+			FormatDuration(d.Delay), FormatDuration(p.Timeout), d.PlannedAt.UTC().Format(time.RFC3339))
 	}
 	s.RefreshAt = d.RefreshAt
 	return s, d
@@ -239,7 +239,7 @@ func (p Policy) TimedOut(s State, now time.Time, sched Nexter, u float64) (State
 
 // TimeoutReason is the last_error of a timed-out attempt: "timed out after 1h".
 func TimeoutReason(timeout time.Duration) string {
-	return "timed out after " + formatDuration(timeout)
+	return "timed out after " + FormatDuration(timeout)
 }
 
 // SetStatus stores a worker's status text, truncated to MaxStatusLen. It is

@@ -3,7 +3,6 @@ package redisio
 import (
 	"context"
 	"fmt"
-	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -171,83 +170,7 @@ func TestRedisUnreachable(t *testing.T) {
 	}
 }
 
-// proxy forwards TCP to Redis and can be cut, so a test can take "Redis"
-// away from one client without touching the shared server.
-type proxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	down   bool
-	conns  []net.Conn
-}
 
-func startProxy(t *testing.T, target string) *proxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &proxy{ln: ln, target: target}
-	t.Cleanup(func() { _ = ln.Close(); p.setDown(true) })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.mu.Lock()
-			if p.down {
-				p.mu.Unlock()
-				_ = c.Close()
-				continue
-			}
-			up, err := net.Dial("tcp", target)
-			if err != nil {
-				p.mu.Unlock()
-				_ = c.Close()
-				continue
-			}
-			p.conns = append(p.conns, c, up)
-			p.mu.Unlock()
-			go func() { _, _ = copyConn(up, c) }()
-			go func() { _, _ = copyConn(c, up) }()
-		}
-	}()
-	return p
-}
-
-func copyConn(dst, src net.Conn) (int64, error) {
-	defer dst.Close()
-	defer src.Close()
-	var n int64
-	buf := make([]byte, 32<<10)
-	for {
-		k, err := src.Read(buf)
-		if k > 0 {
-			if _, werr := dst.Write(buf[:k]); werr != nil {
-				return n, werr
-			}
-			n += int64(k)
-		}
-		if err != nil {
-			return n, err
-		}
-	}
-}
-
-// setDown cuts every connection and refuses new ones (true), or lets new
-// ones through again (false).
-func (p *proxy) setDown(down bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = down
-	if down {
-		for _, c := range p.conns {
-			_ = c.Close()
-		}
-		p.conns = nil
-	}
-}
-
-func (p *proxy) addr() string { return p.ln.Addr().String() }
 
 // Redis goes away during a push and between fetch and ack: the push fails
 // without queuing anything, the ack fails, and once Redis is back the batch
@@ -258,8 +181,8 @@ func TestRedisGoesAwayAndComesBack(t *testing.T) {
 	ctx := t.Context()
 	opt, err := redis.ParseURL(testenv.RedisURL())
 	require.NoError(t, err)
-	p := startProxy(t, opt.Addr)
-	opt.Addr = p.addr()
+	p := testenv.NewProxy(t, opt.Addr)
+	opt.Addr = p.Addr
 	opt.MaxRetries = -1
 	viaProxy := redis.NewClient(opt)
 	t.Cleanup(func() { _ = viaProxy.Close() })
@@ -271,7 +194,7 @@ func TestRedisGoesAwayAndComesBack(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, msgs, 3)
 
-	p.setDown(true)
+	p.Cut()
 	require.ErrorContains(t, c.Push(ctx, b.lists.Input, jobs(5)), `push 5 messages to "`+b.lists.Input+`": `)
 	err = d.Ack(ctx, msgs, nil)
 	require.ErrorContains(t, err, `ack 3 results of "`+b.lists.Output+`" (0 dead): `)
@@ -279,7 +202,7 @@ func TestRedisGoesAwayAndComesBack(t *testing.T) {
 	require.ErrorContains(t, err, `fetch up to 10 results from "`+b.lists.Output+`": `)
 	require.Equal(t, int64(0), b.rdb.LLen(ctx, b.lists.Input).Val()) // the push queued nothing
 
-	p.setDown(false)
+	p.Restore()
 	again, err := d.Fetch(ctx, 10, 0)
 	require.NoError(t, err)
 	require.Equal(t, uidsOf(msgs), uidsOf(again))

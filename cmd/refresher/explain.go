@@ -49,7 +49,7 @@ is simulated at the range's lower bound. Times are printed in UTC.`,
 	f := cmd.Flags()
 	f.StringVar(&o.schedule, "schedule", "", "RFC 5545 rule: DTSTART/RRULE/EXDATE/RDATE lines, separated by newlines or the two characters \\n (required)")
 	f.StringVar(&o.retry, "retry", policy.DefaultRetrySpec, "retry policy spec: delays, constant, linear, fibonacci, quadratic, polynomial, exponential, arctan, delayed_job or progressive, with optional max=, attempts=, max_age=, jitter=; e.g. exponential:base=1s,factor=2,max=1h,attempts=10")
-	f.StringVar(&o.timeout, "timeout", shortDuration(policy.DefaultTimeout), "attempt timeout: an attempt still running after it counts as failed")
+	f.StringVar(&o.timeout, "timeout", policy.FormatDuration(policy.DefaultTimeout), "attempt timeout: an attempt still running after it counts as failed")
 	f.StringVar(&o.from, "from", "", "start time, RFC 3339 (default now)")
 	f.IntVar(&o.occurrences, "occurrences", 10, "number of occurrences to list")
 	f.IntVar(&o.fail, "fail", 0, "number of consecutive failures to simulate")
@@ -199,7 +199,7 @@ func textTime(t time.Time) string {
 func writeExplainText(out io.Writer, o explainOptions, p policy.Policy, from time.Time, run time.Duration, sim policy.Simulation) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Schedule: %s\n", strings.NewReplacer("\r\n", " | ", "\n", " | ", `\n`, " | ").Replace(strings.TrimSpace(o.schedule)))
-	fmt.Fprintf(&b, "Retry:    %s (timeout %s)\n\n", p.Retry, shortDuration(p.Timeout))
+	fmt.Fprintf(&b, "Retry:    %s (timeout %s)\n\n", p.Retry, policy.FormatDuration(p.Timeout))
 
 	if o.occurrences > 0 {
 		fmt.Fprintf(&b, "Next %d occurrences after %s (UTC):\n", o.occurrences, textTime(from))
@@ -216,16 +216,16 @@ func writeExplainText(out io.Writer, o explainOptions, p policy.Policy, from tim
 	}
 
 	if o.fail > 0 {
-		fmt.Fprintf(&b, "%d consecutive failures, each running %s, the first starting at %s:\n", o.fail, shortDuration(run), textTime(from))
+		fmt.Fprintf(&b, "%d consecutive failures, each running %s, the first starting at %s:\n", o.fail, policy.FormatDuration(run), textTime(from))
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  ATTEMPT\tSTARTED\tFAILED\tDELAY\tRETRY AT\tPLANNED AT\tREFRESH AT\tDECISION\tREASON")
 		for _, a := range sim.Attempts {
 			d := a.Decision
 			delay := "-"
 			if d.Branch != policy.BranchDisabled {
-				delay = shortDuration(d.Delay)
+				delay = policy.FormatDuration(d.Delay)
 				if a.DelayMax != d.Delay {
-					delay += "-" + shortDuration(a.DelayMax) // jitter's range
+					delay += "-" + policy.FormatDuration(a.DelayMax) // jitter's range
 				}
 			}
 			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.AttemptNo, textTime(a.StartedAt), textTime(a.FailedAt),
@@ -240,14 +240,3 @@ func writeExplainText(out io.Writer, o explainOptions, p policy.Policy, from tim
 	return err
 }
 
-// shortDuration drops zero units: 1h, 1h30m, 5m, 0s.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
-}
