@@ -170,8 +170,6 @@ func TestRedisUnreachable(t *testing.T) {
 	}
 }
 
-
-
 // Redis goes away during a push and between fetch and ack: the push fails
 // without queuing anything, the ack fails, and once Redis is back the batch
 // is fetched again and nothing is lost.

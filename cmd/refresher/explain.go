@@ -239,4 +239,3 @@ func writeExplainText(out io.Writer, o explainOptions, p policy.Policy, from tim
 	_, err := io.WriteString(out, b.String())
 	return err
 }
-
