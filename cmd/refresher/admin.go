@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/refresher/refresher/config"
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/refresher"
 )
@@ -35,19 +34,15 @@ func adminCmd(name, short string, fn adminFunc) *cobra.Command {
 		Short: short,
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, keys []string) error {
-			c, err := config.Load(path)
-			if err != nil {
-				return err
-			}
-			k, err := c.Kind(kind)
-			if err != nil {
-				return err
-			}
-			db, err := openDB(cmd.Context(), c)
+			c, db, err := loadAndOpen(cmd.Context(), path)
 			if err != nil {
 				return err
 			}
 			defer db.Close()
+			k, err := c.Kind(kind)
+			if err != nil {
+				return err
+			}
 			changes, err := fn(cmd.Context(), models.New(db), table(k), keys, refresher.SystemClock{}.Now())
 			if err != nil {
 				return err
@@ -61,7 +56,7 @@ func adminCmd(name, short string, fn adminFunc) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&path, "config", "", "YAML configuration file (optional when REFRESHER_* variables are set)")
+	configFlag(cmd, &path)
 	cmd.Flags().StringVar(&kind, "kind", "", "the kind of the models (required)")
 	_ = cmd.MarkFlagRequired("kind")
 	return cmd

@@ -3,7 +3,6 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/refresher/refresher/config"
 	"github.com/refresher/refresher/models"
 )
 
@@ -21,11 +20,7 @@ It never drops or changes the application's own columns. With --print it
 shows the SQL for a DBA instead of running it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := config.Load(path)
-			if err != nil {
-				return err
-			}
-			db, err := openDB(cmd.Context(), c)
+			c, db, err := loadAndOpen(cmd.Context(), path)
 			if err != nil {
 				return err
 			}
@@ -38,7 +33,7 @@ shows the SQL for a DBA instead of running it.`,
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&path, "config", "", "YAML configuration file (optional when REFRESHER_* variables are set)")
+	configFlag(cmd, &path)
 	cmd.Flags().BoolVar(&print, "print", false, "print the SQL instead of running it")
 	return cmd
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -34,24 +35,20 @@ way: unapplied results stay in Redis, unanswered attempts time out).
 Configuration comes from --config and the REFRESHER_* environment variables.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := config.Load(path)
+			c, db, err := loadAndOpen(cmd.Context(), path)
 			if err != nil {
 				return err
 			}
+			defer db.Close()
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			return runService(cmd.Context(), c, log)
+			return runService(cmd.Context(), c, db, log)
 		},
 	}
-	cmd.Flags().StringVar(&path, "config", "", "YAML configuration file (optional when REFRESHER_* variables are set)")
+	configFlag(cmd, &path)
 	return cmd
 }
 
-func runService(ctx context.Context, c *config.Config, log *slog.Logger) error {
-	db, err := openDB(ctx, c)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
+func runService(ctx context.Context, c *config.Config, db *sql.DB, log *slog.Logger) error {
 	rdb, err := openRedis(ctx, c.Redis)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
 
 	"github.com/refresher/refresher/config"
 	"github.com/refresher/refresher/models"
@@ -49,9 +50,24 @@ func serviceConfig(c *config.Config, log *slog.Logger) refresher.Config {
 	}
 }
 
-// openDB opens and pings the configured database.
-func openDB(ctx context.Context, c *config.Config) (*sql.DB, error) {
-	return models.Open(ctx, c.Database)
+// configFlag adds the --config flag of every command that reads the
+// service's configuration.
+func configFlag(cmd *cobra.Command, path *string) {
+	cmd.Flags().StringVar(path, "config", "", "YAML configuration file (optional when REFRESHER_* variables are set)")
+}
+
+// loadAndOpen loads the configuration (file and REFRESHER_* environment) and
+// opens and pings its database.
+func loadAndOpen(ctx context.Context, path string) (*config.Config, *sql.DB, error) {
+	c, err := config.Load(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := models.Open(ctx, c.Database)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, db, nil
 }
 
 // openRedis connects to the configured Redis and pings it.
