@@ -52,12 +52,25 @@ type Row struct {
 type Store struct {
 	db *sql.DB
 
-	mu  sync.Mutex
-	pks map[string]string // table -> single-column primary key; "" for none or composite
+	mu    sync.Mutex
+	metas map[string]tableMeta // by table name, loaded once
+}
+
+// tableMeta is what Save needs to know of a table's columns.
+type tableMeta struct {
+	pk   string             // single-column primary key; "" for none or composite
+	cols map[string]colMeta // by lower-case column name
+}
+
+// colMeta describes one column, from information_schema.COLUMNS.
+type colMeta struct {
+	dataType           string // "int", "char", ...
+	unsigned           bool
+	charset, collation string // "" for non-text columns
 }
 
 // New returns a Store on db.
-func New(db *sql.DB) *Store { return &Store{db: db, pks: map[string]string{}} }
+func New(db *sql.DB) *Store { return &Store{db: db, metas: map[string]tableMeta{}} }
 
 // DB returns the database the Store uses.
 func (s *Store) DB() *sql.DB { return s.db }
@@ -252,6 +265,8 @@ func (s *Store) NextDue(ctx context.Context, t Table) (next time.Time, ok bool, 
 
 // compiled holds the quoted names and the SELECT of one Table.
 type compiled struct {
+	meta       tableMeta // set by Store.compile only
+	keyName    string    // t.Key unquoted
 	table, key string
 	id         string   // quoted single-column primary key, "" when none or the key
 	payload    []string // payload column names as configured
@@ -269,6 +284,7 @@ func (t Table) compile(pk string) (compiled, error) {
 	if c.key, err = quoteIdent(t.Key); err != nil {
 		return c, fmt.Errorf("key column of table %s: %w", c.table, err)
 	}
+	c.keyName = t.Key
 	if pk != "" && !strings.EqualFold(pk, t.Key) {
 		if c.id, err = quoteIdent(pk); err != nil {
 			return c, fmt.Errorf("primary key of table %s: %w", c.table, err)
@@ -293,38 +309,51 @@ func (t Table) compile(pk string) (compiled, error) {
 	return c, nil
 }
 
-// compile compiles t with its table's primary key, looked up once per
-// table name and Store.
+// compile compiles t with its table's metadata (primary key, column
+// types), looked up once per table name and Store.
 func (s *Store) compile(ctx context.Context, t Table) (compiled, error) {
 	s.mu.Lock()
-	pk, ok := s.pks[t.Name]
+	meta, ok := s.metas[t.Name]
 	s.mu.Unlock()
 	if !ok {
-		rows, err := s.db.QueryContext(ctx, "SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY'", t.Name)
-		if err != nil {
-			return compiled{}, fmt.Errorf("find primary key of %s: %w", t.Name, err)
-		}
-		var cols []string
-		for rows.Next() {
-			var c string
-			if err := rows.Scan(&c); err != nil {
-				rows.Close()
-				return compiled{}, fmt.Errorf("find primary key of %s: %w", t.Name, err)
-			}
-			cols = append(cols, c)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return compiled{}, fmt.Errorf("find primary key of %s: %w", t.Name, err)
-		}
-		if len(cols) == 1 {
-			pk = cols[0]
+		var err error
+		if meta, err = s.loadMeta(ctx, t.Name); err != nil {
+			return compiled{}, fmt.Errorf("read columns of %s: %w", t.Name, err)
 		}
 		s.mu.Lock()
-		s.pks[t.Name] = pk
+		s.metas[t.Name] = meta
 		s.mu.Unlock()
 	}
-	return t.compile(pk)
+	c, err := t.compile(meta.pk)
+	c.meta = meta
+	return c, err
+}
+
+func (s *Store) loadMeta(ctx context.Context, table string) (tableMeta, error) {
+	meta := tableMeta{cols: map[string]colMeta{}}
+	rows, err := s.db.QueryContext(ctx, "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, COALESCE(CHARACTER_SET_NAME, ''), COALESCE(COLLATION_NAME, ''), COLUMN_KEY FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?", table)
+	if err != nil {
+		return meta, err
+	}
+	defer rows.Close()
+	var pks []string
+	for rows.Next() {
+		var name, colType, key string
+		var m colMeta
+		if err := rows.Scan(&name, &m.dataType, &colType, &m.charset, &m.collation, &key); err != nil {
+			return meta, err
+		}
+		m.dataType = strings.ToLower(m.dataType)
+		m.unsigned = strings.Contains(strings.ToLower(colType), "unsigned")
+		meta.cols[strings.ToLower(name)] = m
+		if key == "PRI" {
+			pks = append(pks, name)
+		}
+	}
+	if len(pks) == 1 {
+		meta.pk = pks[0]
+	}
+	return meta, rows.Err()
 }
 
 // query runs a SELECT built on q.selectFrom and scans its rows.

@@ -223,7 +223,7 @@ func TestClaimDueSkipLocked(t *testing.T) {
 
 func TestSaveRoundTrip(t *testing.T) {
 	t.Parallel()
-	for _, keyType := range []string{"INT", "CHAR(20)", "VARCHAR(40) CHARACTER SET latin1"} {
+	for _, keyType := range []string{"INT", "CHAR(20)", "VARCHAR(40) CHARACTER SET latin1", "VARCHAR(40) COLLATE utf8mb4_bin"} {
 		t.Run(keyType, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
