@@ -320,9 +320,12 @@ func (s *Store) compile(ctx context.Context, t Table) (compiled, error) {
 		if meta, err = s.loadMeta(ctx, t.Name); err != nil {
 			return compiled{}, fmt.Errorf("read columns of %s: %w", t.Name, err)
 		}
-		s.mu.Lock()
-		s.metas[t.Name] = meta
-		s.mu.Unlock()
+		if _, migrated := meta.cols[ColAttemptUID]; migrated {
+			// Not before: `refresher migrate` may still add the columns.
+			s.mu.Lock()
+			s.metas[t.Name] = meta
+			s.mu.Unlock()
+		}
 	}
 	c, err := t.compile(meta.pk)
 	c.meta = meta
