@@ -88,7 +88,7 @@ type AppliedMigration struct {
 // a version is recorded per table), and the migration must succeed
 // on tables that already have the columns, which needs a look at
 // information_schema before each ADD: MySQL 8 has no ADD COLUMN IF NOT
-// EXISTS. That is a hundred lines here, and no dependency.
+// EXISTS. That is a small file here, and no dependency.
 func Migrate(ctx context.Context, db *sql.DB, tables []string, w io.Writer, dryRun bool) (MigrateReport, error) {
 	var report MigrateReport
 	if db == nil && !dryRun {
