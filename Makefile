@@ -3,7 +3,7 @@
 # and Redis, then runs the Go tests against them.
 GO ?= go
 
-.PHONY: test services build vet fuzz bench
+.PHONY: test services build vet fuzz bench bench-scaling
 test: services vet
 	$(GO) test -count=1 -timeout 20m ./...
 
@@ -15,3 +15,13 @@ vet:
 
 build:
 	CGO_ENABLED=0 $(GO) build -o bin/refresher ./cmd/refresher
+
+# `make bench` measures the full refresh cycle (100k due models) against a
+# hand-written baseline in the same run; `make bench-scaling` compares 100k
+# and 1M rows with 50k due (a few minutes). BENCH_FLAGS adds flags, e.g.
+# BENCH_FLAGS="--rows 20000 --repeat 3". See bench/README-performance.md.
+bench: services
+	$(GO) run ./bench $(BENCH_FLAGS)
+
+bench-scaling: services
+	$(GO) run ./bench --scaling $(BENCH_FLAGS)
