@@ -70,20 +70,33 @@ func runService(ctx context.Context, c *config.Config, db *sql.DB, log *slog.Log
 		}()
 		defer srv.Close()
 	}
-	go exitOnSecondSignal(ctx, log)
+	sig, done := make(chan os.Signal, 2), make(chan struct{})
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	defer close(done)
+	go exitOnSecondSignal(sig, done, log, os.Exit)
 	return svc.Run(ctx)
 }
 
-// exitOnSecondSignal exits at once on a signal that arrives after ctx was
-// cancelled by the first one.
-func exitOnSecondSignal(ctx context.Context, log *slog.Logger) {
-	<-ctx.Done()
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	log.Info("stopping after the batches in hand; send the signal again to stop at once")
-	<-sig
-	log.Warn("second signal: stopping at once")
-	os.Exit(130)
+// exitOnSecondSignal counts the signals on sig until done is closed: the
+// first one (which also cancelled the service's context through main's
+// NotifyContext) only logs, the second calls exit(130). sig is registered
+// before the service starts, so a quick second Ctrl-C is never lost.
+func exitOnSecondSignal(sig <-chan os.Signal, done <-chan struct{}, log *slog.Logger, exit func(int)) {
+	for n := 1; ; n++ {
+		select {
+		case <-done:
+			return
+		case <-sig:
+		}
+		if n == 1 {
+			log.Info("stopping after the batches in hand; send the signal again to stop at once")
+			continue
+		}
+		log.Warn("second signal: stopping at once")
+		exit(130)
+		return
+	}
 }
 
 // metricsServer serves /metrics (Prometheus) and /healthz.

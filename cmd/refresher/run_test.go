@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/refresher/refresher/internal/testenv"
+)
+
+// TestMain lets a test run this test binary as the real refresher program:
+// with REFRESHER_TEST_MAIN=1 it calls main with the arguments after "--".
+func TestMain(m *testing.M) {
+	if os.Getenv("REFRESHER_TEST_MAIN") == "1" {
+		for i, a := range os.Args {
+			if a == "--" {
+				os.Args = append([]string{"refresher"}, os.Args[i+1:]...)
+				break
+			}
+		}
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// startRun starts `refresher run --config FILE` as a child process and waits
+// until it logs that it runs.
+func startRun(t *testing.T) *exec.Cmd {
+	t.Helper()
+	b := setupCommands(t)
+	_, err := b.run(t, "migrate", "--config", b.path)
+	require.NoError(t, err)
+	_, prefix := testenv.Redis(t)
+	cfg, err := os.ReadFile(b.path)
+	require.NoError(t, err)
+	cfg = []byte(strings.Replace(string(cfg), "  - name: big_tables\n",
+		fmt.Sprintf("  - name: big_tables\n    input: %[1]sin\n    output: %[1]sout\n    dead: %[1]sdead\n", prefix), 1))
+	path := filepath.Join(t.TempDir(), "run.yml")
+	require.NoError(t, os.WriteFile(path, append(cfg, []byte("redis: "+testenv.RedisURL()+"\n")...), 0o600))
+
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "run", "--config", path)
+	cmd.Env = append(os.Environ(), "REFRESHER_TEST_MAIN=1")
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	lines := bufio.NewScanner(stderr)
+	for lines.Scan() {
+		if strings.Contains(lines.Text(), "refresher running") {
+			go func() { _, _ = io.Copy(io.Discard, stderr) }()
+			return cmd
+		}
+	}
+	t.Fatalf("refresher run did not start: %v", lines.Err())
+	return nil
+}
+
+// wait returns the exit code of cmd, failing the test after 10s.
+func wait(t *testing.T, cmd *exec.Cmd) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if exit, ok := err.(*exec.ExitError); ok {
+			return exit.ExitCode()
+		}
+		require.NoError(t, err)
+		return 0
+	case <-time.After(10 * time.Second):
+		t.Fatal("refresher run did not exit within 10s")
+		return -1
+	}
+}
+
+func TestRunStopsOnSignal(t *testing.T) {
+	t.Parallel()
+	cmd := startRun(t)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 0, wait(t, cmd), "the first SIGTERM finishes the batches in hand and exits cleanly")
+}
+
+func TestSecondSignalExits(t *testing.T) {
+	t.Parallel()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	sig, done, exited := make(chan os.Signal, 2), make(chan struct{}), make(chan int, 1)
+	go exitOnSecondSignal(sig, done, quiet, func(code int) { exited <- code })
+	sig <- syscall.SIGTERM
+	select {
+	case code := <-exited:
+		t.Fatalf("exited with %d after the first signal", code)
+	case <-time.After(50 * time.Millisecond):
+	}
+	sig <- syscall.SIGINT
+	require.Equal(t, 130, <-exited)
+
+	// After the service stopped on its own, signals no longer exit.
+	sig2, done2 := make(chan os.Signal, 2), make(chan struct{})
+	returned := make(chan struct{})
+	go func() { exitOnSecondSignal(sig2, done2, quiet, func(int) { t.Error("exit called") }); close(returned) }()
+	sig2 <- syscall.SIGTERM
+	close(done2)
+	<-returned
+}
