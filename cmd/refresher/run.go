@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -62,9 +63,13 @@ func runService(ctx context.Context, c *config.Config, db *sql.DB, log *slog.Log
 		return err
 	}
 	if c.Metrics != "" {
+		ln, err := net.Listen("tcp", c.Metrics)
+		if err != nil {
+			return fmt.Errorf("listen for metrics on %q: %w (change \"metrics:\" or REFRESHER_METRICS)", c.Metrics, err)
+		}
 		srv := metricsServer(c.Metrics, svc)
 		go func() {
-			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("metrics server stopped", "addr", c.Metrics, "err", err)
 			}
 		}()
