@@ -446,8 +446,12 @@ func TestPollerCrashAfterCommitBeforeAck(t *testing.T) {
 	b.clock.Advance(10 * time.Minute)
 	other := b.start(func(c *Config) { c.InstanceID = "b" })
 	waitCounter(t, func() float64 {
-		return results(other, "success", "stale")() + results(other, "failure", "stale")()
-	}, float64(len(rs)), "instance b drops a's batch as stale")
+		n := 0.0
+		for _, typ := range []string{"success", "failure"} {
+			n += results(other, typ, "stale")() + results(other, typ, "applied")()
+		}
+		return n
+	}, float64(len(rs)), "instance b takes a's batch over")
 	require.Zero(t, results(other, "success", "applied")())
 	require.Zero(t, results(other, "failure", "applied")())
 	require.Equal(t, applied, b.states(uids), "nothing changed twice")
@@ -589,9 +593,15 @@ func TestMySQLOutageLosesNothing(t *testing.T) {
 	for _, res := range rs {
 		b.send(res)
 	}
-	waitCounter(t, loopErrors(r.svc, "poll"), 2, "poller notices the outage")
-	waitCounter(t, loopErrors(r.svc, "dispatch"), 1, "dispatcher notices the outage")
+	// A model created meanwhile (by an application that can still reach
+	// its database) is due.
+	_, err = b.db.Exec("INSERT INTO items (uid, input_url, refresh_at) VALUES ('new', 'https://example.com/new', ?)", done)
+	require.NoError(t, err)
+	// Both loops fail, back off and try again, several times.
+	waitCounter(t, loopErrors(r.svc, "poll"), 3, "poller notices the outage")
+	waitCounter(t, loopErrors(r.svc, "dispatch"), 3, "dispatcher notices the outage")
 	require.EqualValues(t, len(rs), b.inRedis("test-a"), "every result waits in Redis")
+	require.False(t, b.state("new").Running())
 
 	proxy.Restore()
 	for _, j := range jobs[2:8] {
@@ -599,12 +609,16 @@ func TestMySQLOutageLosesNothing(t *testing.T) {
 		require.True(t, st.LastSuccessAt.Equal(done))
 		require.False(t, st.Running())
 	}
-	// The failures retry at once (delays[0] = 0s).
-	for _, j := range b.popJobs(2) {
+	// The failures retry at once (delays[0] = 0s) and the new model starts.
+	for _, j := range b.popJobs(3) {
+		if j.UID == "new" {
+			require.Equal(t, 1, j.AttemptNo)
+			continue
+		}
 		require.Equal(t, 2, j.AttemptNo, "%s", j.UID)
 		require.Equal(t, "HTTP 502", b.state(j.UID).LastError)
 	}
-	for uid, st := range b.states(uids) {
+	for uid, st := range b.states(append(uids, "new")) {
 		require.False(t, st.RefreshAt.IsZero(), "%s is not stuck", uid)
 	}
 	require.Zero(t, b.llen(b.kind.Lists.Output))
@@ -618,30 +632,44 @@ func TestMySQLOutageLosesNothing(t *testing.T) {
 // returns.
 func TestGracefulShutdownFinishesBatchInHand(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{timeout: time.Hour})
-	uids := b.insertN(3, t0)
 
-	t.Run("dispatcher", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		r := b.runOn(ctx, b.store, b.rio, func(c *Config) {
-			c.InstanceID = "d"
-			c.Hooks.BeforePush = func(string) { cancel() }
-		})
+	// waitRun waits for Run to return after the cancel.
+	waitRun := func(t *testing.T, r *running) {
+		t.Helper()
 		select {
 		case <-r.done:
 		case <-time.After(10 * time.Second):
 			t.Fatal("Run did not return within 10s of cancel")
 		}
+	}
+
+	t.Run("dispatcher", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, setupOpts{timeout: time.Hour})
+		uids := b.insertN(3, t0)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		r := b.runOn(ctx, b.store, b.rio, func(c *Config) {
+			c.Hooks.BeforePush = func(string) { cancel() }
+		})
+		waitRun(t, r)
+		// Run has returned: the attempts it committed must be pushed.
 		require.EqualValues(t, len(uids), b.llen(b.kind.Lists.Input), "the committed attempts were pushed")
 		for uid, st := range b.states(uids) {
 			require.Equal(t, 1, st.AttemptNo, "%s", uid)
 			require.True(t, st.Running(), "%s: not undone", uid)
 		}
+		require.Zero(t, toFloat(r.svc.Metrics().PushFailures.WithLabelValues("items")))
 	})
 
 	t.Run("poller", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, setupOpts{timeout: time.Hour})
+		uids := b.insertN(3, t0)
+		first := b.runOn(context.Background(), b.store, b.rio, func(c *Config) { c.InstanceID = "first" })
 		jobs := b.popJobs(len(uids))
+		first.stop()
+
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		r := b.runOn(ctx, b.store, b.rio, func(c *Config) {
@@ -653,11 +681,7 @@ func TestGracefulShutdownFinishesBatchInHand(t *testing.T) {
 			rs[i] = redisio.Result{UID: j.UID, AttemptUID: j.AttemptUID, Type: "success"}
 		}
 		b.sendAll(rs...)
-		select {
-		case <-r.done:
-		case <-time.After(10 * time.Second):
-			t.Fatal("Run did not return within 10s of cancel")
-		}
+		waitRun(t, r)
 		// Run has returned: the batch must be committed and acknowledged.
 		for uid, st := range b.states(uids) {
 			require.False(t, st.Running(), "%s: the result fetched before the cancel is committed", uid)
