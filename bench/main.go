@@ -1,7 +1,7 @@
 // Command bench measures the full refresh cycle of the refresher service
 // (dispatcher + poller, production code paths and batch sizes) against the
 // local MariaDB and Redis, next to a minimal hand-written baseline measured
-// in the same run, and prints the ratios. See README-performance.md.
+// in the same run, and prints the ratios. See the Performance section of README.md.
 //
 //	go run ./bench                       # 100k rows, all due
 //	go run ./bench --scaling             # 100k vs 1M rows, 50k due
