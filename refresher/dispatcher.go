@@ -16,7 +16,8 @@ import (
 // dispatcher starts the attempts of one kind's due rows.
 type dispatcher struct {
 	*kindRunner
-	wake chan struct{} // the poller planned a row earlier than the next pass
+	wake      chan struct{} // the poller planned a row earlier than the next pass
+	schedules schedules
 	// cursor is where the next claim starts scanning refresh_at (see
 	// models.Tx.ClaimDue); zero scans from the start of the index. It is
 	// advanced after a full batch and reset after a short one and every
@@ -157,7 +158,7 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full bool, err error) 
 // an invalid schedule disables, a timed-out attempt fails, and a due row
 // that runs nothing starts. ok reports a start.
 func (d *dispatcher) decide(row *models.Row, now time.Time) (s started, ok bool) {
-	sched, err := d.schedule(row.Rule)
+	sched, err := d.schedules.get(row.Rule)
 	if err != nil {
 		d.metrics.InvalidSchedules.WithLabelValues(d.kind.Name).Inc()
 		row.State = policy.Disable(row.State, now, policy.InvalidScheduleReason(err))

@@ -21,15 +21,6 @@ type kindRunner struct {
 	hooks   Hooks
 }
 
-// schedule returns the rule of a row: its own refresh_rrule, or the kind's
-// default when that is NULL. Parsed schedules are cached by package policy.
-func (r *kindRunner) schedule(rule string) (*policy.Schedule, error) {
-	if rule == "" {
-		return r.kind.Schedule, nil
-	}
-	return policy.ParseSchedule(rule)
-}
-
 // rand returns the jitter draw for one failure.
 func (r *kindRunner) rand() float64 { return r.cfg.Rand() }
 

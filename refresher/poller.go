@@ -17,8 +17,9 @@ var errCrashed = errors.New("poller stopped by test hook before commit")
 // poller applies the results of one kind.
 type poller struct {
 	*kindRunner
-	drain *redisio.Drain
-	wake  chan<- struct{} // tells the dispatcher a row became due early
+	drain     *redisio.Drain
+	schedules schedules
+	wake      chan<- struct{} // tells the dispatcher a row became due early
 	// requeue is set when a batch could not be applied: its messages are
 	// still in this instance's processing list and go back to the output
 	// list before anything else is fetched.
@@ -45,8 +46,8 @@ func (p *poller) loop(ctx context.Context) {
 			lastRecover = now
 		}
 		n, err := p.runOnce(ctx)
-		if errors.Is(err, errCrashed) {
-			return
+		if errors.Is(err, errCrashed) || (err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled)) {
+			return // crashed by a test hook, or a fetch cut short by shutdown
 		}
 		if err != nil {
 			p.fail(ctx, "poll", err, &backoff)
@@ -190,7 +191,7 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 
 // apply takes the transition of one current result.
 func (p *poller) apply(row models.Row, r redisio.Result, now time.Time) policy.State {
-	sched, err := p.schedule(row.Rule)
+	sched, err := p.schedules.get(row.Rule)
 	if err != nil {
 		p.metrics.InvalidSchedules.WithLabelValues(p.kind.Name).Inc()
 		return policy.Disable(row.State, now, policy.InvalidScheduleReason(err))

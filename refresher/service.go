@@ -53,8 +53,9 @@ func (s *Service) Run(ctx context.Context) error {
 			log: s.cfg.Logger.With("kind", k.Name), metrics: s.cfg.Metrics, hooks: s.cfg.Hooks,
 		}
 		wake := make(chan struct{}, 1)
-		d := &dispatcher{kindRunner: r, wake: wake}
-		p := &poller{kindRunner: r, wake: wake, drain: s.rdb.Drain(k.Lists, s.cfg.InstanceID, s.cfg.Heartbeat)}
+		d := &dispatcher{kindRunner: r, wake: wake, schedules: schedules{kindDefault: k.Schedule}}
+		p := &poller{kindRunner: r, wake: wake, drain: s.rdb.Drain(k.Lists, s.cfg.InstanceID, s.cfg.Heartbeat),
+			schedules: schedules{kindDefault: k.Schedule}}
 		wg.Go(func() { d.loop(ctx) })
 		wg.Go(func() { p.loop(ctx) })
 	}

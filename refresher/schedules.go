@@ -1,0 +1,56 @@
+package refresher
+
+import (
+	"time"
+
+	"github.com/refresher/refresher/policy"
+)
+
+// schedules hands out the schedule of each row for one loop (not safe for
+// concurrent use: the dispatcher and the poller each have their own). Within
+// a batch most rows share the kind's rule and the same `now`, so each
+// schedule remembers its last Next call and computes Next(now) once per
+// batch instead of once per row.
+type schedules struct {
+	kindDefault *policy.Schedule
+	memo        map[*policy.Schedule]*memoNext
+}
+
+// maxMemo bounds the memo; rows with rules of their own each add one entry.
+const maxMemo = 4096
+
+// get returns the rule of a row: its own refresh_rrule, or the kind's
+// default when that is NULL. Parsed schedules are cached by package policy.
+func (s *schedules) get(rule string) (policy.Nexter, error) {
+	sched := s.kindDefault
+	if rule != "" {
+		var err error
+		if sched, err = policy.ParseSchedule(rule); err != nil {
+			return nil, err
+		}
+	}
+	if s.memo == nil || len(s.memo) >= maxMemo {
+		s.memo = make(map[*policy.Schedule]*memoNext)
+	}
+	m := s.memo[sched]
+	if m == nil {
+		m = &memoNext{s: sched}
+		s.memo[sched] = m
+	}
+	return m, nil
+}
+
+// memoNext is a schedule that remembers its last answer.
+type memoNext struct {
+	s           *policy.Schedule
+	after, next time.Time
+	ok          bool
+}
+
+// Next returns s.Next(after), from the memo when after is the last one asked.
+func (m *memoNext) Next(after time.Time) time.Time {
+	if !m.ok || !after.Equal(m.after) {
+		m.after, m.next, m.ok = after, m.s.Next(after), true
+	}
+	return m.next
+}
