@@ -274,16 +274,23 @@ func DecodeResultLimit(raw []byte, maxBytes int) (Result, error) {
 	if len(trimmed) == 0 {
 		return Result{}, invalid("message is empty")
 	}
-	if !json.Valid(raw) {
+	notJSON := func() error {
 		var v any
-		err := json.Unmarshal(raw, &v)
-		return Result{}, invalid("message is not JSON: %v", err)
+		return invalid("message is not JSON: %v", json.Unmarshal(raw, &v))
 	}
 	if trimmed[0] != '{' {
+		if !json.Valid(raw) {
+			return Result{}, notJSON()
+		}
 		return Result{}, invalid("message is a JSON %s, not an object", jsonType(trimmed))
 	}
+	// One pass validates and splits the object (the hot path); only a
+	// message that fails is looked at again, for the error.
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil {
+		if !json.Valid(raw) {
+			return Result{}, notJSON()
+		}
 		return Result{}, invalid("message is not a JSON object: %v", err)
 	}
 	var r Result

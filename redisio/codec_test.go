@@ -222,3 +222,13 @@ func BenchmarkEncodeJobEncodingJSON(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkDecodeResult(b *testing.B) {
+	raw := []byte(`{"uid":"d4n0q4a5n1p0bb6b6h20","attempt_uid":"d4n0q4a5n1p0bb6b6h21","type":"failure","reason":"GET https://example.com/a.csv: HTTP 503","retry_after_seconds":120}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodeResult(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
