@@ -199,3 +199,20 @@ func inTx(ctx context.Context, db *sql.DB, query string, args []any) error {
 	}
 	return tx.Commit()
 }
+
+// stateArgs returns the values of stateColumns for s, NULL as nil.
+func stateArgs(s policy.State) []any {
+	return []any{
+		dbTime(s.RefreshAt),
+		nullString(s.AttemptUID, attemptUIDLen),
+		dbTime(s.AttemptAt),
+		s.AttemptNo,
+		dbTime(s.TimeoutAt),
+		dbTime(s.DisabledAt),
+		nullString(s.DisabledReason, maxReasonLen),
+		dbTime(s.FailingSince),
+		dbTime(s.LastSuccessAt),
+		nullString(s.LastError, maxReasonLen),
+		nullString(s.Status, maxStatusLen),
+	}
+}

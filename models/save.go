@@ -151,7 +151,7 @@ var jsonTypes = []string{"DATETIME(6)", "CHAR(20)", "DATETIME(6)", "INT", "DATET
 // otherwise converted to the column's character set and collation
 // (matchExpr), and the same is done for the guard.
 func jsonUpdate(q compiled, by string, byMeta, uidMeta colMeta, ids []string, rows []Row, guard []string) (string, []any) {
-	var doc []byte
+	doc := make([]byte, 0, 64+len(rows)*320)
 	doc = append(doc, '[')
 	for i, r := range rows {
 		if i > 0 {
@@ -159,22 +159,7 @@ func jsonUpdate(q compiled, by string, byMeta, uidMeta colMeta, ids []string, ro
 		}
 		doc = append(doc, `{"k":`...)
 		doc = appendJSONString(doc, ids[i])
-		for c, v := range stateArgs(r.State) {
-			switch x := v.(type) {
-			case nil:
-				continue
-			case time.Time:
-				doc = append(doc, fmt.Sprintf(`,"c%d":"`, c)...)
-				doc = x.AppendFormat(doc, "2006-01-02 15:04:05.000000")
-				doc = append(doc, '"')
-			case int:
-				doc = append(doc, fmt.Sprintf(`,"c%d":`, c)...)
-				doc = strconv.AppendInt(doc, int64(x), 10)
-			case string:
-				doc = append(doc, fmt.Sprintf(`,"c%d":`, c)...)
-				doc = appendJSONString(doc, x)
-			}
-		}
+		doc = appendState(doc, r.State)
 		if guard != nil {
 			if g, ok := nullString(guard[i], attemptUIDLen).(string); ok {
 				doc = append(doc, `,"g":`...)
@@ -241,21 +226,47 @@ func appendJSONString(dst []byte, s string) []byte {
 	return append(dst, b...)
 }
 
-// stateArgs returns the values of stateColumns for s, NULL as nil.
-func stateArgs(s policy.State) []any {
-	return []any{
-		dbTime(s.RefreshAt),
-		nullString(s.AttemptUID, attemptUIDLen),
-		dbTime(s.AttemptAt),
-		s.AttemptNo,
-		dbTime(s.TimeoutAt),
-		dbTime(s.DisabledAt),
-		nullString(s.DisabledReason, maxReasonLen),
-		dbTime(s.FailingSince),
-		dbTime(s.LastSuccessAt),
-		nullString(s.LastError, maxReasonLen),
-		nullString(s.Status, maxStatusLen),
+
+// jsonField are the JSON member prefixes of the columns c0..c10.
+var jsonField = func() (f [11]string) {
+	for c := range f {
+		f[c] = fmt.Sprintf(`,"c%d":`, c)
 	}
+	return f
+}()
+
+// appendState appends the members c0..c10 of s (the columns of
+// stateColumns in order; NULLs are left out) without allocating per value:
+// this runs for every row of every batch.
+func appendState(doc []byte, s policy.State) []byte {
+	appendTime := func(doc []byte, c int, t time.Time) []byte {
+		if t.IsZero() {
+			return doc
+		}
+		doc = append(doc, jsonField[c]...)
+		doc = append(doc, '"')
+		doc = t.UTC().Truncate(time.Microsecond).AppendFormat(doc, "2006-01-02 15:04:05.000000")
+		return append(doc, '"')
+	}
+	appendText := func(doc []byte, c int, v string, max int) []byte {
+		if v, ok := nullString(v, max).(string); ok {
+			doc = append(doc, jsonField[c]...)
+			doc = appendJSONString(doc, v)
+		}
+		return doc
+	}
+	doc = appendTime(doc, 0, s.RefreshAt)
+	doc = appendText(doc, 1, s.AttemptUID, attemptUIDLen)
+	doc = appendTime(doc, 2, s.AttemptAt)
+	doc = append(doc, jsonField[3]...)
+	doc = strconv.AppendInt(doc, int64(s.AttemptNo), 10)
+	doc = appendTime(doc, 4, s.TimeoutAt)
+	doc = appendTime(doc, 5, s.DisabledAt)
+	doc = appendText(doc, 6, s.DisabledReason, maxReasonLen)
+	doc = appendTime(doc, 7, s.FailingSince)
+	doc = appendTime(doc, 8, s.LastSuccessAt)
+	doc = appendText(doc, 9, s.LastError, maxReasonLen)
+	return appendText(doc, 10, s.Status, maxStatusLen)
 }
 
 // nullString is s for a VARCHAR(max) column: nil when empty, valid UTF-8,
