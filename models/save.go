@@ -226,7 +226,6 @@ func appendJSONString(dst []byte, s string) []byte {
 	return append(dst, b...)
 }
 
-
 // jsonField are the JSON member prefixes of the columns c0..c10.
 var jsonField = func() (f [11]string) {
 	for c := range f {
