@@ -101,7 +101,7 @@ func (b *baseline) dispatchOnce(ctx context.Context, now, cursor time.Time) (int
 		return 0, time.Time{}, err
 	}
 	defer tx.Rollback()
-	q := "SELECT id, input_url, refresh_attempt_no, refresh_at FROM " + benchTable + " WHERE refresh_at <= ?"
+	q := "SELECT id, input_url, refresh_attempt_no, refresh_at FROM " + benchTable + " FORCE INDEX (idx_refresh_at) WHERE refresh_at <= ?"
 	args := []any{now}
 	if !cursor.IsZero() {
 		q += " AND refresh_at >= ?"

@@ -126,7 +126,7 @@ func applied(ctx context.Context, db *sql.DB, since time.Time) (int64, error) {
 func explainClaim(ctx context.Context, db *sql.DB, batch int) (string, error) {
 	cols := append([]string{"`id`", "`refresh_rrule`"}, quoteAll(stateColumnsForExplain)...)
 	cols = append(cols, "`input_url`")
-	base := "SELECT " + strings.Join(cols, ", ") + " FROM `" + benchTable + "` WHERE `refresh_at` <= ?"
+	base := "SELECT " + strings.Join(cols, ", ") + " FROM `" + benchTable + "` FORCE INDEX (`idx_refresh_at`) WHERE `refresh_at` <= ?"
 	tail := fmt.Sprintf(" AND `id` IS NOT NULL ORDER BY `refresh_at` LIMIT %d FOR UPDATE SKIP LOCKED", batch)
 	now := time.Now().UTC()
 	var out strings.Builder
