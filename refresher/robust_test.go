@@ -585,7 +585,9 @@ func TestMySQLOutageLosesNothing(t *testing.T) {
 		redisio.Result{UID: jobs[0].UID, AttemptUID: jobs[0].AttemptUID, Type: "success"},
 		redisio.Result{UID: jobs[1].UID, AttemptUID: jobs[1].AttemptUID, Type: "success"},
 	)
+	// Applied (counted in the transaction), committed and acknowledged.
 	waitCounter(t, results(r.svc, "success", "applied"), 2, "results applied before the outage")
+	eventually(t, 10*time.Second, "results acknowledged before the outage", func() bool { return b.inRedis("test-a") == 0 })
 
 	proxy.Cut()
 	done := b.clock.Advance(time.Minute)
