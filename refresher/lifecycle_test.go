@@ -91,7 +91,7 @@ func TestFailuresDisableAndEnable(t *testing.T) {
 	require.True(t, st.RefreshAt.IsZero())
 	require.Empty(t, st.AttemptUID)
 	require.Equal(t, "HTTP 503", st.LastError)
-	require.Equal(t, 1.0, decisions(svc, "disabled", "worker"))
+	waitCounter(t, func() float64 { return decisions(svc, "disabled", "worker") }, 1, "disabled decision counted")
 	b.noJob(200 * time.Millisecond)
 
 	// The user fixes the model: enable makes it due now, counters reset.

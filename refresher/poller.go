@@ -24,6 +24,7 @@ type poller struct {
 	// still in this instance's processing list and go back to the output
 	// list before anything else is fetched.
 	requeue bool
+	tally   tally // the counts of the batch in hand
 }
 
 // loop runs passes until ctx is cancelled. It heartbeats, and takes over the
@@ -115,6 +116,7 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 	var earliest time.Time
 	err = p.store.Tx(bctx, func(tx *models.Tx) error {
 		dead, earliest = dead[:0], time.Time{}
+		p.tally.reset()
 		keys := make([]string, 0, len(msgs))
 		for _, m := range msgs {
 			if m.Err == nil {
@@ -135,18 +137,18 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 			row, ok := rows[m.Result.UID]
 			if !ok {
 				m.Err = fmt.Errorf("unknown model: no row in table %s with %s = %q", p.kind.Table.Name, p.kind.Table.Key, m.Result.UID)
-				p.metrics.Results.WithLabelValues(p.kind.Name, m.Result.Type, "unknown_model").Inc()
+				p.tally.result(m.Result.Type, "unknown_model")
 				dead = append(dead, m)
 				continue
 			}
 			if row.State.AttemptUID == "" || row.State.AttemptUID != m.Result.AttemptUID {
-				p.metrics.Results.WithLabelValues(p.kind.Name, m.Result.Type, "stale").Inc()
+				p.tally.result(m.Result.Type, "stale")
 				continue
 			}
 			row.State = p.apply(row, m.Result, now)
 			rows[m.Result.UID] = row
 			changed[m.Result.UID] = struct{}{}
-			p.metrics.Results.WithLabelValues(p.kind.Name, m.Result.Type, "applied").Inc()
+			p.tally.result(m.Result.Type, "applied")
 			if at := row.State.RefreshAt; !at.IsZero() && (earliest.IsZero() || at.Before(earliest)) {
 				earliest = at
 			}
@@ -168,18 +170,17 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("apply %d results: %w", len(msgs), err)
 	}
-	if len(dead) > 0 {
-		p.metrics.DeadLetters.WithLabelValues(p.kind.Name).Add(float64(len(dead)))
-		for _, m := range dead {
-			p.log.Warn("dead letter", "kind", p.kind.Name, "list", p.kind.Lists.Dead, "err", m.Err)
-		}
-	}
+	p.tally.flush(p.metrics, p.kind.Name) // committed: counted once
 	if err := p.drain.Ack(bctx, msgs, dead); err != nil {
 		// Applied but not removed: recovery puts them back and they come
 		// back stale, which changes nothing.
 		return len(msgs), fmt.Errorf("remove applied results from the processing list: %w", err)
 	}
 	p.requeue = false
+	p.metrics.DeadLetters.WithLabelValues(p.kind.Name).Add(float64(len(dead)))
+	for _, m := range dead {
+		p.log.Warn("dead letter", "list", p.kind.Lists.Dead, "err", m.Err)
+	}
 	if !earliest.IsZero() && !earliest.After(p.clock.Now().Add(p.cfg.MaxSleep)) {
 		select {
 		case p.wake <- struct{}{}:
@@ -193,7 +194,7 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 func (p *poller) apply(row models.Row, r redisio.Result, now time.Time) policy.State {
 	sched, err := p.schedules.get(row.Rule)
 	if err != nil {
-		p.metrics.InvalidSchedules.WithLabelValues(p.kind.Name).Inc()
+		p.tally.invalid++
 		return policy.Disable(row.State, now, policy.InvalidScheduleReason(err))
 	}
 	st := row.State
@@ -214,7 +215,7 @@ func (p *poller) apply(row models.Row, r redisio.Result, now time.Time) policy.S
 			Permanent:          r.Permanent,
 			RetryAfter:         time.Duration(r.RetryAfterSeconds) * time.Second,
 		}, sched, p.rand())
-		p.countDecision(dec, "worker")
+		p.tally.decisions[dec.Branch.String()]++
 		return st
 	}
 }
