@@ -30,13 +30,19 @@ type dispatcher struct {
 // starts from the beginning of the index again.
 const cursorReset = 5 * time.Second
 
+// minSleep is the shortest wait after a pass that came back short. Rows
+// can be due and yet not claimable by this dispatcher (another instance
+// holds them for the moment, or their key is NULL); without a floor the loop
+// would spin on them.
+const minSleep = 20 * time.Millisecond
+
 // loop runs passes until ctx is cancelled: at once after a full batch,
 // otherwise when the earliest refresh_at is due (at most MaxSleep later), or
 // when woken.
 func (d *dispatcher) loop(ctx context.Context) {
 	backoff := time.Duration(0)
 	for {
-		started, full, err := d.runOnce(ctx)
+		started, full, throttled, err := d.runOnce(ctx)
 		if d.hooks.AfterDispatch != nil {
 			d.hooks.AfterDispatch(d.kind.Name, started)
 		}
@@ -44,9 +50,12 @@ func (d *dispatcher) loop(ctx context.Context) {
 		switch {
 		case err != nil:
 			d.metrics.Errors.WithLabelValues(d.kind.Name, "dispatch").Inc()
-			d.log.Error("dispatch pass failed", "kind", d.kind.Name, "err", err)
+			d.log.Error("dispatch pass failed", "err", err)
 			backoff = min(max(2*backoff, 100*time.Millisecond), 5*d.cfg.MaxSleep)
 			wait = backoff
+		case throttled:
+			// The input list is full: workers are down or behind.
+			wait = d.cfg.MaxSleep
 		case full:
 			backoff = 0
 		default:
@@ -78,7 +87,7 @@ func (d *dispatcher) sleepFor(ctx context.Context) time.Duration {
 	if err != nil || !ok {
 		return d.cfg.MaxSleep
 	}
-	return min(max(next.Sub(d.clock.Now()), 0), d.cfg.MaxSleep)
+	return min(max(next.Sub(d.clock.Now()), minSleep), d.cfg.MaxSleep)
 }
 
 // started is one attempt started in a pass, kept to undo it if its push fails.
@@ -88,20 +97,22 @@ type started struct {
 }
 
 // runOnce claims one batch of due rows, applies timeouts, starts attempts,
-// commits, then pushes the jobs. full reports a full batch (more may be due).
-func (d *dispatcher) runOnce(ctx context.Context) (n int, full bool, err error) {
+// commits, then pushes the jobs. full reports a full batch (more may be
+// due); throttled reports that nothing was claimed because the input list
+// holds MaxQueued jobs or more.
+func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, err error) {
 	k := d.kind
 	bctx, cancel := d.batchContext(ctx)
 	defer cancel()
 
 	queued, err := d.rdb.Len(bctx, k.Lists.Input)
 	if err != nil {
-		return 0, false, fmt.Errorf("read input list length: %w", err)
+		return 0, false, false, fmt.Errorf("read input list length: %w", err)
 	}
 	d.metrics.Queued.WithLabelValues(k.Name).Set(float64(queued))
 	if queued >= int64(k.MaxQueued) {
-		d.log.Warn("input list is full, not dispatching", "kind", k.Name, "queued", queued, "max_queued", k.MaxQueued)
-		return 0, false, nil
+		d.log.Warn("input list is full, not dispatching", "queued", queued, "max_queued", k.MaxQueued)
+		return 0, false, true, nil
 	}
 
 	var jobs []redisio.Job
@@ -135,11 +146,11 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full bool, err error) 
 		return tx.Save(bctx, k.Table, rows)
 	})
 	if err != nil {
-		return 0, false, fmt.Errorf("claim due rows of %s: %w", k.Table.Name, err)
+		return 0, false, false, fmt.Errorf("claim due rows of %s: %w", k.Table.Name, err)
 	}
 	full = claimed == d.cfg.BatchSize
 	if len(jobs) == 0 {
-		return 0, full, nil
+		return 0, full, false, nil
 	}
 	if d.hooks.BeforePush != nil {
 		d.hooks.BeforePush(k.Name)
@@ -147,11 +158,11 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full bool, err error) 
 	if err := d.rdb.Push(bctx, k.Lists.Input, jobs); err != nil {
 		d.metrics.PushFailures.WithLabelValues(k.Name).Inc()
 		undone, uerr := d.undo(bctx, starts)
-		return 0, false, errors.Join(
+		return 0, false, false, errors.Join(
 			fmt.Errorf("push %d jobs to %s (undid %d attempts): %w", len(jobs), k.Lists.Input, undone, err), uerr)
 	}
 	d.metrics.Started.WithLabelValues(k.Name).Add(float64(len(jobs)))
-	return len(jobs), full, nil
+	return len(jobs), full, false, nil
 }
 
 // decide applies the dispatcher's transitions to one claimed row in place:
