@@ -83,8 +83,9 @@ type Kind struct {
 	Input  string `yaml:"input"`
 	Output string `yaml:"output"`
 	Dead   string `yaml:"dead"`
-	// MaxQueued stops dispatching this kind while its input list holds more
-	// jobs than this (backpressure when workers fall behind). Default 100000.
+	// MaxQueued pauses dispatching this kind while its input list holds this
+	// many jobs or more (backpressure when workers fall behind). Default
+	// 100000.
 	MaxQueued int `yaml:"max_queued"`
 
 	// Parsed by Validate.
