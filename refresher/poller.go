@@ -112,9 +112,41 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 	defer cancel()
 	p.requeue = true // until acknowledged, the batch sits in the processing list
 
-	var dead []redisio.Message
-	var earliest time.Time
-	err = p.store.Tx(bctx, func(tx *models.Tx) error {
+	dead, earliest, err := p.applyBatch(bctx, msgs)
+	if err != nil && refusedByDatabase(err) {
+		// One message the database cannot take (e.g. a uid the key column's
+		// character set cannot hold) fails the whole statement; applied one
+		// by one, it goes to the dead letters and the others are applied.
+		p.log.Warn("the database refused a batch of results; applying them one by one", "err", err)
+		dead, earliest, err = p.applyEach(bctx, msgs)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("apply %d results: %w", len(msgs), err)
+	}
+	if err := p.drain.Ack(bctx, msgs, dead); err != nil {
+		// Applied but not removed: recovery puts them back and they come
+		// back stale, which changes nothing.
+		return len(msgs), fmt.Errorf("remove applied results from the processing list: %w", err)
+	}
+	p.requeue = false
+	p.metrics.DeadLetters.WithLabelValues(p.kind.Name).Add(float64(len(dead)))
+	for _, m := range dead {
+		p.log.Warn("dead letter", "list", p.kind.Lists.Dead, "err", m.Err)
+	}
+	if !earliest.IsZero() && !earliest.After(p.clock.Now().Add(p.cfg.MaxSleep)) {
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+	}
+	return len(msgs), nil
+}
+
+// applyBatch applies msgs in one transaction and counts them once it
+// commits. It returns the messages for the dead-letter list (undecodable, or
+// naming no row) and the earliest refresh_at it planned.
+func (p *poller) applyBatch(ctx context.Context, msgs []redisio.Message) (dead []redisio.Message, earliest time.Time, err error) {
+	err = p.store.Tx(ctx, func(tx *models.Tx) error {
 		dead, earliest = dead[:0], time.Time{}
 		p.tally.reset()
 		keys := make([]string, 0, len(msgs))
@@ -123,7 +155,7 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 				keys = append(keys, m.Result.UID)
 			}
 		}
-		rows, err := tx.LockByKeys(bctx, p.kind.Table, keys)
+		rows, err := tx.LockByKeys(ctx, p.kind.Table, keys)
 		if err != nil {
 			return err
 		}
@@ -157,7 +189,7 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 		for key := range changed {
 			save = append(save, rows[key])
 		}
-		if err := tx.Save(bctx, p.kind.Table, save); err != nil {
+		if err := tx.Save(ctx, p.kind.Table, save); err != nil {
 			return err
 		}
 		if p.hooks.BeforeCommit != nil {
@@ -168,26 +200,31 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("apply %d results: %w", len(msgs), err)
+		return nil, time.Time{}, err
 	}
 	p.tally.flush(p.metrics, p.kind.Name) // committed: counted once
-	if err := p.drain.Ack(bctx, msgs, dead); err != nil {
-		// Applied but not removed: recovery puts them back and they come
-		// back stale, which changes nothing.
-		return len(msgs), fmt.Errorf("remove applied results from the processing list: %w", err)
-	}
-	p.requeue = false
-	p.metrics.DeadLetters.WithLabelValues(p.kind.Name).Add(float64(len(dead)))
-	for _, m := range dead {
-		p.log.Warn("dead letter", "list", p.kind.Lists.Dead, "err", m.Err)
-	}
-	if !earliest.IsZero() && !earliest.After(p.clock.Now().Add(p.cfg.MaxSleep)) {
-		select {
-		case p.wake <- struct{}{}:
-		default:
+	return dead, earliest, nil
+}
+
+// applyEach applies msgs one transaction each. A message the database
+// refuses goes to the dead letters with its error; any other error (an
+// outage) stops, and the batch is tried again later.
+func (p *poller) applyEach(ctx context.Context, msgs []redisio.Message) (dead []redisio.Message, earliest time.Time, err error) {
+	for _, m := range msgs {
+		d, e, err := p.applyBatch(ctx, []redisio.Message{m})
+		if err != nil {
+			if !refusedByDatabase(err) {
+				return nil, time.Time{}, err
+			}
+			m.Err = fmt.Errorf("cannot apply this result: the database refused it: %w", err)
+			d = []redisio.Message{m}
+		}
+		dead = append(dead, d...)
+		if !e.IsZero() && (earliest.IsZero() || e.Before(earliest)) {
+			earliest = e
 		}
 	}
-	return len(msgs), nil
+	return dead, earliest, nil
 }
 
 // apply takes the transition of one current result.

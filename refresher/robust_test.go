@@ -701,3 +701,35 @@ func TestGracefulShutdownFinishesBatchInHand(t *testing.T) {
 		require.Equal(t, float64(len(rs)), results(r.svc, "success", "applied")())
 	})
 }
+
+// A result the database cannot even look up (here a uid that the key
+// column's character set cannot hold, which fails the whole statement) must
+// not block the kind: the batch is applied message by message, the one that
+// fails goes to the dead-letter list with the database's error, and the
+// others are applied.
+func TestPoisonResultDoesNotBlockTheBatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{timeout: time.Hour})
+	_, err := b.db.Exec("ALTER TABLE items MODIFY uid CHAR(20) CHARACTER SET latin1 NOT NULL")
+	require.NoError(t, err)
+	b.insert("m1", "m2")
+	svc := b.start(nil)
+	jobs := map[string]redisio.Job{}
+	for range 2 {
+		j := b.popJob()
+		jobs[j.UID] = j
+	}
+	b.send(redisio.Result{UID: "m1", AttemptUID: jobs["m1"].AttemptUID, Type: "success"})
+	b.send(redisio.Result{UID: "m\U0001F600", AttemptUID: jobs["m1"].AttemptUID, Type: "success"})
+	b.send(redisio.Result{UID: "m2", AttemptUID: jobs["m2"].AttemptUID, Type: "success"})
+
+	b.waitFor("m1", "success applied", func(s policy.State) bool { return !s.LastSuccessAt.IsZero() })
+	b.waitFor("m2", "success applied", func(s policy.State) bool { return !s.LastSuccessAt.IsZero() })
+	waitCounter(t, func() float64 { return toFloat(svc.Metrics().DeadLetters.WithLabelValues("items")) }, 1, "poison result dead-lettered")
+	dead, err := b.rdb.LRange(context.Background(), b.kind.Lists.Dead, 0, -1).Result()
+	require.NoError(t, err)
+	require.Len(t, dead, 1)
+	require.Contains(t, dead[0], "cannot apply this result")
+	require.Contains(t, dead[0], "m\U0001F600")
+	require.Zero(t, b.llen(b.kind.Lists.Output))
+}
