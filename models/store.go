@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -232,6 +233,9 @@ func (tx *Tx) LockByKeys(ctx context.Context, t Table, keys []string) (map[strin
 		return nil, err
 	}
 	keys = dedupe(keys)
+	// One lock order for every transaction, so two pollers whose batches
+	// overlap wait for each other instead of deadlocking.
+	slices.Sort(keys)
 	out := make(map[string]Row, len(keys))
 	for start := 0; start < len(keys); start += placeholdersPerSelect {
 		chunk := keys[start:min(start+placeholdersPerSelect, len(keys))]
@@ -267,7 +271,9 @@ func (s *Store) NextDue(ctx context.Context, t Table) (next time.Time, ok bool, 
 		return time.Time{}, false, err
 	}
 	var min sql.NullTime
-	if err := s.db.QueryRowContext(ctx, "SELECT MIN(`refresh_at`) FROM "+q.table).Scan(&min); err != nil {
+	// Like ClaimDue, rows whose key is NULL do not count: they are never
+	// claimed, and counting them would wake the dispatcher for nothing.
+	if err := s.db.QueryRowContext(ctx, "SELECT MIN(`refresh_at`) FROM "+q.table+" WHERE "+q.key+" IS NOT NULL").Scan(&min); err != nil {
 		return time.Time{}, false, fmt.Errorf("find next refresh_at of %s: %w", q.table, err)
 	}
 	if !min.Valid {

@@ -157,7 +157,11 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	}
 	if err := d.rdb.Push(bctx, k.Lists.Input, jobs); err != nil {
 		d.metrics.PushFailures.WithLabelValues(k.Name).Inc()
-		undone, uerr := d.undo(bctx, starts)
+		// The undo gets its own time: the failed push may have used up the
+		// batch's.
+		uctx, ucancel := d.batchContext(ctx)
+		undone, uerr := d.undo(uctx, starts)
+		ucancel()
 		return 0, false, false, errors.Join(
 			fmt.Errorf("push %d jobs to %s (undid %d attempts): %w", len(jobs), k.Lists.Input, undone, err), uerr)
 	}
