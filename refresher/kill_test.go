@@ -3,7 +3,6 @@
 package refresher
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -120,24 +119,7 @@ func runChild(spec childSpec) error {
 	return svc.Run(ctx)
 }
 
-// syncBuffer collects the children's stderr.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
+// testenv.SyncBuffer collects the children's stderr.
 // SPEC guarantee 6 with real processes: a service killed (SIGKILL) at
 // random moments, several times, and restarted under a new instance ID,
 // loses no result and leaves no model stuck. A worker (this test) answers
@@ -175,7 +157,7 @@ func TestKilledServiceLosesNoResult(t *testing.T) {
 		DSN: b.dsnVia(""), Redis: testenv.RedisURL(), Lists: b.kind.Lists,
 		Rule: killRule, Timeout: killTimeout, Retry: killRetry,
 	}
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("children's logs:\n%s", logs.String())
