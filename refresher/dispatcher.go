@@ -18,6 +18,7 @@ type dispatcher struct {
 	*kindRunner
 	wake      chan struct{} // the poller planned a row earlier than the next pass
 	schedules schedules
+	tally     tally // the counts of the batch in hand
 	// cursor is where the next claim starts scanning refresh_at (see
 	// models.Tx.ClaimDue); zero scans from the start of the index. It is
 	// advanced after a full batch and reset after a short one and every
@@ -120,6 +121,7 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	claimed := 0
 	err = d.store.Tx(bctx, func(tx *models.Tx) error {
 		jobs, starts = jobs[:0], starts[:0]
+		d.tally.reset()
 		now := d.clock.Now()
 		if !d.cursor.IsZero() && now.Sub(d.cursorSince) > cursorReset {
 			d.cursor = time.Time{}
@@ -148,6 +150,7 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	if err != nil {
 		return 0, false, false, fmt.Errorf("claim due rows of %s: %w", k.Table.Name, err)
 	}
+	d.tally.flush(d.metrics, k.Name, "timeout") // committed: counted once
 	full = claimed == d.cfg.BatchSize
 	if len(jobs) == 0 {
 		return 0, full, false, nil
@@ -175,7 +178,7 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 func (d *dispatcher) decide(row *models.Row, now time.Time) (s started, ok bool) {
 	sched, err := d.schedules.get(row.Rule)
 	if err != nil {
-		d.metrics.InvalidSchedules.WithLabelValues(d.kind.Name).Inc()
+		d.tally.invalid++
 		row.State = policy.Disable(row.State, now, policy.InvalidScheduleReason(err))
 		return started{}, false
 	}
@@ -188,7 +191,7 @@ func (d *dispatcher) decide(row *models.Row, now time.Time) (s started, ok bool)
 	if row.State.Running() {
 		var dec policy.Decision
 		row.State, dec = d.kind.Policy.TimedOut(row.State, now, sched, d.rand())
-		d.countDecision(dec, "timeout")
+		d.tally.decisions[dec.Branch.String()]++
 	}
 	if row.State.RefreshAt.IsZero() || row.State.RefreshAt.After(now) || row.State.Disabled() {
 		return started{}, false

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 
 	"github.com/refresher/refresher/models"
-	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
 )
 
@@ -29,9 +28,4 @@ func (r *kindRunner) rand() float64 { return r.cfg.Rand() }
 // bounded by OpTimeout so nothing hangs.
 func (r *kindRunner) batchContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), r.cfg.OpTimeout)
-}
-
-// countDecision counts a failure decision by its branch.
-func (r *kindRunner) countDecision(dec policy.Decision, cause string) {
-	r.metrics.Decisions.WithLabelValues(r.kind.Name, dec.Branch.String(), cause).Inc()
 }

@@ -124,6 +124,13 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("apply %d results: %w", len(msgs), err)
 	}
 	if err := p.drain.Ack(bctx, msgs, dead); err != nil {
+		if errors.Is(err, redisio.ErrRecovered) {
+			// The batch took longer than the heartbeat and another instance
+			// took it over: it applies the results again, as stale ones.
+			p.log.Warn("batch was taken over before its ack; the results are applied and come back stale", "results", len(msgs))
+			p.requeue = false
+			return len(msgs), nil
+		}
 		// Applied but not removed: recovery puts them back and they come
 		// back stale, which changes nothing.
 		return len(msgs), fmt.Errorf("remove applied results from the processing list: %w", err)
@@ -202,7 +209,7 @@ func (p *poller) applyBatch(ctx context.Context, msgs []redisio.Message) (dead [
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	p.tally.flush(p.metrics, p.kind.Name) // committed: counted once
+	p.tally.flush(p.metrics, p.kind.Name, "worker") // committed: counted once
 	return dead, earliest, nil
 }
 

@@ -1,6 +1,7 @@
 package refresher
 
-// tally holds the counts of one poller batch until its transaction commits,
+// tally holds the counts of one batch (of the poller or the dispatcher)
+// until its transaction commits,
 // so that a batch whose commit fails, and which comes back from the
 // processing list, is counted once, not once per try. (A batch delivered
 // again after its commit counts its results as stale the second time, which
@@ -22,13 +23,14 @@ func (t *tally) reset() {
 
 func (t *tally) result(typ, outcome string) { t.results[[2]string{typ, outcome}]++ }
 
-// flush adds the batch's counts to the metrics of kind.
-func (t *tally) flush(m *Metrics, kind string) {
+// flush adds the batch's counts to the metrics of kind; cause labels the
+// failure decisions ("worker" for the poller, "timeout" for the dispatcher).
+func (t *tally) flush(m *Metrics, kind, cause string) {
 	for k, n := range t.results {
 		m.Results.WithLabelValues(kind, k[0], k[1]).Add(float64(n))
 	}
 	for branch, n := range t.decisions {
-		m.Decisions.WithLabelValues(kind, branch, "worker").Add(float64(n))
+		m.Decisions.WithLabelValues(kind, branch, cause).Add(float64(n))
 	}
 	if t.invalid > 0 {
 		m.InvalidSchedules.WithLabelValues(kind).Add(float64(t.invalid))
