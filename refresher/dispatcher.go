@@ -51,7 +51,7 @@ func (d *dispatcher) loop(ctx context.Context) {
 		switch {
 		case err != nil:
 			d.metrics.Errors.WithLabelValues(d.kind.Name, "dispatch").Inc()
-			d.log.Error("dispatch pass failed", "err", err)
+			d.log.Error("dispatch pass failed", "err", withSchemaHint(err))
 			backoff = min(max(2*backoff, 100*time.Millisecond), 5*d.cfg.MaxSleep)
 			wait = backoff
 		case throttled:

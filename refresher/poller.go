@@ -85,7 +85,7 @@ func (p *poller) recover(ctx context.Context) error {
 // 5s) so a down database or Redis is not hammered.
 func (p *poller) fail(ctx context.Context, what string, err error, backoff *time.Duration) {
 	p.metrics.Errors.WithLabelValues(p.kind.Name, "poll").Inc()
-	p.log.Error(what+" pass failed", "err", err)
+	p.log.Error(what+" pass failed", "err", withSchemaHint(err))
 	*backoff = min(max(2**backoff, 100*time.Millisecond), 5*time.Second)
 	t := time.NewTimer(*backoff)
 	defer t.Stop()

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -732,4 +733,34 @@ func TestPoisonResultDoesNotBlockTheBatch(t *testing.T) {
 	require.Contains(t, dead[0], "cannot apply this result")
 	require.Contains(t, dead[0], "m\U0001F600")
 	require.Zero(t, b.llen(b.kind.Lists.Output))
+}
+
+// TestMissingTableKeepsResults renames the kind's table away while results
+// wait: they must not be dead-lettered (the database refusing a statement
+// because of the schema is not a bad result), the error must say how to fix
+// it, and once the table is back the results are applied.
+func TestMissingTableKeepsResults(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{timeout: time.Hour})
+	b.insert("m1", "m2")
+	var logs testenv.SyncBuffer
+	svc := b.start(func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	jobs := b.popJobs(2)
+
+	_, err := b.db.Exec("RENAME TABLE items TO items_away")
+	require.NoError(t, err)
+	for _, j := range jobs {
+		b.send(redisio.Result{UID: j.UID, AttemptUID: j.AttemptUID, Type: "success"})
+	}
+	waitCounter(t, func() float64 { return toFloat(svc.Metrics().Errors.WithLabelValues("items", "poll")) }, 2, "poll passes failing on the missing table")
+	require.Zero(t, b.llen(b.kind.Lists.Dead), "results dead-lettered because the table was missing")
+	require.Contains(t, logs.String(), "doesn't exist")
+	require.Contains(t, logs.String(), "refresher migrate")
+
+	_, err = b.db.Exec("RENAME TABLE items_away TO items")
+	require.NoError(t, err)
+	for _, j := range jobs {
+		b.waitFor(j.UID, "success applied after the table came back", func(s policy.State) bool { return !s.LastSuccessAt.IsZero() })
+	}
+	require.Zero(t, b.llen(b.kind.Lists.Dead))
 }
