@@ -8,8 +8,11 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/valyala/fastjson"
 )
 
 // DefaultMaxResultBytes is the default size limit of one result message
@@ -284,24 +287,32 @@ func DecodeResultLimit(raw []byte, maxBytes int) (Result, error) {
 		}
 		return Result{}, invalid("message is a JSON %s, not an object", jsonType(trimmed))
 	}
-	// One pass validates and splits the object (the hot path); only a
-	// message that fails is looked at again, for the error.
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil {
-		if !json.Valid(raw) {
-			return Result{}, notJSON()
-		}
+	// encoding/json decides what is JSON (so that garbage is refused
+	// exactly as before, with its error text); fastjson then splits the
+	// object without reflection or a map (the hot path: every result).
+	if !json.Valid(raw) {
+		return Result{}, notJSON()
+	}
+	p := parsers.Get()
+	defer parsers.Put(p)
+	v, err := p.ParseBytes(raw)
+	if err != nil {
 		return Result{}, invalid("message is not a JSON object: %v", err)
 	}
+	var f resultFields
+	v.GetObject().Visit(func(key []byte, v *fastjson.Value) {
+		if i := slices.Index(resultFieldNames[:], string(key)); i >= 0 {
+			f[i] = v // the last of duplicate names wins, as in encoding/json
+		}
+	})
 	var r Result
-	var err error
-	if r.UID, err = requiredString(fields, "uid"); err != nil {
+	if r.UID, err = f.requiredString(fieldUID); err != nil {
 		return Result{}, err
 	}
-	if r.AttemptUID, err = requiredString(fields, "attempt_uid"); err != nil {
+	if r.AttemptUID, err = f.requiredString(fieldAttemptUID); err != nil {
 		return Result{}, err
 	}
-	if r.Type, err = requiredString(fields, "type"); err != nil {
+	if r.Type, err = f.requiredString(fieldType); err != nil {
 		return Result{}, err
 	}
 	switch r.Type {
@@ -309,72 +320,114 @@ func DecodeResultLimit(raw []byte, maxBytes int) (Result, error) {
 	default:
 		return Result{}, invalid(`"type" is %q, want "success", "failure" or "status"`, r.Type)
 	}
-	if r.Reason, _, err = optionalString(fields, "reason"); err != nil {
+	if r.Reason, _, err = f.optionalString(fieldReason); err != nil {
 		return Result{}, err
 	}
-	if r.UserFriendlyReason, _, err = optionalString(fields, "user_friendly_reason"); err != nil {
+	if r.UserFriendlyReason, _, err = f.optionalString(fieldUserFriendlyReason); err != nil {
 		return Result{}, err
 	}
 	var hasStatus bool
-	if r.Status, hasStatus, err = optionalString(fields, "status"); err != nil {
+	if r.Status, hasStatus, err = f.optionalString(fieldStatus); err != nil {
 		return Result{}, err
 	}
 	if r.Type == ResultStatus && !hasStatus {
 		return Result{}, invalid(`"status" is missing; a result of type "status" carries the text to show in "status"`)
 	}
-	if v, ok := fields["permanent"]; ok && !isNull(v) {
-		switch string(v) {
-		case "true":
+	if v := f[fieldPermanent]; v != nil {
+		switch v.Type() {
+		case fastjson.TypeNull:
+		case fastjson.TypeTrue:
 			r.Permanent = true
-		case "false":
+		case fastjson.TypeFalse:
 		default:
-			return Result{}, invalid(`"permanent" is a %s, want true or false`, jsonType(v))
+			return Result{}, invalid(`"permanent" is a %s, want true or false`, typeName(v))
 		}
 	}
-	if v, ok := fields["retry_after_seconds"]; ok && !isNull(v) {
-		if t := jsonType(v); t != "number" {
-			return Result{}, invalid(`"retry_after_seconds" is a %s, want a whole number of seconds >= 0`, t)
+	if v := f[fieldRetryAfter]; v != nil && v.Type() != fastjson.TypeNull {
+		if v.Type() != fastjson.TypeNumber {
+			return Result{}, invalid(`"retry_after_seconds" is a %s, want a whole number of seconds >= 0`, typeName(v))
 		}
-		n, perr := strconv.ParseInt(string(v), 10, 64)
+		text := v.MarshalTo(nil)
+		n, perr := strconv.ParseInt(string(text), 10, 64)
 		if perr != nil || n < 0 || n > MaxRetryAfterSeconds {
-			return Result{}, invalid(`"retry_after_seconds" is %s, want a whole number of seconds from 0 to %d`, v, MaxRetryAfterSeconds)
+			return Result{}, invalid(`"retry_after_seconds" is %s, want a whole number of seconds from 0 to %d`, text, MaxRetryAfterSeconds)
 		}
 		r.RetryAfterSeconds = int(n)
 	}
 	return r, nil
 }
 
-func requiredString(fields map[string]json.RawMessage, name string) (string, error) {
-	s, ok, err := optionalString(fields, name)
+// parsers are reused by DecodeResultLimit, which may run concurrently.
+var parsers fastjson.ParserPool
+
+// The fields of a result that DecodeResultLimit reads, by index.
+const (
+	fieldUID = iota
+	fieldAttemptUID
+	fieldType
+	fieldReason
+	fieldUserFriendlyReason
+	fieldStatus
+	fieldPermanent
+	fieldRetryAfter
+	numResultFields
+)
+
+// resultFieldNames are the JSON names of the fields, matched exactly.
+var resultFieldNames = [numResultFields]string{"uid", "attempt_uid", "type", "reason", "user_friendly_reason", "status", "permanent", "retry_after_seconds"}
+
+// resultFields holds the value of each field present in a message.
+type resultFields [numResultFields]*fastjson.Value
+
+func (f *resultFields) requiredString(i int) (string, error) {
+	s, ok, err := f.optionalString(i)
 	if err != nil {
 		return "", err
 	}
 	if !ok {
-		return "", invalid("%q is missing", name)
+		return "", invalid("%q is missing", resultFieldNames[i])
 	}
 	if s == "" {
-		return "", invalid("%q is empty", name)
+		return "", invalid("%q is empty", resultFieldNames[i])
 	}
 	return s, nil
 }
 
-// optionalString returns the string field name; ok is false when the field
-// is absent or null.
-func optionalString(fields map[string]json.RawMessage, name string) (s string, ok bool, err error) {
-	v, present := fields[name]
-	if !present || isNull(v) {
+// optionalString returns the string field i; ok is false when the field is
+// absent or null. Invalid UTF-8 becomes U+FFFD, as with encoding/json.
+func (f *resultFields) optionalString(i int) (s string, ok bool, err error) {
+	v := f[i]
+	if v == nil || v.Type() == fastjson.TypeNull {
 		return "", false, nil
 	}
-	if v[0] != '"' {
-		return "", false, invalid("%q is a %s, want a string", name, jsonType(v))
+	b, err := v.StringBytes()
+	if err != nil {
+		return "", false, invalid("%q is a %s, want a string", resultFieldNames[i], typeName(v))
 	}
-	if err := json.Unmarshal(v, &s); err != nil {
-		return "", false, invalid("%q: %v", name, err)
+	if !utf8.Valid(b) {
+		return strings.ToValidUTF8(string(b), "\uFFFD"), true, nil
 	}
-	return s, true, nil
+	return string(b), true, nil
 }
 
-func isNull(v json.RawMessage) bool { return string(v) == "null" }
+// typeName names the JSON type of v for an error message.
+func typeName(v *fastjson.Value) string {
+	switch v.Type() {
+	case fastjson.TypeString:
+		return "string"
+	case fastjson.TypeObject:
+		return "object"
+	case fastjson.TypeArray:
+		return "array"
+	case fastjson.TypeTrue, fastjson.TypeFalse:
+		return "boolean"
+	case fastjson.TypeNull:
+		return "null"
+	default:
+		return "number"
+	}
+}
+
 
 // jsonType names the type of a valid JSON value by its first byte.
 func jsonType(v []byte) string {
@@ -393,3 +446,4 @@ func jsonType(v []byte) string {
 		return "number"
 	}
 }
+

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 )
@@ -231,4 +232,59 @@ func BenchmarkDecodeResult(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestDecodeStringsMatchEncodingJSON checks the string fields of results
+// against encoding/json on strings with and without escapes, non-ASCII and
+// invalid UTF-8.
+func TestDecodeStringsMatchEncodingJSON(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{
+		`""`, `"abc"`, `"d4n0q4a5n1p0bb6b6h20"`, `"a\"b"`, `"a\\b"`, `"\u00e9t\u00e9"`, `"été"`,
+		`"tab\there"`, `"\ud83d\ude00"`, `"😀"`, "\"\xff\"", "\"a\xc3\"", `"a/b"`, `"\/"`,
+	} {
+		var want string
+		require.NoError(t, json.Unmarshal([]byte(in), &want), in)
+		r, err := DecodeResult([]byte(`{"uid":` + in + `,"attempt_uid":"x","type":"success"}`))
+		if want == "" {
+			require.Error(t, err, in)
+			continue
+		}
+		require.NoError(t, err, in)
+		require.Equal(t, want, r.UID, in)
+	}
+}
+
+// FuzzDecodeResult checks DecodeResult against encoding/json: whatever it
+// accepts is a JSON object whose uid, attempt_uid and type fields, decoded
+// by encoding/json, are the ones returned, and it never panics.
+//
+//	go test ./redisio -run XXX -fuzz FuzzDecodeResult -fuzztime 30s
+func FuzzDecodeResult(f *testing.F) {
+	for _, s := range []string{
+		`{"uid":"42","attempt_uid":"a1","type":"success"}`,
+		`{"uid":"4\u0032","attempt_uid":"a1","type":"failure","retry_after_seconds":5,"permanent":true}`,
+		`{"uid":"42","uid":"43","attempt_uid":"a1","type":"status","status":"x"}`,
+		`{"u\u0069d":"42","attempt_uid":"a1","type":"success"}`,
+		"{\"uid\":\"\xff\",\"attempt_uid\":\"a1\",\"type\":\"success\"}",
+		`[1]`, `nul`, `{"uid":"42"`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		r, err := DecodeResult(raw)
+		if err != nil {
+			require.ErrorIs(t, err, ErrInvalidResult)
+			return
+		}
+		var m map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(raw, &m))
+		for name, got := range map[string]string{"uid": r.UID, "attempt_uid": r.AttemptUID, "type": r.Type} {
+			var want string
+			require.NoError(t, json.Unmarshal(m[name], &want))
+			if utf8.ValidString(want) && !strings.ContainsRune(want, utf8.RuneError) {
+				require.Equal(t, want, got, name)
+			}
+		}
+	})
 }
