@@ -428,7 +428,6 @@ func typeName(v *fastjson.Value) string {
 	}
 }
 
-
 // jsonType names the type of a valid JSON value by its first byte.
 func jsonType(v []byte) string {
 	switch v[0] {
@@ -446,4 +445,3 @@ func jsonType(v []byte) string {
 		return "number"
 	}
 }
-
