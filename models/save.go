@@ -2,7 +2,6 @@ package models
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/refresher/refresher/internal/jsontext"
 	"github.com/refresher/refresher/policy"
 )
 
@@ -158,12 +158,12 @@ func jsonUpdate(q compiled, by string, byMeta, uidMeta colMeta, ids []string, ro
 			doc = append(doc, ',')
 		}
 		doc = append(doc, `{"k":`...)
-		doc = appendJSONString(doc, ids[i])
+		doc = jsontext.AppendString(doc, ids[i])
 		doc = appendState(doc, r.State)
 		if guard != nil {
 			if g, ok := nullString(guard[i], attemptUIDLen).(string); ok {
 				doc = append(doc, `,"g":`...)
-				doc = appendJSONString(doc, g)
+				doc = jsontext.AppendString(doc, g)
 			}
 		}
 		doc = append(doc, '}')
@@ -217,15 +217,6 @@ func matchExpr(m colMeta, ref string) (jsonType, expr string) {
 
 var sqlName = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
 
-// appendJSONString appends s as a JSON string; s is valid UTF-8.
-func appendJSONString(dst []byte, s string) []byte {
-	b, err := json.Marshal(s)
-	if err != nil { // cannot happen for a string
-		panic(err)
-	}
-	return append(dst, b...)
-}
-
 // jsonField are the JSON member prefixes of the columns c0..c10.
 var jsonField = func() (f [11]string) {
 	for c := range f {
@@ -250,7 +241,7 @@ func appendState(doc []byte, s policy.State) []byte {
 	appendText := func(doc []byte, c int, v string, max int) []byte {
 		if v, ok := nullString(v, max).(string); ok {
 			doc = append(doc, jsonField[c]...)
-			doc = appendJSONString(doc, v)
+			doc = jsontext.AppendString(doc, v)
 		}
 		return doc
 	}

@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/refresher/refresher/internal/jsontext"
 )
 
 // DefaultMaxResultBytes is the default size limit of one result message
@@ -73,11 +75,11 @@ func AppendJob(dst []byte, job Job) ([]byte, error) {
 		return dst, fmt.Errorf("encode %s job %s: timeout_at %s is outside years 0-9999", job.Kind, job.UID, job.TimeoutAt)
 	}
 	b := append(dst, `{"kind":`...)
-	b = appendString(b, job.Kind)
+	b = jsontext.AppendString(b, job.Kind)
 	b = append(b, `,"uid":`...)
-	b = appendString(b, job.UID)
+	b = jsontext.AppendString(b, job.UID)
 	b = append(b, `,"attempt_uid":`...)
-	b = appendString(b, job.AttemptUID)
+	b = jsontext.AppendString(b, job.AttemptUID)
 	b = append(b, `,"attempt_no":`...)
 	b = strconv.AppendInt(b, int64(job.AttemptNo), 10)
 	b = append(b, `,"timeout_at":"`...)
@@ -93,7 +95,7 @@ func AppendJob(dst []byte, job Job) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, k)
+		b = jsontext.AppendString(b, k)
 		b = append(b, ':')
 		var err error
 		if b, err = appendValue(b, job.Payload[k]); err != nil {
@@ -108,9 +110,9 @@ func appendValue(b []byte, v any) ([]byte, error) {
 	case nil:
 		return append(b, "null"...), nil
 	case string:
-		return appendString(b, v), nil
+		return jsontext.AppendString(b, v), nil
 	case []byte:
-		return appendString(b, string(v)), nil
+		return jsontext.AppendString(b, string(v)), nil
 	case bool:
 		return strconv.AppendBool(b, v), nil
 	case int:
@@ -179,62 +181,6 @@ func appendFloat(b []byte, f float64, bits int) ([]byte, error) {
 		}
 	}
 	return b, nil
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, as
-// with encoding/json; U+2028 and U+2029 are escaped for JavaScript readers.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
 
 // DecodeResult decodes one message of an output list with the default size

@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/refresher/refresher/internal/jsontext"
 )
 
 // DefaultHeartbeatTTL is the default lifetime of an instance's heartbeat key.
@@ -325,18 +327,18 @@ func (d *Drain) Ack(ctx context.Context, msgs, dead []Message) error {
 func deadLetter(m Message, list, at string) []byte {
 	b := make([]byte, 0, len(m.Raw)+256)
 	b = append(b, `{"error":`...)
-	b = appendString(b, m.Err.Error())
+	b = jsontext.AppendString(b, m.Err.Error())
 	b = append(b, `,"list":`...)
-	b = appendString(b, list)
+	b = jsontext.AppendString(b, list)
 	b = append(b, `,"message":`...)
-	b = appendString(b, string(m.Raw))
+	b = jsontext.AppendString(b, string(m.Raw))
 	if !utf8.Valid(m.Raw) {
 		b = append(b, `,"message_base64":"`...)
 		b = base64.StdEncoding.AppendEncode(b, m.Raw)
 		b = append(b, '"')
 	}
 	b = append(b, `,"at":`...)
-	b = appendString(b, at)
+	b = jsontext.AppendString(b, at)
 	return append(b, '}')
 }
 
