@@ -72,7 +72,11 @@ var strategies = []struct {
 	name  string
 	build updateBuilder
 }{{"case", caseUpdate}, {"json_table", func(q compiled, by string, ids []string, rows []Row, guard []string) (string, []any) {
-	return jsonUpdate(q, by, q.meta.cols[strings.ToLower(q.keyName)], q.meta.cols[ColAttemptUID], ids, rows, guard)
+	ptrs := make([]*Row, len(rows))
+	for i := range rows {
+		ptrs[i] = &rows[i]
+	}
+	return jsonUpdate(q, by, q.meta.cols[strings.ToLower(q.keyName)], q.meta.cols[ColAttemptUID], allColumns, ids, ptrs, guard)
 }}}
 
 // TestBulkUpdateStrategies checks that both strategies write every column

@@ -54,9 +54,12 @@ var Columns = []string{
 	ColLastSuccessAt, ColLastError, ColStatus,
 }
 
+// numStateColumns is the number of stateColumns.
+const numStateColumns = 11
+
 // stateColumns are the 11 columns the service writes: all but refresh_rrule,
 // which belongs to the application (the service only reads it).
-var stateColumns = []string{
+var stateColumns = [numStateColumns]string{
 	ColRefreshAt, ColAttemptUID, ColAttemptAt, ColAttemptNo, ColTimeoutAt,
 	ColDisabledUntil, ColDisabledReason, ColFailingSince,
 	ColLastSuccessAt, ColLastError, ColStatus,

@@ -46,6 +46,10 @@ type Row struct {
 	// from ClaimDue and LockByKeys carry it so that Save writes them by
 	// primary key (see Save).
 	id string
+	// read is State as ClaimDue or LockByKeys read it (fromDB set), so
+	// that Save writes only what changed since.
+	read   policy.State
+	fromDB bool
 }
 
 // Store runs the service's queries on one database. It is safe for
@@ -429,6 +433,7 @@ func (tx *Tx) query(ctx context.Context, q compiled, query string, args []any, s
 				Status:         status.String,
 			},
 		}
+		r.read, r.fromDB = r.State, true
 		if id != nil {
 			r.id = keyString(id)
 		}

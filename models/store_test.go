@@ -481,3 +481,62 @@ func TestClaimDueWalksTheIndexWhenAllAreDue(t *testing.T) {
 	exec(t, db, "ALTER TABLE items DROP INDEX idx_refresh_at, ADD INDEX app_refresh (refresh_at, k)")
 	claimReads(New(db))
 }
+
+// TestSaveWritesOnlyWhatChanged saves rows read by LockByKeys: a row where
+// nothing changed is not written at all (an update trigger proves it), the
+// statement sets only the columns that changed in some row, and values set
+// back to NULL are written as NULL.
+func TestSaveWritesOnlyWhatChanged(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	s := New(db)
+	tbl := itemsTable(t, db, "CHAR(20)")
+	for i := 1; i <= 3; i++ {
+		insertItem(t, db, i, base)
+	}
+	must(t, s.Tx(ctx, func(tx *Tx) error {
+		return tx.Save(ctx, tbl, []Row{{Key: "1", State: fullState(1)}, {Key: "2", State: fullState(2)}, {Key: "3", State: fullState(3)}})
+	}))
+	exec(t, db, "CREATE TABLE upd_log (k CHAR(20))")
+	exec(t, db, "CREATE TRIGGER items_upd AFTER UPDATE ON items FOR EACH ROW INSERT INTO upd_log VALUES (NEW.k)")
+
+	want := map[string]policy.State{"1": fullState(1), "2": fullState(2), "3": {}}
+	want["1"] = func(s policy.State) policy.State { s.AttemptUID, s.Status = "", "done"; return s }(want["1"])
+	must(t, s.Tx(ctx, func(tx *Tx) error {
+		locked, err := tx.LockByKeys(ctx, tbl, []string{"1", "2", "3"})
+		if err != nil {
+			return err
+		}
+		rows := make([]Row, 0, 3)
+		for _, k := range []string{"1", "2", "3"} {
+			r := locked[k]
+			r.State = want[k]
+			rows = append(rows, r)
+		}
+		q, err := s.compile(ctx, tbl)
+		must(t, err)
+		groups := groupByID(q, rows, nil, false)
+		eq(t, len(groups), 1, "groups")
+		eq(t, len(groups[0].rows), 2, "rows to write (2 did not change)")
+		// Row 3 cleared every column but attempt_no (3+3 -> 0 changed too).
+		eq(t, groups[0].cols, allColumns, "columns of rows 1 and 3")
+		only1 := groupByID(q, rows[:1], nil, false)[0].cols
+		eq(t, only1, columnSet(1<<1|1<<10), "columns of row 1: attempt_uid and status")
+		return tx.Save(ctx, tbl, rows)
+	}))
+	got := lockAll(t, s, tbl, "1", "2", "3")
+	for k, st := range want {
+		eq(t, got[k].State, st, "state of ", k)
+	}
+	var written []string
+	rs, err := db.Query("SELECT k FROM upd_log ORDER BY k")
+	must(t, err)
+	for rs.Next() {
+		var k string
+		must(t, rs.Scan(&k))
+		written = append(written, k)
+	}
+	must(t, rs.Err())
+	eq(t, written, []string{"1", "3"}, "rows updated")
+}

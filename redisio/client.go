@@ -74,16 +74,17 @@ func NewWithConfig(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 
 // Push appends jobs to the right of list (RPUSH) in one command, so that
 // either all of them are queued or, when Redis answers with an error, none.
-// Workers pop from the left, so jobs are served in the order given. No jobs:
-// no command, nil.
+// Workers pop from the left, so jobs are served in the order given. It
+// returns the length of the list after the push, which the dispatcher uses
+// for backpressure without a separate LLEN. No jobs: no command, 0 and nil.
 //
 // When the connection breaks after the command was sent, Push cannot know
 // whether Redis executed it and returns an error; the caller undoes the
 // attempts, and a job that was queued anyway produces a result with an
 // attempt UID that is no longer current, which changes nothing.
-func (c *Client) Push(ctx context.Context, list string, jobs []Job) error {
+func (c *Client) Push(ctx context.Context, list string, jobs []Job) (queued int64, err error) {
 	if len(jobs) == 0 {
-		return nil
+		return 0, nil
 	}
 	buf := make([]byte, 0, 192*len(jobs))
 	vals := make([]any, len(jobs))
@@ -91,7 +92,7 @@ func (c *Client) Push(ctx context.Context, list string, jobs []Job) error {
 		start := len(buf)
 		var err error
 		if buf, err = AppendJob(buf, j); err != nil {
-			return fmt.Errorf("push %d jobs to %q: %w", len(jobs), list, err)
+			return 0, fmt.Errorf("push %d jobs to %q: %w", len(jobs), list, err)
 		}
 		// A slice of buf: later appends may move buf, not this view.
 		vals[i] = buf[start:len(buf):len(buf)]
@@ -100,18 +101,20 @@ func (c *Client) Push(ctx context.Context, list string, jobs []Job) error {
 }
 
 // PushRaw appends already encoded messages (string or []byte) to the right
-// of list in one RPUSH. No messages: no command, nil.
-func (c *Client) PushRaw(ctx context.Context, list string, msgs ...any) error {
+// of list in one RPUSH and returns the list's length after it. No messages:
+// no command, 0 and nil.
+func (c *Client) PushRaw(ctx context.Context, list string, msgs ...any) (queued int64, err error) {
 	if len(msgs) == 0 {
-		return nil
+		return 0, nil
 	}
 	if list == "" {
-		return errors.New("push to Redis: list name is empty")
+		return 0, errors.New("push to Redis: list name is empty")
 	}
-	if err := c.rdb.RPush(ctx, list, msgs...).Err(); err != nil {
-		return fmt.Errorf("push %d messages to %q: %w", len(msgs), list, err)
+	n, err := c.rdb.RPush(ctx, list, msgs...).Result()
+	if err != nil {
+		return 0, fmt.Errorf("push %d messages to %q: %w", len(msgs), list, err)
 	}
-	return nil
+	return n, nil
 }
 
 // Len returns the number of messages in list (0 when it does not exist), for

@@ -105,7 +105,9 @@ func TestPushIsFIFOInOneRoundTrip(t *testing.T) {
 	b.rdb.AddHook(hook)
 
 	js := jobs(1000)
-	require.NoError(t, b.client.Push(ctx, b.lists.Input, js))
+	queued, err := b.client.Push(ctx, b.lists.Input, js)
+	require.NoError(t, err)
+	require.Equal(t, int64(1000), queued, "list length after the push")
 	require.Equal(t, int64(1), hook.trips.Load(), "pushing 1000 jobs")
 	require.Equal(t, []string{"rpush"}, hook.names)
 
@@ -124,13 +126,16 @@ func TestPushIsFIFOInOneRoundTrip(t *testing.T) {
 	}
 
 	// Nothing to push: no command.
-	require.NoError(t, b.client.Push(ctx, b.lists.Input, nil))
+	queued, err = b.client.Push(ctx, b.lists.Input, nil)
+	require.NoError(t, err)
+	require.Zero(t, queued)
 	require.Equal(t, int64(3), hook.trips.Load()) // RPUSH, LLEN, LPOP above
 
 	// A job that cannot be encoded: nothing is pushed.
 	bad := jobs(3)
 	bad[2].AttemptUID = ""
-	require.EqualError(t, b.client.Push(ctx, b.lists.Input, bad),
+	_, err = b.client.Push(ctx, b.lists.Input, bad)
+	require.EqualError(t, err,
 		`push 3 jobs to "`+b.lists.Input+`": encode k job 2: attempt_uid is empty`)
 	n, err = b.client.Len(ctx, b.lists.Input)
 	require.NoError(t, err)
@@ -149,7 +154,7 @@ func TestRedisUnreachable(t *testing.T) {
 	ctx := t.Context()
 
 	for name, call := range map[string]func() error{
-		"Push":      func() error { return c.Push(ctx, lists.Input, jobs(3)) },
+		"Push":      func() error { _, err := c.Push(ctx, lists.Input, jobs(3)); return err },
 		"Len":       func() error { _, err := c.Len(ctx, lists.Input); return err },
 		"Fetch":     func() error { _, err := d.Fetch(ctx, 10, 5*time.Second); return err },
 		"Heartbeat": func() error { return d.Heartbeat(ctx) },
@@ -193,7 +198,8 @@ func TestRedisGoesAwayAndComesBack(t *testing.T) {
 	require.Len(t, msgs, 3)
 
 	p.Cut()
-	require.ErrorContains(t, c.Push(ctx, b.lists.Input, jobs(5)), `push 5 messages to "`+b.lists.Input+`": `)
+	_, err = c.Push(ctx, b.lists.Input, jobs(5))
+	require.ErrorContains(t, err, `push 5 messages to "`+b.lists.Input+`": `)
 	err = d.Ack(ctx, msgs, nil)
 	require.ErrorContains(t, err, `ack 3 results of "`+b.lists.Output+`" (0 dead): `)
 	_, err = d.Fetch(ctx, 10, time.Second)
@@ -207,7 +213,8 @@ func TestRedisGoesAwayAndComesBack(t *testing.T) {
 	require.NoError(t, d.Ack(ctx, again, nil))
 	requireList(t, b, b.lists.Processing("A"))
 	requireList(t, b, b.lists.Output)
-	require.NoError(t, c.Push(ctx, b.lists.Input, jobs(5)))
+	_, err = c.Push(ctx, b.lists.Input, jobs(5))
+	require.NoError(t, err)
 	require.Equal(t, int64(5), b.rdb.LLen(ctx, b.lists.Input).Val())
 }
 
@@ -219,7 +226,7 @@ func BenchmarkPush1000Jobs(b *testing.B) {
 	ctx := b.Context()
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := c.Push(ctx, list, js); err != nil {
+		if _, err := c.Push(ctx, list, js); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()

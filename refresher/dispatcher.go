@@ -25,7 +25,19 @@ type dispatcher struct {
 	// cursorReset, so rows whose refresh_at moved earlier are not missed.
 	cursor      time.Time
 	cursorSince time.Time
+	// queued is the input list's length as last seen (by LLEN, or returned
+	// by the last RPUSH) at queuedAt (wall clock); see throttled.
+	queued   int64
+	queuedAt time.Time
+	// jobs and starts are the batch in hand, reused from pass to pass.
+	jobs   []redisio.Job
+	starts []started
 }
+
+// queuedRecheck is how long the dispatcher trusts the input list length it
+// last saw while that is well below MaxQueued: other instances push too, and
+// workers pop.
+const queuedRecheck = time.Second
 
 // cursorReset is how long the claim cursor may be used before the scan
 // starts from the beginning of the index again.
@@ -106,21 +118,13 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	bctx, cancel := d.batchContext(ctx)
 	defer cancel()
 
-	queued, err := d.rdb.Len(bctx, k.Lists.Input)
-	if err != nil {
-		return 0, false, false, fmt.Errorf("read input list length: %w", err)
-	}
-	d.metrics.Queued.WithLabelValues(k.Name).Set(float64(queued))
-	if queued >= int64(k.MaxQueued) {
-		d.log.Warn("input list is full, not dispatching", "queued", queued, "max_queued", k.MaxQueued)
-		return 0, false, true, nil
+	if throttled, err := d.throttled(bctx); err != nil || throttled {
+		return 0, false, throttled, err
 	}
 
-	var jobs []redisio.Job
-	var starts []started
 	claimed := 0
 	err = d.store.Tx(bctx, func(tx *models.Tx) error {
-		jobs, starts = jobs[:0], starts[:0]
+		d.jobs, d.starts = d.jobs[:0], d.starts[:0]
 		d.tally.reset()
 		now := d.clock.Now()
 		if !d.cursor.IsZero() && now.Sub(d.cursorSince) > cursorReset {
@@ -141,8 +145,8 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 		}
 		for i := range rows {
 			if s, ok := d.decide(&rows[i], now); ok {
-				starts = append(starts, s)
-				jobs = append(jobs, d.job(rows[i]))
+				d.starts = append(d.starts, s)
+				d.jobs = append(d.jobs, d.job(rows[i]))
 			}
 		}
 		return tx.Save(bctx, k.Table, rows)
@@ -152,24 +156,54 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	}
 	d.tally.flush(d.metrics, k.Name, "timeout") // committed: counted once
 	full = claimed == d.cfg.BatchSize
+	jobs := d.jobs
 	if len(jobs) == 0 {
 		return 0, full, false, nil
 	}
 	if d.hooks.BeforePush != nil {
 		d.hooks.BeforePush(k.Name)
 	}
-	if err := d.rdb.Push(bctx, k.Lists.Input, jobs); err != nil {
+	queued, err := d.rdb.Push(bctx, k.Lists.Input, jobs)
+	if err != nil {
 		d.metrics.PushFailures.WithLabelValues(k.Name).Inc()
 		// The undo gets its own time: the failed push may have used up the
 		// batch's.
 		uctx, ucancel := d.batchContext(ctx)
-		undone, uerr := d.undo(uctx, starts)
+		undone, uerr := d.undo(uctx, d.starts)
 		ucancel()
 		return 0, false, false, errors.Join(
 			fmt.Errorf("push %d jobs to %s (undid %d attempts): %w", len(jobs), k.Lists.Input, undone, err), uerr)
 	}
+	d.setQueued(queued)
 	d.metrics.Started.WithLabelValues(k.Name).Add(float64(len(jobs)))
 	return len(jobs), full, false, nil
+}
+
+// throttled reports whether the input list holds MaxQueued jobs or more. It
+// reads the list's length (LLEN) only when the last one seen is older than
+// queuedRecheck or within a batch of the limit: the push of every pass
+// returns the length anyway, so a busy dispatcher saves a round trip per
+// batch. Other instances' pushes can make it overshoot by about a second's
+// worth of their batches.
+func (d *dispatcher) throttled(ctx context.Context) (bool, error) {
+	k := d.kind
+	if time.Since(d.queuedAt) >= queuedRecheck || d.queued >= int64(k.MaxQueued-d.cfg.BatchSize) {
+		n, err := d.rdb.Len(ctx, k.Lists.Input)
+		if err != nil {
+			return false, fmt.Errorf("read input list length: %w", err)
+		}
+		d.setQueued(n)
+	}
+	if d.queued >= int64(k.MaxQueued) {
+		d.log.Warn("input list is full, not dispatching", "queued", d.queued, "max_queued", k.MaxQueued)
+		return true, nil
+	}
+	return false, nil
+}
+
+func (d *dispatcher) setQueued(n int64) {
+	d.queued, d.queuedAt = n, time.Now() // pacing only, not a decision of the policy
+	d.metrics.Queued.WithLabelValues(d.kind.Name).Set(float64(n))
 }
 
 // decide applies the dispatcher's transitions to one claimed row in place:
