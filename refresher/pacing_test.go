@@ -66,3 +66,30 @@ func TestBackpressure(t *testing.T) {
 	}
 	require.Equal(t, map[string]bool{"d": true, "e": true}, got)
 }
+
+// The dispatcher stops at MaxQueued counting its own pushes, whose RPUSH
+// tells the list's length: with batches of 10 and MaxQueued 20, two batches
+// go out and the third waits until workers take jobs.
+func TestBackpressureCountsOwnPushes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{timeout: time.Hour})
+	b.insertN(50, t0)
+	b.start(func(c *Config) {
+		c.BatchSize = 10
+		c.MaxSleep = 50 * time.Millisecond
+		c.Kinds[0].MaxQueued = 20
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for b.llen(b.kind.Lists.Input) < 20 {
+		require.True(t, time.Now().Before(deadline), "first two batches not pushed")
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	require.EqualValues(t, 20, b.llen(b.kind.Lists.Input), "dispatched past MaxQueued")
+
+	b.popJobs(15)
+	for b.llen(b.kind.Lists.Input) < 15 {
+		require.True(t, time.Now().Before(deadline), "dispatching did not resume")
+		time.Sleep(10 * time.Millisecond)
+	}
+}
