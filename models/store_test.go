@@ -540,3 +540,34 @@ func TestSaveWritesOnlyWhatChanged(t *testing.T) {
 	must(t, rs.Err())
 	eq(t, written, []string{"1", "3"}, "rows updated")
 }
+
+// TestSaveSetsSharedValuesOnce: a column with one value in every row of the
+// batch is set from an argument, the others travel per row in the JSON
+// document; both end up in the rows.
+func TestSaveSetsSharedValuesOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	s := New(db)
+	tbl := itemsTable(t, db, "INT")
+	insertItems(t, db, 3)
+	at := base.Add(time.Hour + 7*time.Microsecond)
+	rows := make([]Row, 3)
+	for i := range rows {
+		rows[i] = Row{Key: fmt.Sprint(i + 1), State: policy.State{RefreshAt: at, AttemptUID: fmt.Sprintf("d1v5bqh6n88c7389%04d", i), AttemptNo: 1, Status: "queued ✓"}}
+	}
+	q, err := s.compile(ctx, tbl)
+	must(t, err)
+	ptrs := []*Row{&rows[0], &rows[1], &rows[2]}
+	query, args := jsonUpdate(q, q.key, q.meta.cols["k"], q.meta.cols[ColAttemptUID], allColumns, []string{"1", "2", "3"}, ptrs, nil)
+	if !strings.Contains(query, "t.`refresh_at` = ?") || !strings.Contains(query, "t.`refresh_attempt_uid` = j.`c1`") || strings.Contains(query, "'$.c0'") {
+		t.Fatalf("shared columns not set from arguments: %s", query)
+	}
+	eq(t, len(args), 1+numStateColumns-1, "arguments: the document and the 10 shared columns")
+
+	must(t, s.Tx(ctx, func(tx *Tx) error { return tx.Save(ctx, tbl, rows) }))
+	got := lockAll(t, s, tbl, "1", "2", "3")
+	for _, r := range rows {
+		eq(t, got[r.Key].State, r.State, "state of ", r.Key)
+	}
+}
