@@ -218,7 +218,7 @@ func (tx *Tx) ClaimDue(ctx context.Context, t Table, now, from time.Time, limit 
 		args = append(args, dbTime(from))
 	}
 	fmt.Fprintf(&b, " AND %s IS NOT NULL ORDER BY `refresh_at` LIMIT %d FOR UPDATE SKIP LOCKED", q.key, limit)
-	rows, err := tx.query(ctx, q, b.String(), args, limit)
+	rows, err := tx.query(ctx, q, b.String(), args, limit, true)
 	if err != nil {
 		return nil, fmt.Errorf("claim due rows of %s: %w", q.table, err)
 	}
@@ -227,7 +227,8 @@ func (tx *Tx) ClaimDue(ctx context.Context, t Table, now, from time.Time, limit 
 
 // LockByKeys locks (FOR UPDATE, waiting for other transactions: a result
 // must be applied, not skipped) and returns the rows with the given keys,
-// by Key. Keys that name no row are absent from the map. Duplicate keys
+// by Key, without their Payload (nil): applying a result does not need it,
+// and reading it is a good part of the cost. Keys that name no row are absent from the map. Duplicate keys
 // are fine. The map is keyed by the key as the database returns it, which
 // for a case-insensitive CHAR column or an INT column written as "007" may
 // differ from the key asked for.
@@ -244,7 +245,7 @@ func (tx *Tx) LockByKeys(ctx context.Context, t Table, keys []string) (map[strin
 	for start := 0; start < len(keys); start += placeholdersPerSelect {
 		chunk := keys[start:min(start+placeholdersPerSelect, len(keys))]
 		var b strings.Builder
-		b.WriteString(q.selectFrom)
+		b.WriteString(q.selectState)
 		fmt.Fprintf(&b, " WHERE %s IN (", q.key)
 		args := make([]any, len(chunk))
 		for i, k := range chunk {
@@ -255,7 +256,7 @@ func (tx *Tx) LockByKeys(ctx context.Context, t Table, keys []string) (map[strin
 			args[i] = k
 		}
 		b.WriteString(") FOR UPDATE")
-		rows, err := tx.query(ctx, q, b.String(), args, len(chunk))
+		rows, err := tx.query(ctx, q, b.String(), args, len(chunk), false)
 		if err != nil {
 			return nil, fmt.Errorf("lock rows of %s by key: %w", q.table, err)
 		}
@@ -294,6 +295,8 @@ type compiled struct {
 	id         string   // quoted single-column primary key, "" when none or the key
 	payload    []string // payload column names as configured
 	selectFrom string   // SELECT key, refresh_rrule, state..., payload... [, id] FROM table
+	// selectState is selectFrom without the payload columns.
+	selectState string
 }
 
 // compile quotes t's names and builds its SELECT; pk is the table's
@@ -317,18 +320,21 @@ func (t Table) compile(pk string) (compiled, error) {
 	for _, sc := range stateColumns {
 		cols = append(cols, "`"+sc+"`")
 	}
+	var payload []string
 	for _, p := range t.Payload {
 		qp, err := quoteIdent(p)
 		if err != nil {
 			return c, fmt.Errorf("payload column of table %s: %w", c.table, err)
 		}
-		cols = append(cols, qp)
+		payload = append(payload, qp)
 	}
+	var id []string
 	if c.id != "" {
-		cols = append(cols, c.id)
+		id = []string{c.id}
 	}
 	c.payload = t.Payload
-	c.selectFrom = "SELECT " + strings.Join(cols, ", ") + " FROM " + c.table
+	c.selectFrom = "SELECT " + strings.Join(slices.Concat(cols, payload, id), ", ") + " FROM " + c.table
+	c.selectState = "SELECT " + strings.Join(slices.Concat(cols, id), ", ") + " FROM " + c.table
 	return c, nil
 }
 
@@ -389,8 +395,9 @@ func (s *Store) loadMeta(ctx context.Context, table string) (tableMeta, error) {
 	return meta, nil
 }
 
-// query runs a SELECT built on q.selectFrom and scans its rows.
-func (tx *Tx) query(ctx context.Context, q compiled, query string, args []any, sizeHint int) ([]Row, error) {
+// query runs a SELECT built on q.selectFrom (withPayload) or q.selectState
+// and scans its rows.
+func (tx *Tx) query(ctx context.Context, q compiled, query string, args []any, sizeHint int, withPayload bool) ([]Row, error) {
 	rs, err := tx.tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -403,11 +410,14 @@ func (tx *Tx) query(ctx context.Context, q compiled, query string, args []any, s
 		at, attemptAt, timeoutAt, disabledAt sql.NullTime
 		failingSince, lastSuccess            sql.NullTime
 		attemptNo                            int
-		payload                              = make([]any, len(q.payload))
+		payload                              []any
 		dest                                 = []any{&key, &rule, &at, &uid, &attemptAt, &attemptNo, &timeoutAt, &disabledAt, &reason, &failingSince, &lastSuccess, &lastErr, &status}
 	)
-	for i := range payload {
-		dest = append(dest, &payload[i])
+	if withPayload {
+		payload = make([]any, len(q.payload))
+		for i := range payload {
+			dest = append(dest, &payload[i])
+		}
 	}
 	if q.id != "" {
 		dest = append(dest, &id)

@@ -350,6 +350,22 @@ func TestLockByKeys(t *testing.T) {
 			big := got["18446744073709551615"]
 			eq(t, big.Key, "18446744073709551615")
 			eq(t, big.Rule, "RRULE:FREQ=HOURLY")
+			eq(t, big.Payload, map[string]any(nil), "LockByKeys reads no payload")
+			eq(t, got["7"].State, policy.State{})
+			eq(t, len(lockAll(t, s, tbl)), 0, "no keys")
+
+			// ClaimDue reads the payload, each type as jobs carry it.
+			exec(t, db, "UPDATE items SET refresh_at = ?", dbTime(base))
+			var claimed []Row
+			must(t, s.Tx(context.Background(), func(tx *Tx) (err error) {
+				claimed, err = tx.ClaimDue(context.Background(), tbl, base, time.Time{}, 10)
+				return err
+			}))
+			got = map[string]Row{}
+			for _, r := range claimed {
+				got[r.Key] = r
+			}
+			big = got["18446744073709551615"]
 			eq(t, big.Payload, map[string]any{
 				"input_url": "https://example.com/x", "size": int64(42), "price": "12.50", "ratio": 0.25,
 				"created": "2026-01-02T03:04:05.000006Z", "day": "2026-01-02T00:00:00Z",
@@ -359,8 +375,6 @@ func TestLockByKeys(t *testing.T) {
 				t.Fatalf("payload is not JSON-friendly: %v", err)
 			}
 			eq(t, got["7"].Payload, map[string]any{"input_url": nil, "size": nil, "price": nil, "ratio": nil, "created": nil, "day": nil, "raw": nil, "doc": nil})
-			eq(t, got["7"].State, policy.State{})
-			eq(t, len(lockAll(t, s, tbl)), 0, "no keys")
 		})
 	}
 }
