@@ -595,3 +595,31 @@ func TestKilledProcess(t *testing.T) {
 	requireList(t, b, b.lists.Processing("child"))
 	requireList(t, b, b.lists.Output)
 }
+
+// Batches larger than the script's slice of 1000 move in order, exactly
+// max at a time, and a partial batch left in the processing list is topped
+// up to max.
+func TestFetchLargeBatches(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	d := b.client.Drain(b.lists, "A", 0)
+	pushResults(t, b, 4500)
+
+	msgs, err := d.Fetch(ctx, 2200, 0)
+	require.NoError(t, err)
+	require.Equal(t, seq(0, 2200), uidsOf(msgs))
+	require.Equal(t, int64(2300), b.rdb.LLen(ctx, b.lists.Output).Val())
+	require.NoError(t, d.Ack(ctx, msgs, nil))
+
+	// Not acknowledged: the next, larger Fetch returns it again and more.
+	msgs, err = d.Fetch(ctx, 1500, 0)
+	require.NoError(t, err)
+	require.Equal(t, seq(2200, 3700), uidsOf(msgs))
+	msgs, err = d.Fetch(ctx, 2500, 0)
+	require.NoError(t, err)
+	require.Equal(t, seq(2200, 4500), uidsOf(msgs))
+	require.Zero(t, b.rdb.LLen(ctx, b.lists.Output).Val())
+	require.NoError(t, d.Ack(ctx, msgs, nil))
+	requireList(t, b, b.lists.Processing("A"))
+}
