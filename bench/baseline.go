@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +28,13 @@ import (
 // one bulk UPDATE, commit, one RPUSH of the batch's jobs.
 // Apply: one LPOP with a count (after a BLPOP when the list is empty), one
 // bulk UPDATE guarded by the attempt UID.
+//
+// Both bulk UPDATEs are the fastest form found for MariaDB: the per-row
+// values (id and attempt UID) travel as one JSON array joined with
+// JSON_TABLE, everything else is a constant argument. (UPDATE ... CASE id
+// WHEN ... END compares every row with every WHEN: 1.5-2x slower at 1000
+// rows.) Results are decoded with the service's own decoder, so the
+// comparison is about the cycle, not JSON libraries.
 type baseline struct {
 	db    *sql.DB
 	rdb   *redis.Client
@@ -114,14 +119,12 @@ func (b *baseline) dispatchOnce(ctx context.Context, now, cursor time.Time) (int
 	}
 	timeoutAt := now.Add(baselineTimeout)
 	var (
-		ids  []int64
+		n    int
 		jobs []any
-		upd  strings.Builder
-		uarg []any
 		last time.Time
 		buf  = make([]byte, 0, 200*b.batch)
+		doc  = append(make([]byte, 0, 40*b.batch), '[')
 	)
-	upd.WriteString("UPDATE " + benchTable + " SET refresh_attempt_uid = CASE id")
 	for rows.Next() {
 		var id int64
 		var url string
@@ -131,9 +134,11 @@ func (b *baseline) dispatchOnce(ctx context.Context, now, cursor time.Time) (int
 			return 0, time.Time{}, err
 		}
 		uid := xid.NewWithTime(now).String()
-		ids = append(ids, id)
-		upd.WriteString(" WHEN ? THEN ?")
-		uarg = append(uarg, id, uid)
+		if n > 0 {
+			doc = append(doc, ',')
+		}
+		doc = fmt.Appendf(doc, `[%d,"%s"]`, id, uid)
+		n++
 		start := len(buf)
 		buf, err = redisio.AppendJob(buf, redisio.Job{
 			Kind: benchTable, UID: strconv.FormatInt(id, 10), AttemptUID: uid, AttemptNo: no + 1,
@@ -149,21 +154,14 @@ func (b *baseline) dispatchOnce(ctx context.Context, now, cursor time.Time) (int
 	if err := rows.Err(); err != nil {
 		return 0, time.Time{}, err
 	}
-	if len(ids) == 0 {
+	if n == 0 {
 		return 0, time.Time{}, tx.Commit()
 	}
-	upd.WriteString(" END, refresh_attempt_no = refresh_attempt_no + 1, refresh_attempt_at = ?," +
-		" refresh_timeout_at = ?, refresh_at = ?, refresh_status = NULL WHERE id IN (")
-	uarg = append(uarg, now, timeoutAt, timeoutAt)
-	for i, id := range ids {
-		if i > 0 {
-			upd.WriteByte(',')
-		}
-		upd.WriteByte('?')
-		uarg = append(uarg, id)
-	}
-	upd.WriteByte(')')
-	if _, err := tx.ExecContext(ctx, upd.String(), uarg...); err != nil {
+	doc = append(doc, ']')
+	const upd = "UPDATE " + benchTable + " AS t JOIN JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$[0]', u CHAR(20) PATH '$[1]')) AS j" +
+		" ON t.id = j.id SET t.refresh_attempt_uid = j.u, t.refresh_attempt_no = t.refresh_attempt_no + 1," +
+		" t.refresh_attempt_at = ?, t.refresh_timeout_at = ?, t.refresh_at = ?, t.refresh_status = NULL"
+	if _, err := tx.ExecContext(ctx, upd, string(doc), now, timeoutAt, timeoutAt); err != nil {
 		return 0, time.Time{}, err
 	}
 	if err := tx.Commit(); err != nil {
@@ -172,7 +170,7 @@ func (b *baseline) dispatchOnce(ctx context.Context, now, cursor time.Time) (int
 	if err := b.rdb.RPush(ctx, b.lists.Input, jobs...).Err(); err != nil {
 		return 0, time.Time{}, err
 	}
-	return len(ids), last.UTC(), nil
+	return n, last.UTC(), nil
 }
 
 func (b *baseline) applyLoop(ctx context.Context) {
@@ -211,32 +209,30 @@ func (b *baseline) applyLoop(ctx context.Context) {
 func (b *baseline) applyOnce(ctx context.Context, msgs []string) error {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	next := b.sched.Next(now)
-	var q strings.Builder
-	q.WriteString("UPDATE " + benchTable + " SET refresh_attempt_uid = NULL, refresh_timeout_at = NULL," +
-		" refresh_attempt_no = 0, refresh_failing_since = NULL, refresh_last_error = NULL," +
-		" refresh_last_success_at = ?, refresh_at = ? WHERE id IN (")
-	args := []any{now, next}
-	guard := make([]any, 0, 2*len(msgs))
+	doc := append(make([]byte, 0, 48*len(msgs)), '[')
+	n := 0
 	for _, m := range msgs {
-		var r redisio.Result
-		if err := json.Unmarshal([]byte(m), &r); err != nil || r.Type != redisio.ResultSuccess {
+		r, err := redisio.DecodeResult([]byte(m))
+		if err != nil || r.Type != redisio.ResultSuccess {
 			continue // the benchmark's worker only sends successes
 		}
-		if len(guard) > 0 {
-			q.WriteByte(',')
+		if _, err := strconv.ParseInt(r.UID, 10, 64); err != nil {
+			continue
 		}
-		q.WriteByte('?')
-		args = append(args, r.UID)
-		guard = append(guard, r.UID, r.AttemptUID)
+		if n > 0 {
+			doc = append(doc, ',')
+		}
+		doc = fmt.Appendf(doc, `[%s,%q]`, r.UID, r.AttemptUID)
+		n++
 	}
-	if len(guard) == 0 {
+	if n == 0 {
 		return nil
 	}
-	q.WriteString(") AND refresh_attempt_uid = CASE id")
-	for range len(guard) / 2 {
-		q.WriteString(" WHEN ? THEN ?")
-	}
-	q.WriteString(" END")
-	_, err := b.db.ExecContext(ctx, q.String(), append(args, guard...)...)
+	doc = append(doc, ']')
+	const q = "UPDATE " + benchTable + " AS t JOIN JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$[0]', g CHAR(20) PATH '$[1]')) AS j" +
+		" ON t.id = j.id AND t.refresh_attempt_uid = j.g SET t.refresh_attempt_uid = NULL, t.refresh_timeout_at = NULL," +
+		" t.refresh_attempt_no = 0, t.refresh_failing_since = NULL, t.refresh_last_error = NULL," +
+		" t.refresh_last_success_at = ?, t.refresh_at = ?"
+	_, err := b.db.ExecContext(ctx, q, string(doc), now, next)
 	return err
 }
