@@ -189,7 +189,9 @@ func (b *baseline) applyLoop(ctx context.Context) {
 				msgs = append(msgs, more...)
 			}
 		} else if err != nil {
-			b.fail(ctx, "fetch results", err)
+			if ctx.Err() == nil {
+				b.fail(ctx, "fetch results", err)
+			}
 			continue
 		}
 		for {
