@@ -585,3 +585,44 @@ func TestSaveSetsSharedValuesOnce(t *testing.T) {
 		eq(t, got[r.Key].State, r.State, "state of ", r.Key)
 	}
 }
+
+// TestNextDueReadsFewRows: NextDue walks the refresh_at index and stops at
+// the first row with a key, skipping rows with a NULL key, instead of
+// scanning the table (the dispatcher asks after every short pass). The
+// database's own row counter (Handler_read_*) on a single connection tells.
+func TestNextDueReadsFewRows(t *testing.T) {
+	t.Parallel()
+	db := testDB(t)
+	db.SetMaxOpenConns(1) // one session, so its status counters are NextDue's
+	s := New(db)
+	tbl := itemsTable(t, db, "INT")
+	exec(t, db, "ALTER TABLE items MODIFY k INT NULL")
+	insertItems(t, db, 5000)
+	exec(t, db, "UPDATE items SET refresh_at = refresh_at + INTERVAL k SECOND")
+	exec(t, db, "INSERT INTO items (k, refresh_at) VALUES (NULL, ?), (NULL, ?)", dbTime(base.Add(-time.Hour)), dbTime(base))
+	_, _, err := s.NextDue(context.Background(), tbl) // loads the table's metadata
+	must(t, err)
+
+	reads := func() (n int64) {
+		rs, err := db.Query("SHOW SESSION STATUS LIKE 'Handler_read%'")
+		must(t, err)
+		defer rs.Close()
+		for rs.Next() {
+			var name string
+			var v int64
+			must(t, rs.Scan(&name, &v))
+			n += v
+		}
+		must(t, rs.Err())
+		return n
+	}
+	before := reads()
+	next, ok, err := s.NextDue(context.Background(), tbl)
+	must(t, err)
+	read := reads() - before
+	eq(t, ok, true)
+	eq(t, next, base.Add(time.Second), "first refresh_at of a row with a key")
+	if read > 20 {
+		t.Fatalf("NextDue read %d rows of a 5002-row table, want a few", read)
+	}
+}
