@@ -552,7 +552,7 @@ func TestRedisOutageLosesNothing(t *testing.T) {
 
 	proxy.Restore()
 	st := b.waitFor("m1", "success applied", func(s policy.State) bool { return !s.Running() })
-	require.True(t, st.LastSuccessAt.Equal(done))
+	require.Truef(t, st.LastSuccessAt.Equal(done), "m1 applied at %s, want %s (after the outage); state %+v", st.LastSuccessAt, done, st)
 	// m2's failure retries at once (delays[0] = 0s) and m4 starts.
 	started := map[string]redisio.Job{}
 	for _, j := range b.popJobs(2) {
