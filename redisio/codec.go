@@ -8,7 +8,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -248,9 +247,18 @@ func DecodeResultLimit(raw []byte, maxBytes int) (Result, error) {
 	var f resultFields
 	v.GetObject().Visit(func(key []byte, v *fastjson.Value) {
 		if i := slices.Index(resultFieldNames[:], string(key)); i >= 0 {
-			f[i] = v // the last of duplicate names wins, as in encoding/json
+			f.vals[i] = v // the last of duplicate names wins, as in encoding/json
 		}
 	})
+	if !utf8.Valid(raw) || bytes.Contains(raw, []byte(`\ud`)) || bytes.Contains(raw, []byte(`\uD`)) {
+		// Invalid UTF-8 or a surrogate escape (perhaps a lone one): rare, and
+		// where fastjson's strings differ from encoding/json's (which turns
+		// each invalid byte and lone surrogate into U+FFFD); strings are
+		// taken from encoding/json then.
+		if err := json.Unmarshal(raw, &f.exact); err != nil {
+			return Result{}, invalid("message is not a JSON object: %v", err)
+		}
+	}
 	var r Result
 	if r.UID, err = f.requiredString(fieldUID); err != nil {
 		return Result{}, err
@@ -279,7 +287,7 @@ func DecodeResultLimit(raw []byte, maxBytes int) (Result, error) {
 	if r.Type == ResultStatus && !hasStatus {
 		return Result{}, invalid(`"status" is missing; a result of type "status" carries the text to show in "status"`)
 	}
-	if v := f[fieldPermanent]; v != nil {
+	if v := f.vals[fieldPermanent]; v != nil {
 		switch v.Type() {
 		case fastjson.TypeNull:
 		case fastjson.TypeTrue:
@@ -289,7 +297,7 @@ func DecodeResultLimit(raw []byte, maxBytes int) (Result, error) {
 			return Result{}, invalid(`"permanent" is a %s, want true or false`, typeName(v))
 		}
 	}
-	if v := f[fieldRetryAfter]; v != nil && v.Type() != fastjson.TypeNull {
+	if v := f.vals[fieldRetryAfter]; v != nil && v.Type() != fastjson.TypeNull {
 		if v.Type() != fastjson.TypeNumber {
 			return Result{}, invalid(`"retry_after_seconds" is a %s, want a whole number of seconds >= 0`, typeName(v))
 		}
@@ -323,7 +331,12 @@ const (
 var resultFieldNames = [numResultFields]string{"uid", "attempt_uid", "type", "reason", "user_friendly_reason", "status", "permanent", "retry_after_seconds"}
 
 // resultFields holds the value of each field present in a message.
-type resultFields [numResultFields]*fastjson.Value
+type resultFields struct {
+	vals [numResultFields]*fastjson.Value
+	// exact is the message decoded by encoding/json, set when its strings
+	// must be taken from there (see DecodeResultLimit).
+	exact map[string]json.RawMessage
+}
 
 func (f *resultFields) requiredString(i int) (string, error) {
 	s, ok, err := f.optionalString(i)
@@ -340,20 +353,34 @@ func (f *resultFields) requiredString(i int) (string, error) {
 }
 
 // optionalString returns the string field i; ok is false when the field is
-// absent or null. Invalid UTF-8 becomes U+FFFD, as with encoding/json.
+// absent or null. Invalid UTF-8 and lone surrogates become U+FFFD, as with
+// encoding/json.
 func (f *resultFields) optionalString(i int) (s string, ok bool, err error) {
-	v := f[i]
+	v := f.vals[i]
 	if v == nil || v.Type() == fastjson.TypeNull {
 		return "", false, nil
 	}
-	b, err := v.StringBytes()
-	if err != nil {
+	if v.Type() != fastjson.TypeString {
 		return "", false, invalid("%q is a %s, want a string", resultFieldNames[i], typeName(v))
 	}
-	if !utf8.Valid(b) {
-		return strings.ToValidUTF8(string(b), "\uFFFD"), true, nil
+	if f.exact != nil {
+		return f.exactString(i)
+	}
+	b, err := v.StringBytes()
+	if err != nil {
+		return "", false, invalid("%q: %v", resultFieldNames[i], err)
 	}
 	return string(b), true, nil
+}
+
+// exactString is optionalString's rare path, through encoding/json (its own
+// function so that its variable's escape costs nothing on the hot path).
+func (f *resultFields) exactString(i int) (string, bool, error) {
+	var s string
+	if err := json.Unmarshal(f.exact[resultFieldNames[i]], &s); err != nil {
+		return "", false, invalid("%q: %v", resultFieldNames[i], err)
+	}
+	return s, true, nil
 }
 
 // typeName names the JSON type of v for an error message.
