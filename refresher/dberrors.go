@@ -3,38 +3,36 @@ package refresher
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/go-sql-driver/mysql"
 )
 
-// refusedByDatabase reports whether err is the database refusing a statement
-// for a value it was given (say, a uid the key column's character set cannot
-// compare), so that the one result carrying that value belongs in the dead
-// letters. Anything else is a condition of the database, not of the result,
-// and the same batch is tried again later: a lost connection, a deadlock or
-// lock wait timeout, a shutdown, and also a missing table or column, a
-// missing privilege, a read-only or full server. Dead-lettering every result
-// while someone fixes the schema would lose them all.
+// transient reports whether err is a passing condition of the database
+// (after which the same batch is simply tried again later) rather than the
+// database refusing a statement:
 //
-// Refused: SQL state class 22 (data exception: out of range, too long,
-// incorrect value) and 23 (integrity constraint), and the errors MySQL and
-// MariaDB report with the generic state HY000 for a value: illegal mix of
-// collations (1267, 1270, 1271), incorrect string value (1366), invalid
-// character string (1300), cannot convert character (1918 MariaDB, 3988
-// MySQL), and invalid JSON (3140-3146 MySQL, 4036-4048 MariaDB).
-func refusedByDatabase(err error) bool {
+//   - a lost or refused connection (not a *mysql.MySQLError at all, or SQL
+//     state class 08),
+//   - 1205 lock wait timeout, 1213 deadlock, 1040 too many connections,
+//     1053/1927 server shutdown, 1969/3024 statement time limit,
+//   - a poller stopped by a test hook.
+//
+// A refusal may come from one result (a uid the key column's character set
+// cannot compare, a value an application trigger rejects) or from the
+// database itself (a missing table or column or privilege, a read-only
+// server); the poller tells them apart by applying the batch one result at
+// a time (see poller.applyEach).
+func transient(err error) bool {
 	var me *mysql.MySQLError
 	if !errors.As(err, &me) || errors.Is(err, errCrashed) {
-		return false
-	}
-	switch string(me.SQLState[:2]) {
-	case "22", "23":
 		return true
 	}
-	switch n := me.Number; {
-	case n == 1267, n == 1270, n == 1271, n == 1300, n == 1366, n == 1918, n == 3988:
+	if strings.HasPrefix(string(me.SQLState[:]), "08") {
 		return true
-	case n >= 3140 && n <= 3146, n >= 4036 && n <= 4048:
+	}
+	switch me.Number {
+	case 1205, 1213, 1040, 1053, 1927, 1969, 3024:
 		return true
 	}
 	return false

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestRefusedByDatabase(t *testing.T) {
+func TestTransient(t *testing.T) {
 	t.Parallel()
 	state := func(s string) (b [5]byte) { copy(b[:], s); return b }
 	for _, tt := range []struct {
@@ -18,25 +18,20 @@ func TestRefusedByDatabase(t *testing.T) {
 		err  error
 		want bool
 	}{
-		{"illegal mix of collations", &mysql.MySQLError{Number: 1270, SQLState: state("HY000")}, true},
-		{"wrapped", fmt.Errorf("lock rows: %w", &mysql.MySQLError{Number: 1366, SQLState: state("22007")}), true},
-		{"data too long", &mysql.MySQLError{Number: 1406, SQLState: state("22001")}, true},
-		{"duplicate key", &mysql.MySQLError{Number: 1062, SQLState: state("23000")}, true},
-		{"incorrect string value", &mysql.MySQLError{Number: 1366, SQLState: state("HY000")}, true},
-		{"invalid JSON (MariaDB)", &mysql.MySQLError{Number: 4038, SQLState: state("HY000")}, true},
+		{"deadlock", &mysql.MySQLError{Number: 1213, SQLState: state("40001")}, true},
+		{"lock wait timeout", &mysql.MySQLError{Number: 1205, SQLState: state("HY000")}, true},
+		{"shutdown", &mysql.MySQLError{Number: 1927, SQLState: state("70100")}, true},
+		{"connection class", &mysql.MySQLError{Number: 2000, SQLState: state("08S01")}, true},
+		{"bad connection", driver.ErrBadConn, true},
+		{"other", errors.New("dial tcp: connection refused"), true},
+		{"test crash", fmt.Errorf("%w: %w", errCrashed, &mysql.MySQLError{Number: 1270}), true},
+		{"illegal mix of collations", &mysql.MySQLError{Number: 1270, SQLState: state("HY000")}, false},
+		{"wrapped", fmt.Errorf("lock rows: %w", &mysql.MySQLError{Number: 1366, SQLState: state("22007")}), false},
+		{"trigger SIGNAL", &mysql.MySQLError{Number: 1644, SQLState: state("45000")}, false},
 		{"missing table", &mysql.MySQLError{Number: 1146, SQLState: state("42S02")}, false},
-		{"missing column", &mysql.MySQLError{Number: 1054, SQLState: state("42S22")}, false},
 		{"no privilege", &mysql.MySQLError{Number: 1142, SQLState: state("42000")}, false},
 		{"read only", &mysql.MySQLError{Number: 1290, SQLState: state("HY000")}, false},
-		{"table full", &mysql.MySQLError{Number: 1114, SQLState: state("HY000")}, false},
-		{"deadlock", &mysql.MySQLError{Number: 1213, SQLState: state("40001")}, false},
-		{"lock wait timeout", &mysql.MySQLError{Number: 1205, SQLState: state("HY000")}, false},
-		{"shutdown", &mysql.MySQLError{Number: 1927, SQLState: state("70100")}, false},
-		{"connection class", &mysql.MySQLError{Number: 2000, SQLState: state("08S01")}, false},
-		{"bad connection", driver.ErrBadConn, false},
-		{"other", errors.New("dial tcp: connection refused"), false},
-		{"test crash", fmt.Errorf("%w: %w", errCrashed, &mysql.MySQLError{Number: 1270}), false},
 	} {
-		require.Equal(t, tt.want, refusedByDatabase(tt.err), tt.name)
+		require.Equal(t, tt.want, transient(tt.err), tt.name)
 	}
 }

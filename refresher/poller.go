@@ -113,12 +113,12 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 	p.requeue = true // until acknowledged, the batch sits in the processing list
 
 	dead, earliest, err := p.applyBatch(bctx, msgs)
-	if err != nil && refusedByDatabase(err) {
+	if err != nil && !transient(err) && len(msgs) > 1 {
 		// One message the database cannot take (e.g. a uid the key column's
 		// character set cannot hold) fails the whole statement; applied one
 		// by one, it goes to the dead letters and the others are applied.
 		p.log.Warn("the database refused a batch of results; applying them one by one", "err", err)
-		dead, earliest, err = p.applyEach(bctx, msgs)
+		dead, earliest, err = p.applyEach(bctx, msgs, err)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("apply %d results: %w", len(msgs), err)
@@ -213,25 +213,34 @@ func (p *poller) applyBatch(ctx context.Context, msgs []redisio.Message) (dead [
 	return dead, earliest, nil
 }
 
-// applyEach applies msgs one transaction each. A message the database
-// refuses goes to the dead letters with its error; any other error (an
-// outage) stops, and the batch is tried again later.
-func (p *poller) applyEach(ctx context.Context, msgs []redisio.Message) (dead []redisio.Message, earliest time.Time, err error) {
+// applyEach applies msgs one transaction each, after batchErr refused
+// them together. A message the database refuses while others of the batch
+// go through is the culprit: it goes to the dead letters with the
+// database's error. When none goes through, the database or the schema is
+// at fault (a missing table, a read-only server), not the results: it
+// returns batchErr and the batch waits in Redis to be tried again. A
+// transient error (an outage) stops at once, likewise.
+func (p *poller) applyEach(ctx context.Context, msgs []redisio.Message, batchErr error) (dead []redisio.Message, earliest time.Time, err error) {
+	var refused []redisio.Message
 	for _, m := range msgs {
 		d, e, err := p.applyBatch(ctx, []redisio.Message{m})
 		if err != nil {
-			if !refusedByDatabase(err) {
+			if transient(err) {
 				return nil, time.Time{}, err
 			}
 			m.Err = fmt.Errorf("cannot apply this result: the database refused it: %w", err)
-			d = []redisio.Message{m}
+			refused = append(refused, m)
+			continue
 		}
 		dead = append(dead, d...)
 		if !e.IsZero() && (earliest.IsZero() || e.Before(earliest)) {
 			earliest = e
 		}
 	}
-	return dead, earliest, nil
+	if len(refused) == len(msgs) {
+		return nil, time.Time{}, batchErr
+	}
+	return append(dead, refused...), earliest, nil
 }
 
 // apply takes the transition of one current result.

@@ -764,3 +764,37 @@ func TestMissingTableKeepsResults(t *testing.T) {
 	}
 	require.Zero(t, b.llen(b.kind.Lists.Dead))
 }
+
+// TestResultRefusedByTheApplication: an application trigger that rejects
+// one model's update (SIGNAL) dead-letters that result with the trigger's
+// message, while the others of its batch are applied.
+func TestResultRefusedByTheApplication(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{timeout: time.Hour})
+	b.insert("m1", "bad", "m2")
+	_, err := b.db.Exec(`CREATE TRIGGER items_check BEFORE UPDATE ON items FOR EACH ROW
+		IF NEW.uid = 'bad' AND NEW.refresh_last_success_at IS NOT NULL THEN
+			SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'the application refuses this refresh';
+		END IF`)
+	require.NoError(t, err)
+	svc := b.start(nil)
+	jobs := map[string]redisio.Job{}
+	for _, j := range b.popJobs(3) {
+		jobs[j.UID] = j
+	}
+	var rs []redisio.Result
+	for _, uid := range []string{"m1", "bad", "m2"} {
+		rs = append(rs, redisio.Result{UID: uid, AttemptUID: jobs[uid].AttemptUID, Type: "success"})
+	}
+	b.sendAll(rs...)
+
+	b.waitFor("m1", "success applied", func(s policy.State) bool { return !s.LastSuccessAt.IsZero() })
+	b.waitFor("m2", "success applied", func(s policy.State) bool { return !s.LastSuccessAt.IsZero() })
+	waitCounter(t, func() float64 { return toFloat(svc.Metrics().DeadLetters.WithLabelValues("items")) }, 1, "refused result dead-lettered")
+	dead, err := b.rdb.LRange(context.Background(), b.kind.Lists.Dead, 0, -1).Result()
+	require.NoError(t, err)
+	require.Len(t, dead, 1)
+	require.Contains(t, dead[0], "the application refuses this refresh")
+	require.Contains(t, dead[0], `\"uid\":\"bad\"`)
+	require.True(t, b.state("bad").Running(), "the refused result changed nothing")
+}
