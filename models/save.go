@@ -25,12 +25,14 @@ const maxSaveBatch = 1000
 // LockByKeys returned it writes only the columns that changed since they
 // were read (in any row of the batch), and skips rows where nothing did: a
 // start touches 5 of the 11 columns, and the database's work grows with
-// what the statement carries. Keys that name no row are
-// ignored. When a key occurs twice, the last row wins. Times are stored in
-// UTC truncated to microseconds; texts longer than their column (1024
-// characters for the reasons, 255 for the status) are cut and invalid UTF-8
-// is replaced, so that one odd worker message cannot fail a batch in strict
-// SQL mode.
+// what the statement carries. The comparison is with the row as read, so
+// save a row once per read (read it again to save it again).
+//
+// Keys that name no row are ignored. When a key occurs twice, the last row
+// wins. Times are stored in UTC truncated to microseconds; texts longer than
+// their column (1024 characters for the reasons, 255 for the status) are cut
+// and invalid UTF-8 is replaced, so that one odd worker message cannot fail
+// a batch in strict SQL mode.
 //
 // Call it on rows locked by ClaimDue or LockByKeys in the same transaction,
 // and pass the Rows they returned (with State changed): those carry the

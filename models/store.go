@@ -457,7 +457,10 @@ func (tx *Tx) query(ctx context.Context, q compiled, query string, args []any, s
 				Status:         status.String,
 			},
 		}
-		r.read, r.fromDB = r.State, true
+		// A zero date ('0000-00-00', which MariaDB's default SQL mode
+		// allows) reads as the zero time, like NULL: such a row is written
+		// in full, so that Save replaces it.
+		r.read, r.fromDB = r.State, !(at.Valid && at.Time.IsZero())
 		if id != nil {
 			r.id = keyString(id)
 		}

@@ -626,3 +626,32 @@ func TestNextDueReadsFewRows(t *testing.T) {
 		t.Fatalf("NextDue read %d rows of a 5002-row table, want a few", read)
 	}
 }
+
+// TestSaveReplacesZeroDate: a zero date in refresh_at (allowed by MariaDB's
+// default SQL mode) reads like NULL; saving the row writes NULL, so the row
+// is not claimed again and again.
+func TestSaveReplacesZeroDate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	s := New(db)
+	tbl := itemsTable(t, db, "INT")
+	conn, err := db.Conn(ctx) // one session with a lax SQL mode
+	must(t, err)
+	_, err = conn.ExecContext(ctx, "SET SESSION sql_mode = ''")
+	must(t, err)
+	_, err = conn.ExecContext(ctx, "INSERT INTO items (k, refresh_at) VALUES (1, '0000-00-00 00:00:00')")
+	must(t, err)
+	must(t, conn.Close())
+	var claimed []Row
+	must(t, s.Tx(ctx, func(tx *Tx) (err error) {
+		if claimed, err = tx.ClaimDue(ctx, tbl, base, time.Time{}, 10); err != nil {
+			return err
+		}
+		return tx.Save(ctx, tbl, claimed) // unchanged: RefreshAt stays zero
+	}))
+	eq(t, len(claimed), 1, "zero date claimed")
+	var n int
+	must(t, db.QueryRow("SELECT COUNT(*) FROM items WHERE refresh_at IS NULL").Scan(&n))
+	eq(t, n, 1, "zero date replaced by NULL")
+}

@@ -193,7 +193,7 @@ func DecodeResult(raw []byte) (Result, error) {
 // shows a valid result when:
 //
 //   - the message is longer than maxBytes (0 or less: DefaultMaxResultBytes),
-//   - it is not JSON, or not a JSON object,
+//   - it is not JSON, or not a JSON object, or nests deeper than 300 levels,
 //   - uid, attempt_uid or type is missing, null or empty: every result must
 //     carry the uid and the attempt_uid of the job it answers (attempt_uid is
 //     never empty in a job, so an empty one is a worker bug, not a stale

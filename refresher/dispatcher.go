@@ -124,6 +124,9 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 
 	claimed := 0
 	err = d.store.Tx(bctx, func(tx *models.Tx) error {
+		// Cleared, so that the last batch's rows and payloads can be freed.
+		clear(d.jobs[:cap(d.jobs)])
+		clear(d.starts[:cap(d.starts)])
 		d.jobs, d.starts = d.jobs[:0], d.starts[:0]
 		d.tally.reset()
 		now := d.clock.Now()
