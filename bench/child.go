@@ -126,6 +126,9 @@ func runChild(o childOpts) error {
 	}
 	if o.profileDir != "" {
 		runtime.MemProfileRate = 4096
+		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
+			return err
+		}
 		f, err := os.Create(filepath.Join(o.profileDir, o.role+"-cpu.pprof"))
 		if err != nil {
 			return err
