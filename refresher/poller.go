@@ -116,7 +116,8 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 	if err != nil && !transient(err) && len(msgs) > 1 {
 		// One message the database cannot take (e.g. a uid the key column's
 		// character set cannot hold) fails the whole statement; applied one
-		// by one, it goes to the dead letters and the others are applied.
+		// by one, the others go through and it goes to the dead letters
+		// (see applyEach).
 		p.log.Warn("the database refused a batch of results; applying them one by one", "err", err)
 		dead, earliest, err = p.applyEach(bctx, msgs, err)
 	}
