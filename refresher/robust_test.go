@@ -530,6 +530,10 @@ func TestRedisOutageLosesNothing(t *testing.T) {
 	for _, j := range b.popJobs(3) {
 		jobs[j.UID] = j
 	}
+	// The jobs can be popped before the dispatcher has read RPUSH's reply;
+	// a cut then fails its push, and it undoes the attempts (correctly: it
+	// cannot know the push went through). Cut only once the push counted.
+	waitCounter(t, func() float64 { return toFloat(r.svc.Metrics().Started.WithLabelValues("items")) }, 3, "push acknowledged")
 
 	proxy.Cut()
 	// Workers talk to Redis directly: their results arrive during the outage.
