@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/refresher/refresher/models/mysqlstore"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/refresher/refresher/models"
@@ -64,7 +66,7 @@ func (r *reporter) line(kind string, n int) {
 
 func runChild(o childOpts) error {
 	ctx := context.Background()
-	db, err := models.Open(ctx, o.dsn)
+	db, err := mysqlstore.Open(ctx, o.dsn)
 	if err != nil {
 		return err
 	}
@@ -101,7 +103,7 @@ func runChild(o childOpts) error {
 				AfterApply: func(_ string, n int) { rep.line("A", n) },
 			},
 		}
-		svc, err := refresher.New(cfg, models.New(db), redisio.New(rdb))
+		svc, err := refresher.New(cfg, mysqlstore.New(db), redisio.New(rdb))
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/refresher/refresher/models/mysqlstore"
+
 	"github.com/refresher/refresher/models"
 )
 
@@ -49,7 +51,7 @@ func (p *plan) refreshAt(id int64) (time.Time, bool) {
 func seed(ctx context.Context, db *sql.DB, rows int64) error {
 	stmts := []string{
 		"DROP TABLE IF EXISTS " + benchTable,
-		"DROP TABLE IF EXISTS " + models.MigrationsTable,
+		"DROP TABLE IF EXISTS " + mysqlstore.MigrationsTable,
 		"CREATE TABLE " + benchTable + ` (
 			id BIGINT NOT NULL PRIMARY KEY,
 			input_url VARCHAR(255) NOT NULL,
@@ -61,7 +63,7 @@ func seed(ctx context.Context, db *sql.DB, rows int64) error {
 			return fmt.Errorf("seed: %s: %w", firstLine(s), err)
 		}
 	}
-	if _, err := models.Migrate(ctx, db, []string{benchTable}, io.Discard, false); err != nil {
+	if _, err := mysqlstore.Migrate(ctx, db, []string{benchTable}, io.Discard, false); err != nil {
 		return fmt.Errorf("seed: migrate: %w", err)
 	}
 	const chunk = 250_000

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 	"time"
@@ -32,9 +33,15 @@ const (
 
 // Config is the whole configuration of one refresher process.
 type Config struct {
-	// Database is the MySQL/MariaDB DSN (go-sql-driver format). parseTime=true
-	// and loc=UTC are added when missing. Default DefaultDatabase.
+	// Database names the database and its driver by URL:
+	// mysql://user:pass@host:3306/app (MySQL 8.0.1+ or MariaDB 10.6+),
+	// postgres://user:pass@host:5432/app or sqlite:///path/app.db. A
+	// go-sql-driver DSN without a scheme ("user:pass@tcp(host:3306)/app")
+	// is MySQL. Default DefaultDatabase.
 	Database string `yaml:"database"`
+	// MaxConnections caps the database connections of the process, shared
+	// by every kind's loops. Default 16.
+	MaxConnections int `yaml:"max_connections"`
 	// Redis is the Redis URL. Default "redis://127.0.0.1:6379/0".
 	Redis string `yaml:"redis"`
 	// Metrics is the listen address of the HTTP server for /metrics
@@ -145,11 +152,22 @@ func decode(data []byte, out any) error {
 	}
 	msg := unknownField.ReplaceAllStringFunc(err.Error(), func(m string) string {
 		sub := unknownField.FindStringSubmatch(m)
-		known := "database, redis, metrics, instance_id, batch_size, max_sleep, heartbeat, kinds"
+		known := yamlKeys(reflect.TypeFor[Config]())
 		if sub[2] == "Kind" {
-			known = "name, table, key, payload, schedule, timeout, retry, disabled_reason, input, output, dead, max_queued"
+			known = yamlKeys(reflect.TypeFor[Kind]())
 		}
 		return fmt.Sprintf("unknown key %q (known keys: %s)", sub[1], known)
 	})
 	return errors.New(strings.TrimPrefix(msg, "yaml: "))
+}
+
+// yamlKeys lists the YAML keys of a struct's fields, in order.
+func yamlKeys(t reflect.Type) string {
+	var keys []string
+	for i := range t.NumField() {
+		if k := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]; k != "" && k != "-" {
+			keys = append(keys, k)
+		}
+	}
+	return strings.Join(keys, ", ")
 }

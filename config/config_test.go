@@ -126,7 +126,7 @@ func TestValidationErrors(t *testing.T) {
 		want       []string
 	}{
 		{"unknown kind key", kind("    tabel: x\n"), nil, []string{`unknown key "tabel"`, "known keys: name, table"}},
-		{"unknown top key", "databse: x\n" + kind(""), nil, []string{`unknown key "databse"`, "database, redis"}},
+		{"unknown top key", "databse: x\n" + kind(""), nil, []string{`unknown key "databse"`, "database, max_connections, redis"}},
 		{"bad duration", kind("    timeout: 2 hours\n"), nil, []string{`"2 hours" is not a duration`, "2h"}},
 		{"bad retry", kind("    retry: \"exponential:base=1s,factr=2\"\n"), nil, []string{"kinds[0] (big_tables).retry", "factr"}},
 		{"bad schedule", "kinds:\n  - name: big_tables\n    schedule: \"RRULE:FREQ=DAYLY\"\n", nil, []string{"kinds[0] (big_tables).schedule", "DAYLY"}},

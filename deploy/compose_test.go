@@ -20,12 +20,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/refresher/refresher/models/mysqlstore"
+
 	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
 
 	"github.com/refresher/refresher/internal/testenv"
-	"github.com/refresher/refresher/models"
 )
 
 // root is the repository root, where docker-compose.yml and the Dockerfile
@@ -235,7 +236,7 @@ func TestComposeInitScriptRuns(t *testing.T) {
 		_, err := db.ExecContext(ctx, stmt)
 		require.NoError(t, err, "init script statement:\n%s", stmt)
 	}
-	_, err := models.Migrate(ctx, db, []string{"big_tables"}, io.Discard, false)
+	_, err := mysqlstore.Migrate(ctx, db, []string{"big_tables"}, io.Discard, false)
 	require.NoError(t, err, "refresher migrate on the example table")
 
 	rows, err := db.QueryContext(ctx, `SELECT uid, input_url FROM big_tables

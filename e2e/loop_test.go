@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/refresher/refresher/models/mysqlstore"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/refresher/refresher/internal/testenv"
@@ -78,7 +80,7 @@ func TestWholeLoop(t *testing.T) {
 		uid CHAR(20) NOT NULL UNIQUE,
 		input_url VARCHAR(2048) NOT NULL)`)
 	require.NoError(t, err)
-	_, err = models.Migrate(ctx, db, []string{"big_tables"}, io.Discard, false)
+	_, err = mysqlstore.Migrate(ctx, db, []string{"big_tables"}, io.Discard, false)
 	require.NoError(t, err)
 	for uid, path := range map[string]string{"good": "/good.csv", "broken": "/missing.csv", "throttled": "/throttled.csv"} {
 		_, err := db.ExecContext(ctx, "INSERT INTO big_tables (uid, input_url, refresh_at) VALUES (?, ?, ?)", uid, srv.URL+path, t0)
@@ -103,7 +105,7 @@ func TestWholeLoop(t *testing.T) {
 		MaxSleep:   20 * time.Millisecond,
 		Clock:      clk,
 		Logger:     quiet,
-	}, models.New(db), redisio.New(rdb))
+	}, mysqlstore.New(db), redisio.New(rdb))
 	require.NoError(t, err)
 	w, err := worker.New(worker.Config{
 		Kind: "big_tables", Redis: rdb, Input: lists.Input, Output: lists.Output,
@@ -117,7 +119,7 @@ func TestWholeLoop(t *testing.T) {
 	wg.Go(func() { _ = w.Run(runCtx) })
 	t.Cleanup(func() { cancel(); wg.Wait() })
 
-	store := models.New(db)
+	store := mysqlstore.New(db)
 	table := models.Table{Name: "big_tables", Key: "uid"}
 	state := func(uid string) policy.State { return read(t, store, table, uid) }
 	waitFor := func(uid, what string, cond func(policy.State) bool) policy.State {
@@ -165,10 +167,10 @@ func TestWholeLoop(t *testing.T) {
 	mu.Unlock()
 }
 
-func read(t *testing.T, store *models.Store, table models.Table, uid string) policy.State {
+func read(t *testing.T, store models.Store, table models.Table, uid string) policy.State {
 	t.Helper()
 	var st policy.State
-	err := store.Tx(context.Background(), func(tx *models.Tx) error {
+	err := store.Tx(context.Background(), func(tx models.Tx) error {
 		rows, err := tx.LockByKeys(context.Background(), table, []string{uid})
 		st = rows[uid].State
 		return err

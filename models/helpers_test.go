@@ -1,7 +1,6 @@
 package models
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"reflect"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/refresher/refresher/internal/testenv"
+	"github.com/refresher/refresher/policy"
 )
 
 // Small assertion helpers: testify v1.12 needs go.yaml.in/yaml/v3, which
@@ -41,12 +41,10 @@ func errContains(t testing.TB, err error, subs ...string) {
 	}
 }
 
-// testDB opens a fresh database for the test through Open.
+// testDB opens a fresh MySQL database for the test (UTC, parseTime).
 func testDB(t testing.TB) *sql.DB {
 	t.Helper()
-	db, err := Open(context.Background(), testenv.MySQLDSN(t))
-	must(t, err)
-	t.Cleanup(func() { _ = db.Close() })
+	db, _ := testenv.DB(t)
 	return db
 }
 
@@ -59,3 +57,21 @@ func exec(t testing.TB, db *sql.DB, query string, args ...any) {
 
 // base is a fixed instant with microseconds, for tests that control time.
 var base = time.Date(2026, 3, 4, 5, 6, 7, 123456000, time.UTC)
+
+// fullState sets every column, with microseconds.
+func fullState(i int) policy.State {
+	at := base.Add(time.Duration(i) * time.Minute)
+	return policy.State{
+		RefreshAt:      at,
+		AttemptUID:     fmt.Sprintf("d1v5bqh6n88c7389%04d", i),
+		AttemptAt:      at.Add(-time.Hour + time.Microsecond),
+		AttemptNo:      i + 3,
+		TimeoutAt:      at.Add(2 * time.Hour),
+		DisabledAt:     at.Add(3 * time.Microsecond),
+		DisabledReason: "Provided URL is invalid: https://example.com/ünï",
+		FailingSince:   at.Add(-48 * time.Hour),
+		LastSuccessAt:  at.Add(-72*time.Hour + 999999*time.Microsecond),
+		LastError:      "HTTP 500 'quoted' \\ back",
+		Status:         "importing 5/10",
+	}
+}

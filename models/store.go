@@ -2,13 +2,7 @@ package models
 
 import (
 	"context"
-	"database/sql"
-	"errors"
-	"fmt"
-	"slices"
-	"strconv"
-	"strings"
-	"sync"
+	"io"
 	"time"
 
 	"github.com/refresher/refresher/policy"
@@ -41,495 +35,114 @@ type Row struct {
 	// binary columns (bytes as they are), RFC 3339 UTC text for DATE,
 	// DATETIME and TIMESTAMP. Nil when the Table has no payload columns.
 	Payload map[string]any
-
-	// id is the row's single-column primary key when it is not Key: rows
-	// from ClaimDue and LockByKeys carry it so that Save writes them by
-	// primary key (see Save).
-	id string
-	// read is State as ClaimDue or LockByKeys read it (fromDB set), so
-	// that Save writes only what changed since.
-	read   policy.State
-	fromDB bool
+	// Loaded is what the driver read. ClaimDue and LockByKeys set it so that
+	// Save writes only the columns that changed since, by the row's primary
+	// key. Callers copy rows whole and leave it alone; a Row built by hand
+	// has none and is written in full, by Key.
+	Loaded Loaded
 }
 
-// Store runs the service's queries on one database. It is safe for
-// concurrent use. The database should come from Open (UTC, parseTime).
-type Store struct {
-	db *sql.DB
-
-	mu    sync.Mutex
-	metas map[string]tableMeta // by table name, loaded once
+// Loaded is a row as a driver read it; see Row.Loaded.
+type Loaded struct {
+	// ID is the row's single-column primary key when it is not the Key
+	// column; "" otherwise.
+	ID string
+	// State is Row.State as read.
+	State policy.State
+	// OK is set when State holds what was read (not for a row built by
+	// hand, nor one whose stored values cannot be compared, such as a
+	// zero date, which is then written in full).
+	OK bool
 }
 
-// tableMeta is what Save needs to know of a table's columns.
-type tableMeta struct {
-	pk   string             // single-column primary key; "" for none or composite
-	cols map[string]colMeta // by lower-case column name
-	// refreshIndex is an index whose first column is refresh_at; "" when
-	// there is none (the table is not migrated yet).
-	refreshIndex string
-}
-
-// colMeta describes one column, from information_schema.COLUMNS.
-type colMeta struct {
-	dataType           string // "int", "char", ...
-	unsigned           bool
-	charset, collation string // "" for non-text columns
-}
-
-// New returns a Store on db.
-func New(db *sql.DB) *Store { return &Store{db: db, metas: map[string]tableMeta{}} }
-
-// DB returns the database the Store uses.
-func (s *Store) DB() *sql.DB { return s.db }
-
-// Tx is a transaction of the Store; see Store.Tx.
-type Tx struct {
-	s  *Store
-	tx *sql.Tx
-}
-
-// Tx runs fn in a READ COMMITTED transaction and commits when fn returns
-// nil; otherwise (or when fn panics) it rolls back and returns fn's error.
+// Store is the service's view of one database that holds the kinds'
+// tables. Each driver (models/mysqlstore, ...) implements it and translates
+// its own errors (see Classify); package refresher talks to no database but
+// through it. Implementations are safe for concurrent use.
 //
-// READ COMMITTED, not MySQL's default REPEATABLE READ: the locking reads of
-// ClaimDue then lock only the rows they return, without gap locks on the
-// refresh_at index that would make the application's INSERT of a new model
-// (refresh_at = now, right in the claimed range) wait for the batch.
-func (s *Store) Tx(ctx context.Context, fn func(tx *Tx) error) (err error) {
-	sqlTx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
-	if err != nil {
-		return fmt.Errorf("begin transaction: %w", err)
-	}
-	done := false
-	defer func() {
-		if !done {
-			_ = sqlTx.Rollback()
-		}
-	}()
-	if err := fn(&Tx{s: s, tx: sqlTx}); err != nil {
-		done = true
-		if rbErr := sqlTx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
-			return errors.Join(err, fmt.Errorf("roll back: %w", rbErr))
-		}
-		return err
-	}
-	done = true
-	if err := sqlTx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
+// Every query that compares with the current time takes `now` from the
+// caller: drivers never read the database's clock, so tests control the
+// service's idea of time. All times are UTC.
+type Store interface {
+	// Tx runs fn in a transaction that sees committed data and locks only
+	// the rows it returns (READ COMMITTED or the driver's equivalent). It
+	// commits when fn returns nil; otherwise, or when fn panics, it rolls
+	// back and returns fn's error.
+	Tx(ctx context.Context, fn func(tx Tx) error) error
+	// SaveIfAttempt writes rows like Tx.Save, in its own statements outside
+	// any transaction, but only those whose refresh_attempt_uid still equals
+	// attemptUIDs[i] ("" means NULL). It returns how many rows it wrote. The
+	// dispatcher undoes attempts whose push failed with it.
+	SaveIfAttempt(ctx context.Context, t Table, rows []Row, attemptUIDs []string) (int, error)
+	// NextDue returns the earliest refresh_at of rows with a key; ok is
+	// false when there is none. It may be in the past and does not lock.
+	// Its cost must not grow with the table.
+	NextDue(ctx context.Context, t Table) (next time.Time, ok bool, err error)
+	// Check verifies that t's table has its key column (with a unique
+	// index), its payload columns and every refresh column. The error names
+	// everything missing and how to fix it.
+	Check(ctx context.Context, t Table) error
+	// Migrate adds the refresh columns and the refresh_at index to each
+	// table, idempotently, reporting progress to w; with dryRun it changes
+	// nothing and writes the SQL it would run to w.
+	Migrate(ctx context.Context, tables []string, w io.Writer, dryRun bool) (MigrateReport, error)
+	// Classify says what an error returned by this Store means for the
+	// batch that got it.
+	Classify(err error) ErrorClass
+	// Ping checks that the database answers.
+	Ping(ctx context.Context) error
+	// Close closes the connections.
+	Close() error
 }
 
-// Check verifies that t's table exists with its key column (which must have
-// a single-column unique index), its payload columns and all 12 refresh
-// columns. The error names everything missing and how to fix it.
-func (s *Store) Check(ctx context.Context, t Table) error {
-	q, err := t.compile("")
-	if err != nil {
-		return err
-	}
-	schema, err := loadSchema(ctx, s.db, t.Name)
-	if err != nil {
-		return fmt.Errorf("check table %s: %w", q.table, err)
-	}
-	if !schema.exists {
-		var db sql.NullString
-		_ = s.db.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&db)
-		return fmt.Errorf("table %s does not exist in database %q: create it in the application, or fix `table:` of the kind in the config", q.table, db.String)
-	}
-	var problems []error
-	if _, ok := schema.columns[strings.ToLower(t.Key)]; !ok {
-		problems = append(problems, fmt.Errorf("table %s has no key column %q: fix `key:` of the kind in the config", q.table, t.Key))
-	} else if !schema.uniqueOn(t.Key) {
-		problems = append(problems, fmt.Errorf("key column %q of table %s has no unique index: pick a unique column as `key:` or add one (ALTER TABLE %s ADD UNIQUE (%s))", t.Key, q.table, q.table, q.key))
-	}
-	var missing []string
-	for _, c := range t.Payload {
-		if _, ok := schema.columns[strings.ToLower(c)]; !ok {
-			missing = append(missing, strconv.Quote(c))
-		}
-	}
-	if len(missing) > 0 {
-		problems = append(problems, fmt.Errorf("table %s has no payload column(s) %s: fix `payload:` of the kind in the config", q.table, strings.Join(missing, ", ")))
-	}
-	missing = missing[:0]
-	for _, c := range Columns {
-		if _, ok := schema.columns[c]; !ok {
-			missing = append(missing, c)
-		}
-	}
-	if len(missing) > 0 {
-		problems = append(problems, fmt.Errorf("table %s lacks refresh column(s) %s: run `refresher migrate --config FILE` (or `refresher migrate --print` for the SQL)", q.table, strings.Join(missing, ", ")))
-	}
-	return errors.Join(problems...)
+// Tx is one transaction of a Store; see Store.Tx. It is used by one
+// goroutine.
+type Tx interface {
+	// ClaimDue locks and returns up to limit rows whose refresh_at <= now,
+	// earliest first, skipping rows another transaction holds (SKIP
+	// LOCKED), so several dispatchers share the work without waiting for
+	// each other or claiming a row twice. When from is not zero only rows
+	// with refresh_at >= from are considered (a cursor the caller resets
+	// regularly). Rows whose key is NULL are never returned.
+	ClaimDue(ctx context.Context, t Table, now, from time.Time, limit int) ([]Row, error)
+	// LockByKeys locks (waiting for other transactions) and returns the rows
+	// with the given keys, by the key as the database returns it, without
+	// their Payload. Keys naming no row are absent; duplicates are fine.
+	LockByKeys(ctx context.Context, t Table, keys []string) (map[string]Row, error)
+	// Save writes the 11 state columns of rows (never refresh_rrule nor
+	// any other column). Of rows that ClaimDue or LockByKeys returned it
+	// writes only what changed since. Keys naming no row are ignored; when
+	// a key occurs twice the last row wins. Texts longer than their column
+	// are cut by Truncate's rule.
+	Save(ctx context.Context, t Table, rows []Row) error
 }
 
-func (s tableSchema) uniqueOn(col string) bool {
-	col = strings.ToLower(col)
-	for name, cols := range s.indexes {
-		if s.unique[name] && len(cols) == 1 && cols[0] == col {
-			return true
-		}
-	}
-	return false
-}
+// ErrorClass is what an error from a Store means for the batch that got it.
+type ErrorClass int
 
-// ClaimDue locks and returns up to limit rows whose refresh_at is due
-// (refresh_at <= now), earliest first, skipping rows that another
-// transaction holds (FOR UPDATE SKIP LOCKED), so that several dispatchers
-// share the work without waiting for each other or claiming a row twice.
-// The locks last until the transaction ends.
-//
-// from is an optional cursor: when not zero, only rows with
-// refresh_at >= from are considered. After a batch the dispatcher can pass
-// the last row's RefreshAt as from, so the next scan starts there instead
-// of walking, from the start of the index, over the entries that earlier
-// batches moved forward (MariaDB purges them lazily; PERF-NOTES measured
-// 5-10x). The caller must reset from to zero regularly (for instance when
-// a batch comes back short, and every few seconds): rows whose refresh_at
-// moved earlier than the cursor are otherwise not seen.
-//
-// Rows whose key is NULL are never returned: no result could name them.
-func (tx *Tx) ClaimDue(ctx context.Context, t Table, now, from time.Time, limit int) ([]Row, error) {
-	if limit <= 0 {
-		return nil, fmt.Errorf("claim due rows of %s: limit %d must be positive", t.Name, limit)
-	}
-	q, err := tx.s.compile(ctx, t)
-	if err != nil {
-		return nil, err
-	}
-	var b strings.Builder
-	b.WriteString(q.selectFrom)
-	if q.meta.refreshIndex != "" {
-		// When much of the table is due, the optimizer prefers a full scan
-		// and a filesort of every due row to return the first `limit`;
-		// walking the index returns them in order and stops at limit.
-		idx, err := quoteIdent(q.meta.refreshIndex)
-		if err != nil {
-			return nil, fmt.Errorf("index of table %s: %w", q.table, err)
-		}
-		b.WriteString(" FORCE INDEX (" + idx + ")")
-	}
-	b.WriteString(" WHERE `refresh_at` <= ?")
-	args := []any{dbTime(now)}
-	if !from.IsZero() {
-		b.WriteString(" AND `refresh_at` >= ?")
-		args = append(args, dbTime(from))
-	}
-	fmt.Fprintf(&b, " AND %s IS NOT NULL ORDER BY `refresh_at` LIMIT %d FOR UPDATE SKIP LOCKED", q.key, limit)
-	rows, err := tx.query(ctx, q, b.String(), args, limit, true)
-	if err != nil {
-		return nil, fmt.Errorf("claim due rows of %s: %w", q.table, err)
-	}
-	return rows, nil
-}
+const (
+	// Transient: a passing condition (lost connection, deadlock, lock wait
+	// timeout, server shutting down, too many connections). The same batch
+	// is tried again later.
+	Transient ErrorClass = iota
+	// ValueRefused: the database refused a value of this batch (a key or
+	// text its character set cannot hold, a value a trigger rejects). The
+	// result that carries it goes to the dead letters; the others apply.
+	ValueRefused
+	// TableRefused: the table cannot be written at all (missing table or
+	// column, missing privilege, read-only server). The batch waits in
+	// Redis until an operator fixes it; the error says how.
+	TableRefused
+)
 
-// LockByKeys locks (FOR UPDATE, waiting for other transactions: a result
-// must be applied, not skipped) and returns the rows with the given keys,
-// by Key, without their Payload (nil): applying a result does not need it,
-// and reading it is a good part of the cost. Keys that name no row are absent from the map. Duplicate keys
-// are fine. The map is keyed by the key as the database returns it, which
-// for a case-insensitive CHAR column or an INT column written as "007" may
-// differ from the key asked for.
-func (tx *Tx) LockByKeys(ctx context.Context, t Table, keys []string) (map[string]Row, error) {
-	q, err := tx.s.compile(ctx, t)
-	if err != nil {
-		return nil, err
+func (c ErrorClass) String() string {
+	switch c {
+	case Transient:
+		return "transient"
+	case ValueRefused:
+		return "value refused"
+	case TableRefused:
+		return "table refused"
 	}
-	keys = dedupe(keys)
-	// One lock order for every transaction, so two pollers whose batches
-	// overlap wait for each other instead of deadlocking.
-	slices.Sort(keys)
-	out := make(map[string]Row, len(keys))
-	for start := 0; start < len(keys); start += placeholdersPerSelect {
-		chunk := keys[start:min(start+placeholdersPerSelect, len(keys))]
-		var b strings.Builder
-		b.WriteString(q.selectState)
-		fmt.Fprintf(&b, " WHERE %s IN (", q.key)
-		args := make([]any, len(chunk))
-		for i, k := range chunk {
-			if i > 0 {
-				b.WriteString(",")
-			}
-			b.WriteString("?")
-			args[i] = k
-		}
-		b.WriteString(") FOR UPDATE")
-		rows, err := tx.query(ctx, q, b.String(), args, len(chunk), false)
-		if err != nil {
-			return nil, fmt.Errorf("lock rows of %s by key: %w", q.table, err)
-		}
-		for _, r := range rows {
-			out[r.Key] = r
-		}
-	}
-	return out, nil
-}
-
-// NextDue returns the earliest refresh_at of the table, so the dispatcher
-// can sleep until then; ok is false when no row has one. It may be in the
-// past (rows are due) and does not lock.
-//
-// It walks the refresh_at index from its start and stops at the first row
-// with a key, so its cost does not grow with the table. (MIN(refresh_at)
-// with the key condition made MariaDB scan the whole index.)
-func (s *Store) NextDue(ctx context.Context, t Table) (next time.Time, ok bool, err error) {
-	q, err := s.compile(ctx, t)
-	if err != nil {
-		return time.Time{}, false, err
-	}
-	force := ""
-	if q.meta.refreshIndex != "" {
-		idx, err := quoteIdent(q.meta.refreshIndex)
-		if err != nil {
-			return time.Time{}, false, fmt.Errorf("index of table %s: %w", q.table, err)
-		}
-		force = " FORCE INDEX (" + idx + ")"
-	}
-	// Like ClaimDue, rows whose key is NULL do not count: they are never
-	// claimed, and counting them would wake the dispatcher for nothing.
-	var first time.Time
-	err = s.db.QueryRowContext(ctx, "SELECT `refresh_at` FROM "+q.table+force+
-		" WHERE `refresh_at` IS NOT NULL AND "+q.key+" IS NOT NULL ORDER BY `refresh_at` LIMIT 1").Scan(&first)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return time.Time{}, false, nil
-	case err != nil:
-		return time.Time{}, false, fmt.Errorf("find next refresh_at of %s: %w", q.table, err)
-	}
-	return first.UTC(), true, nil
-}
-
-// compiled holds the quoted names and the SELECT of one Table.
-type compiled struct {
-	meta       tableMeta // set by Store.compile only
-	keyName    string    // t.Key unquoted
-	table, key string
-	id         string   // quoted single-column primary key, "" when none or the key
-	payload    []string // payload column names as configured
-	selectFrom string   // SELECT key, refresh_rrule, state..., payload... [, id] FROM table
-	// selectState is selectFrom without the payload columns.
-	selectState string
-}
-
-// compile quotes t's names and builds its SELECT; pk is the table's
-// single-column primary key ("" when unknown).
-func (t Table) compile(pk string) (compiled, error) {
-	var c compiled
-	var err error
-	if c.table, err = quoteIdent(t.Name); err != nil {
-		return c, fmt.Errorf("table name: %w", err)
-	}
-	if c.key, err = quoteIdent(t.Key); err != nil {
-		return c, fmt.Errorf("key column of table %s: %w", c.table, err)
-	}
-	c.keyName = t.Key
-	if pk != "" && !strings.EqualFold(pk, t.Key) {
-		if c.id, err = quoteIdent(pk); err != nil {
-			return c, fmt.Errorf("primary key of table %s: %w", c.table, err)
-		}
-	}
-	cols := []string{c.key, "`" + ColRRule + "`"}
-	for _, sc := range stateColumns {
-		cols = append(cols, "`"+sc+"`")
-	}
-	var payload []string
-	for _, p := range t.Payload {
-		qp, err := quoteIdent(p)
-		if err != nil {
-			return c, fmt.Errorf("payload column of table %s: %w", c.table, err)
-		}
-		payload = append(payload, qp)
-	}
-	var id []string
-	if c.id != "" {
-		id = []string{c.id}
-	}
-	c.payload = t.Payload
-	c.selectFrom = "SELECT " + strings.Join(slices.Concat(cols, payload, id), ", ") + " FROM " + c.table
-	c.selectState = "SELECT " + strings.Join(slices.Concat(cols, id), ", ") + " FROM " + c.table
-	return c, nil
-}
-
-// compile compiles t with its table's metadata (primary key, column
-// types), looked up once per table name and Store.
-func (s *Store) compile(ctx context.Context, t Table) (compiled, error) {
-	s.mu.Lock()
-	meta, ok := s.metas[t.Name]
-	s.mu.Unlock()
-	if !ok {
-		var err error
-		if meta, err = s.loadMeta(ctx, t.Name); err != nil {
-			return compiled{}, fmt.Errorf("read columns of %s: %w", t.Name, err)
-		}
-		if _, migrated := meta.cols[ColAttemptUID]; migrated {
-			// Not before: `refresher migrate` may still add the columns.
-			s.mu.Lock()
-			s.metas[t.Name] = meta
-			s.mu.Unlock()
-		}
-	}
-	c, err := t.compile(meta.pk)
-	c.meta = meta
-	return c, err
-}
-
-func (s *Store) loadMeta(ctx context.Context, table string) (tableMeta, error) {
-	meta := tableMeta{cols: map[string]colMeta{}}
-	rows, err := s.db.QueryContext(ctx, "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, COALESCE(CHARACTER_SET_NAME, ''), COALESCE(COLLATION_NAME, ''), COLUMN_KEY FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?", table)
-	if err != nil {
-		return meta, err
-	}
-	defer rows.Close()
-	var pks []string
-	for rows.Next() {
-		var name, colType, key string
-		var m colMeta
-		if err := rows.Scan(&name, &m.dataType, &colType, &m.charset, &m.collation, &key); err != nil {
-			return meta, err
-		}
-		m.dataType = strings.ToLower(m.dataType)
-		m.unsigned = strings.Contains(strings.ToLower(colType), "unsigned")
-		meta.cols[strings.ToLower(name)] = m
-		if key == "PRI" {
-			pks = append(pks, name)
-		}
-	}
-	if len(pks) == 1 {
-		meta.pk = pks[0]
-	}
-	if err := rows.Err(); err != nil {
-		return meta, err
-	}
-	err = s.db.QueryRowContext(ctx, "SELECT INDEX_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ? AND SEQ_IN_INDEX = 1 ORDER BY INDEX_NAME LIMIT 1", table, ColRefreshAt).Scan(&meta.refreshIndex)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return meta, err
-	}
-	return meta, nil
-}
-
-// query runs a SELECT built on q.selectFrom (withPayload) or q.selectState
-// and scans its rows.
-func (tx *Tx) query(ctx context.Context, q compiled, query string, args []any, sizeHint int, withPayload bool) ([]Row, error) {
-	rs, err := tx.tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rs.Close()
-	out := make([]Row, 0, min(sizeHint, 1024))
-	var (
-		key, id                              any
-		rule, uid, reason, lastErr, status   sql.NullString
-		at, attemptAt, timeoutAt, disabledAt sql.NullTime
-		failingSince, lastSuccess            sql.NullTime
-		attemptNo                            int
-		payload                              []any
-		dest                                 = []any{&key, &rule, &at, &uid, &attemptAt, &attemptNo, &timeoutAt, &disabledAt, &reason, &failingSince, &lastSuccess, &lastErr, &status}
-	)
-	if withPayload {
-		payload = make([]any, len(q.payload))
-		for i := range payload {
-			dest = append(dest, &payload[i])
-		}
-	}
-	if q.id != "" {
-		dest = append(dest, &id)
-	}
-	for rs.Next() {
-		if err := rs.Scan(dest...); err != nil {
-			return nil, err
-		}
-		r := Row{
-			Key:  keyString(key),
-			Rule: rule.String,
-			State: policy.State{
-				RefreshAt:      nullTime(at),
-				AttemptUID:     uid.String,
-				AttemptAt:      nullTime(attemptAt),
-				AttemptNo:      attemptNo,
-				TimeoutAt:      nullTime(timeoutAt),
-				DisabledAt:     nullTime(disabledAt),
-				DisabledReason: reason.String,
-				FailingSince:   nullTime(failingSince),
-				LastSuccessAt:  nullTime(lastSuccess),
-				LastError:      lastErr.String,
-				Status:         status.String,
-			},
-		}
-		// A zero date ('0000-00-00', which MariaDB's default SQL mode
-		// allows) reads as the zero time, like NULL: such a row is written
-		// in full, so that Save replaces it.
-		r.read, r.fromDB = r.State, !(at.Valid && at.Time.IsZero())
-		if id != nil {
-			r.id = keyString(id)
-		}
-		if len(payload) > 0 {
-			r.Payload = make(map[string]any, len(payload))
-			for i, name := range q.payload {
-				r.Payload[name] = jsonValue(payload[i])
-			}
-		}
-		out = append(out, r)
-	}
-	return out, rs.Err()
-}
-
-func nullTime(t sql.NullTime) time.Time {
-	if !t.Valid {
-		return time.Time{}
-	}
-	return t.Time.UTC()
-}
-
-// dbTime is how times go to the database: UTC, truncated to the
-// microseconds of DATETIME(6) (MySQL would round), NULL for the zero time.
-func dbTime(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t.UTC().Truncate(time.Microsecond)
-}
-
-// keyString formats a key column value as the string workers see.
-func keyString(v any) string {
-	switch k := v.(type) {
-	case []byte:
-		return string(k)
-	case string:
-		return k
-	case int64:
-		return strconv.FormatInt(k, 10)
-	case uint64:
-		return strconv.FormatUint(k, 10)
-	case time.Time:
-		return k.UTC().Format(time.RFC3339Nano)
-	default:
-		return fmt.Sprint(k)
-	}
-}
-
-// jsonValue turns a scanned column value into one encoding/json renders
-// naturally.
-func jsonValue(v any) any {
-	switch x := v.(type) {
-	case []byte:
-		return string(x)
-	case time.Time:
-		return x.UTC().Format(time.RFC3339Nano)
-	default:
-		return x
-	}
-}
-
-func dedupe(keys []string) []string {
-	seen := make(map[string]struct{}, len(keys))
-	out := make([]string, 0, len(keys))
-	for _, k := range keys {
-		if _, ok := seen[k]; !ok {
-			seen[k] = struct{}{}
-			out = append(out, k)
-		}
-	}
-	return out
+	return "unknown"
 }

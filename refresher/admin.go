@@ -22,7 +22,7 @@ type Change struct {
 // Enable re-enables models as if the user had saved them (SPEC enable):
 // disabled state and counters are cleared, a running attempt becomes stale,
 // and the refresh is due at now.
-func Enable(ctx context.Context, store *models.Store, t models.Table, keys []string, now time.Time) ([]Change, error) {
+func Enable(ctx context.Context, store models.Store, t models.Table, keys []string, now time.Time) ([]Change, error) {
 	return change(ctx, store, t, keys, func(st policy.State) (policy.State, string) {
 		note := "enabled, refresh due now"
 		if !st.Disabled() {
@@ -35,7 +35,7 @@ func Enable(ctx context.Context, store *models.Store, t models.Table, keys []str
 // Trigger asks for a refresh now. A model whose attempt runs is left alone;
 // a disabled model is enabled (the user asked for a refresh); any other is
 // made due at now, keeping its failure counters.
-func Trigger(ctx context.Context, store *models.Store, t models.Table, keys []string, now time.Time) ([]Change, error) {
+func Trigger(ctx context.Context, store models.Store, t models.Table, keys []string, now time.Time) ([]Change, error) {
 	return change(ctx, store, t, keys, func(st policy.State) (policy.State, string) {
 		switch {
 		case st.Running():
@@ -50,10 +50,10 @@ func Trigger(ctx context.Context, store *models.Store, t models.Table, keys []st
 	})
 }
 
-func change(ctx context.Context, store *models.Store, t models.Table, keys []string,
+func change(ctx context.Context, store models.Store, t models.Table, keys []string,
 	fn func(policy.State) (policy.State, string)) ([]Change, error) {
 	var changes []Change
-	err := store.Tx(ctx, func(tx *models.Tx) error {
+	err := store.Tx(ctx, func(tx models.Tx) error {
 		changes = changes[:0]
 		rows, err := tx.LockByKeys(ctx, t, keys)
 		if err != nil {

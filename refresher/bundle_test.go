@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/refresher/refresher/models/mysqlstore"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
@@ -50,7 +52,7 @@ func (c *testClock) Advance(d time.Duration) time.Time {
 type testBundle struct {
 	t     *testing.T
 	db    *sql.DB
-	store *models.Store
+	store models.Store
 	rdb   *redis.Client
 	rio   *redisio.Client
 	clock *testClock
@@ -75,7 +77,7 @@ func setup(t *testing.T, o setupOpts) *testBundle {
 		input_url VARCHAR(255) NULL,
 		name VARCHAR(50) NULL)`)
 	require.NoError(t, err)
-	_, err = models.Migrate(ctx, db, []string{"items"}, io.Discard, false)
+	_, err = mysqlstore.Migrate(ctx, db, []string{"items"}, io.Discard, false)
 	require.NoError(t, err)
 
 	if o.rule == "" {
@@ -97,7 +99,7 @@ func setup(t *testing.T, o setupOpts) *testBundle {
 	}
 	clock := &testClock{now: t0}
 	return &testBundle{
-		t: t, db: db, store: models.New(db), rdb: rdb, rio: redisio.New(rdb), clock: clock, kind: kind,
+		t: t, db: db, store: mysqlstore.New(db), rdb: rdb, rio: redisio.New(rdb), clock: clock, kind: kind,
 		cfg: Config{
 			Kinds:      []Kind{kind},
 			InstanceID: "test-a",
@@ -150,7 +152,7 @@ func (b *testBundle) insert(uids ...string) {
 func (b *testBundle) state(uid string) policy.State {
 	b.t.Helper()
 	var st policy.State
-	err := b.store.Tx(context.Background(), func(tx *models.Tx) error {
+	err := b.store.Tx(context.Background(), func(tx models.Tx) error {
 		rows, err := tx.LockByKeys(context.Background(), b.kind.Table, []string{uid})
 		st = rows[uid].State
 		return err

@@ -63,7 +63,7 @@ func (d *dispatcher) loop(ctx context.Context) {
 		switch {
 		case err != nil:
 			d.metrics.Errors.WithLabelValues(d.kind.Name, "dispatch").Inc()
-			d.log.Error("dispatch pass failed", "err", withSchemaHint(err))
+			d.log.Error("dispatch pass failed", "err", err)
 			backoff = min(max(2*backoff, 100*time.Millisecond), 5*d.cfg.MaxSleep)
 			wait = backoff
 		case throttled:
@@ -123,7 +123,7 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	}
 
 	claimed := 0
-	err = d.store.Tx(bctx, func(tx *models.Tx) error {
+	err = d.store.Tx(bctx, func(tx models.Tx) error {
 		// Cleared, so that the last batch's rows and payloads can be freed.
 		clear(d.jobs[:cap(d.jobs)])
 		clear(d.starts[:cap(d.starts)])

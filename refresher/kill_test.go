@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/refresher/refresher/models/mysqlstore"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -79,7 +81,7 @@ func TestKillHelperProcess(t *testing.T) {
 func runChild(spec childSpec) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	db, err := models.Open(ctx, spec.DSN)
+	db, err := mysqlstore.Open(ctx, spec.DSN)
 	if err != nil {
 		return err
 	}
@@ -112,7 +114,7 @@ func runChild(spec childSpec) error {
 		FetchBlock: 100 * time.Millisecond,
 		Heartbeat:  2 * time.Second,
 		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("instance", spec.Instance),
-	}, models.New(db), redisio.New(rdb))
+	}, mysqlstore.New(db), redisio.New(rdb))
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ import (
 type kindRunner struct {
 	cfg     Config
 	kind    Kind
-	store   *models.Store
+	store   models.Store
 	rdb     *redisio.Client
 	clock   Clock
 	log     *slog.Logger

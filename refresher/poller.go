@@ -85,7 +85,7 @@ func (p *poller) recover(ctx context.Context) error {
 // 5s) so a down database or Redis is not hammered.
 func (p *poller) fail(ctx context.Context, what string, err error, backoff *time.Duration) {
 	p.metrics.Errors.WithLabelValues(p.kind.Name, "poll").Inc()
-	p.log.Error(what+" pass failed", "err", withSchemaHint(err))
+	p.log.Error(what+" pass failed", "err", err)
 	*backoff = min(max(2**backoff, 100*time.Millisecond), 5*time.Second)
 	t := time.NewTimer(*backoff)
 	defer t.Stop()
@@ -113,13 +113,14 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 	p.requeue = true // until acknowledged, the batch sits in the processing list
 
 	dead, earliest, err := p.applyBatch(bctx, msgs)
-	if err != nil && !transient(err) && len(msgs) > 1 {
-		// One message the database cannot take (e.g. a uid the key column's
-		// character set cannot hold) fails the whole statement; applied one
-		// by one, the others go through and it goes to the dead letters
-		// (see applyEach).
-		p.log.Warn("the database refused a batch of results; applying them one by one", "err", err)
-		dead, earliest, err = p.applyEach(bctx, msgs, err)
+	if err != nil && p.class(err) == models.ValueRefused {
+		// A value the database cannot hold (a uid the key column's
+		// character set cannot compare, a reason its charset cannot
+		// store, a value a trigger rejects) fails the whole statement;
+		// applied one by one, the others go through and the results that
+		// carry such values go to the dead letters (see applyEach).
+		p.log.Warn("the database refused a value in a batch of results; applying them one by one", "err", err)
+		dead, earliest, err = p.applyEach(bctx, msgs)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("apply %d results: %w", len(msgs), err)
@@ -154,7 +155,7 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 // commits. It returns the messages for the dead-letter list (undecodable, or
 // naming no row) and the earliest refresh_at it planned.
 func (p *poller) applyBatch(ctx context.Context, msgs []redisio.Message) (dead []redisio.Message, earliest time.Time, err error) {
-	err = p.store.Tx(ctx, func(tx *models.Tx) error {
+	err = p.store.Tx(ctx, func(tx models.Tx) error {
 		dead, earliest = dead[:0], time.Time{}
 		p.tally.reset()
 		keys := make([]string, 0, len(msgs))
@@ -214,23 +215,21 @@ func (p *poller) applyBatch(ctx context.Context, msgs []redisio.Message) (dead [
 	return dead, earliest, nil
 }
 
-// applyEach applies msgs one transaction each, after batchErr refused
-// them together. A message the database refuses while others of the batch
-// go through is the culprit: it goes to the dead letters with the
-// database's error. When none goes through, the database or the schema is
-// at fault (a missing table, a read-only server), not the results: it
-// returns batchErr and the batch waits in Redis to be tried again. A
-// transient error (an outage) stops at once, likewise.
-func (p *poller) applyEach(ctx context.Context, msgs []redisio.Message, batchErr error) (dead []redisio.Message, earliest time.Time, err error) {
-	var refused []redisio.Message
+// applyEach applies msgs one transaction each, after the database refused
+// a value of their batch. A message whose own transaction is refused for a
+// value (models.ValueRefused) goes to the dead letters with the database's
+// error, even when every message of the batch is like that. Any other error
+// (an outage, a missing table or privilege, a read-only server) stops at
+// once: the batch waits in Redis to be tried again.
+func (p *poller) applyEach(ctx context.Context, msgs []redisio.Message) (dead []redisio.Message, earliest time.Time, err error) {
 	for _, m := range msgs {
 		d, e, err := p.applyBatch(ctx, []redisio.Message{m})
 		if err != nil {
-			if transient(err) {
+			if p.class(err) != models.ValueRefused {
 				return nil, time.Time{}, err
 			}
 			m.Err = fmt.Errorf("cannot apply this result: the database refused it: %w", err)
-			refused = append(refused, m)
+			dead = append(dead, m)
 			continue
 		}
 		dead = append(dead, d...)
@@ -238,10 +237,16 @@ func (p *poller) applyEach(ctx context.Context, msgs []redisio.Message, batchErr
 			earliest = e
 		}
 	}
-	if len(refused) == len(msgs) {
-		return nil, time.Time{}, batchErr
+	return dead, earliest, nil
+}
+
+// class classifies an error of the store; a stop by a test hook is
+// transient.
+func (p *poller) class(err error) models.ErrorClass {
+	if errors.Is(err, errCrashed) {
+		return models.Transient
 	}
-	return append(dead, refused...), earliest, nil
+	return p.store.Classify(err)
 }
 
 // apply takes the transition of one current result.

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/refresher/refresher/models/mysqlstore"
+
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -35,7 +37,7 @@ type running struct {
 // runOn runs a service with the bundle's config (as changed by mod) on the
 // given store and Redis client until ctx ends, stop is called or the test
 // ends.
-func (b *testBundle) runOn(ctx context.Context, store *models.Store, rio *redisio.Client, mod func(*Config)) *running {
+func (b *testBundle) runOn(ctx context.Context, store models.Store, rio *redisio.Client, mod func(*Config)) *running {
 	b.t.Helper()
 	cfg := b.cfg
 	if mod != nil {
@@ -110,7 +112,7 @@ func (b *testBundle) sendAll(rs ...redisio.Result) {
 func (b *testBundle) states(uids []string) map[string]policy.State {
 	b.t.Helper()
 	out := make(map[string]policy.State, len(uids))
-	err := b.store.Tx(context.Background(), func(tx *models.Tx) error {
+	err := b.store.Tx(context.Background(), func(tx models.Tx) error {
 		rows, err := tx.LockByKeys(context.Background(), b.kind.Table, uids)
 		for k, r := range rows {
 			out[k] = r.State
@@ -580,10 +582,10 @@ func TestMySQLOutageLosesNothing(t *testing.T) {
 	b := setup(t, setupOpts{timeout: time.Hour})
 	uids := b.insertN(10, t0)
 	proxy := testenv.NewProxy(t, baseMySQL(t).Addr)
-	db, err := models.Open(context.Background(), b.dsnVia(proxy.Addr))
+	db, err := mysqlstore.Open(context.Background(), b.dsnVia(proxy.Addr))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
-	r := b.runOn(context.Background(), models.New(db), b.rio, nil)
+	r := b.runOn(context.Background(), mysqlstore.New(db), b.rio, nil)
 
 	jobs := b.popJobs(len(uids))
 	b.sendAll(

@@ -13,12 +13,12 @@ import (
 // Service runs the dispatcher and the poller of every configured kind.
 type Service struct {
 	cfg   Config
-	store *models.Store
+	store models.Store
 	rdb   *redisio.Client
 }
 
 // New checks cfg and returns a Service on the given database and Redis.
-func New(cfg Config, store *models.Store, rdb *redisio.Client) (*Service, error) {
+func New(cfg Config, store models.Store, rdb *redisio.Client) (*Service, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("refresher config: %w", err)

@@ -23,7 +23,7 @@ func init() {
 	)
 }
 
-type adminFunc func(ctx context.Context, store *models.Store, t models.Table, keys []string, now time.Time) ([]refresher.Change, error)
+type adminFunc func(ctx context.Context, store models.Store, t models.Table, keys []string, now time.Time) ([]refresher.Change, error)
 
 // adminCmd builds `refresher enable|trigger --kind K UID...`; both print one
 // line per model saying what changed.
@@ -34,16 +34,16 @@ func adminCmd(name, short string, fn adminFunc) *cobra.Command {
 		Short: short,
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, keys []string) error {
-			c, db, err := loadAndOpen(cmd.Context(), path)
+			c, store, err := loadAndOpen(cmd.Context(), path)
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			defer store.Close()
 			k, err := c.Kind(kind)
 			if err != nil {
 				return err
 			}
-			changes, err := fn(cmd.Context(), models.New(db), table(k), keys, refresher.SystemClock{}.Now())
+			changes, err := fn(cmd.Context(), store, table(k), keys, refresher.SystemClock{}.Now())
 			if err != nil {
 				return err
 			}

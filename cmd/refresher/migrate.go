@@ -2,8 +2,6 @@ package main
 
 import (
 	"github.com/spf13/cobra"
-
-	"github.com/refresher/refresher/models"
 )
 
 func init() { commands = append(commands, newMigrateCmd) }
@@ -20,16 +18,16 @@ It never drops or changes the application's own columns. With --print it
 shows the SQL for a DBA instead of running it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, db, err := loadAndOpen(cmd.Context(), path)
+			c, store, err := loadAndOpen(cmd.Context(), path)
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			defer store.Close()
 			tables := make([]string, len(c.Kinds))
 			for i := range c.Kinds {
 				tables[i] = c.Kinds[i].Table
 			}
-			_, err = models.Migrate(cmd.Context(), db, tables, cmd.OutOrStdout(), print)
+			_, err = store.Migrate(cmd.Context(), tables, cmd.OutOrStdout(), print)
 			return err
 		},
 	}

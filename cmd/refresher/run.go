@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,26 +35,26 @@ way: unapplied results stay in Redis, unanswered attempts time out).
 Configuration comes from --config and the REFRESHER_* environment variables.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, db, err := loadAndOpen(cmd.Context(), path)
+			c, store, err := loadAndOpen(cmd.Context(), path)
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			defer store.Close()
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			return runService(cmd.Context(), c, db, log)
+			return runService(cmd.Context(), c, store, log)
 		},
 	}
 	configFlag(cmd, &path)
 	return cmd
 }
 
-func runService(ctx context.Context, c *config.Config, db *sql.DB, log *slog.Logger) error {
+func runService(ctx context.Context, c *config.Config, store models.Store, log *slog.Logger) error {
 	rdb, err := openRedis(ctx, c.Redis)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
-	svc, err := refresher.New(serviceConfig(c, log), models.New(db), redisio.New(rdb))
+	svc, err := refresher.New(serviceConfig(c, log), store, redisio.New(rdb))
 	if err != nil {
 		return err
 	}

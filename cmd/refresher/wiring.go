@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"log/slog"
 
@@ -11,6 +10,7 @@ import (
 
 	"github.com/refresher/refresher/config"
 	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/models/stores"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
 	"github.com/refresher/refresher/refresher"
@@ -57,17 +57,17 @@ func configFlag(cmd *cobra.Command, path *string) {
 }
 
 // loadAndOpen loads the configuration (file and REFRESHER_* environment) and
-// opens and pings its database.
-func loadAndOpen(ctx context.Context, path string) (*config.Config, *sql.DB, error) {
+// opens and pings its database, with the driver its URL names.
+func loadAndOpen(ctx context.Context, path string) (*config.Config, models.Store, error) {
 	c, err := config.Load(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	db, err := models.Open(ctx, c.Database)
+	store, err := stores.Open(ctx, c.Database, stores.Options{MaxConnections: c.MaxConnections})
 	if err != nil {
 		return nil, nil, err
 	}
-	return c, db, nil
+	return c, store, nil
 }
 
 // openRedis connects to the configured Redis and pings it.

@@ -1,10 +1,12 @@
-package models
+package mysqlstore
 
 import (
 	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/refresher/refresher/models"
 )
 
 // quoteIdent returns name as a backquoted MySQL identifier. It refuses names
@@ -27,32 +29,13 @@ func quoteIdent(name string) (string, error) {
 	return "`" + strings.ReplaceAll(name, "`", "``") + "`", nil
 }
 
-// Names of the SPEC section 2 columns.
+// Limits of the MySQL column types (the same as models.Schema's).
 const (
-	ColRefreshAt          = "refresh_at"
-	ColAttemptUID         = "refresh_attempt_uid"
-	ColAttemptAt          = "refresh_attempt_at"
-	ColAttemptNo          = "refresh_attempt_no"
-	ColTimeoutAt          = "refresh_timeout_at"
-	ColDisabledUntil      = "refresh_disabled_until_update"
-	ColDisabledReason     = "refresh_disabled_user_friendly_reason"
-	ColRRule              = "refresh_rrule"
-	ColFailingSince       = "refresh_failing_since"
-	ColLastSuccessAt      = "refresh_last_success_at"
-	ColLastError          = "refresh_last_error"
-	ColStatus             = "refresh_status"
 	maxReasonLen          = 1024 // VARCHAR(1024) of the reason and error columns
 	maxStatusLen          = 255  // VARCHAR(255) of refresh_status
 	attemptUIDLen         = 20   // CHAR(20): an xid
 	placeholdersPerSelect = 5000 // keys per LockByKeys query
 )
-
-// Columns lists the 12 refresh columns in SPEC order.
-var Columns = []string{
-	ColRefreshAt, ColAttemptUID, ColAttemptAt, ColAttemptNo, ColTimeoutAt,
-	ColDisabledUntil, ColDisabledReason, ColRRule, ColFailingSince,
-	ColLastSuccessAt, ColLastError, ColStatus,
-}
 
 // numStateColumns is the number of stateColumns.
 const numStateColumns = 11
@@ -60,7 +43,7 @@ const numStateColumns = 11
 // stateColumns are the 11 columns the service writes: all but refresh_rrule,
 // which belongs to the application (the service only reads it).
 var stateColumns = [numStateColumns]string{
-	ColRefreshAt, ColAttemptUID, ColAttemptAt, ColAttemptNo, ColTimeoutAt,
-	ColDisabledUntil, ColDisabledReason, ColFailingSince,
-	ColLastSuccessAt, ColLastError, ColStatus,
+	models.ColRefreshAt, models.ColAttemptUID, models.ColAttemptAt, models.ColAttemptNo, models.ColTimeoutAt,
+	models.ColDisabledUntil, models.ColDisabledReason, models.ColFailingSince,
+	models.ColLastSuccessAt, models.ColLastError, models.ColStatus,
 }

@@ -1,4 +1,4 @@
-package models
+package mysqlstore
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/refresher/refresher/models"
 
 	"github.com/refresher/refresher/internal/jsontext"
 	"github.com/refresher/refresher/policy"
@@ -42,7 +44,7 @@ const maxSaveBatch = 1000
 // column) takes before the row's lock; writing by Key while holding the row
 // would deadlock with them. Rows built by hand (only Key set) are written by
 // Key in a separate statement.
-func (tx *Tx) Save(ctx context.Context, t Table, rows []Row) error {
+func (tx *Tx) Save(ctx context.Context, t models.Table, rows []models.Row) error {
 	q, err := tx.s.compile(ctx, t)
 	if err != nil {
 		return err
@@ -51,7 +53,7 @@ func (tx *Tx) Save(ctx context.Context, t Table, rows []Row) error {
 	for _, g := range groupByID(q, rows, nil, false) {
 		for start := 0; start < len(g.rows); start += maxSaveBatch {
 			end := min(start+maxSaveBatch, len(g.rows))
-			query, args := jsonUpdate(q, g.by, g.meta, q.meta.cols[ColAttemptUID], g.cols, g.ids[start:end], g.rows[start:end], nil)
+			query, args := jsonUpdate(q, g.by, g.meta, q.meta.cols[models.ColAttemptUID], g.cols, g.ids[start:end], g.rows[start:end], nil)
 			if _, err := tx.tx.ExecContext(ctx, query, args...); err != nil {
 				return fmt.Errorf("save %d rows of %s: %w", end-start, q.table, err)
 			}
@@ -70,7 +72,7 @@ func (tx *Tx) Save(ctx context.Context, t Table, rows []Row) error {
 //
 // The count is MySQL's affected rows: a row already holding exactly the
 // given state counts as not written.
-func (s *Store) SaveIfAttempt(ctx context.Context, t Table, rows []Row, attemptUIDs []string) (int, error) {
+func (s *Store) SaveIfAttempt(ctx context.Context, t models.Table, rows []models.Row, attemptUIDs []string) (int, error) {
 	if len(rows) != len(attemptUIDs) {
 		return 0, fmt.Errorf("save rows of %s if attempt: %d rows but %d attempt UIDs", t.Name, len(rows), len(attemptUIDs))
 	}
@@ -83,7 +85,7 @@ func (s *Store) SaveIfAttempt(ctx context.Context, t Table, rows []Row, attemptU
 	for _, g := range groupByID(q, rows, attemptUIDs, true) {
 		for start := 0; start < len(g.rows); start += maxSaveBatch {
 			end := min(start+maxSaveBatch, len(g.rows))
-			query, args := jsonUpdate(q, g.by, g.meta, q.meta.cols[ColAttemptUID], g.cols, g.ids[start:end], g.rows[start:end], g.guard[start:end])
+			query, args := jsonUpdate(q, g.by, g.meta, q.meta.cols[models.ColAttemptUID], g.cols, g.ids[start:end], g.rows[start:end], g.guard[start:end])
 			res, err := s.db.ExecContext(ctx, query, args...)
 			if err != nil {
 				return written, fmt.Errorf("save %d rows of %s if attempt: %w", end-start, q.table, err)
@@ -104,7 +106,7 @@ type saveGroup struct {
 	meta  colMeta // its type
 	cols  columnSet
 	ids   []string
-	rows  []*Row
+	rows  []*models.Row
 	guard []string
 }
 
@@ -112,24 +114,24 @@ type saveGroup struct {
 // it) and the others (written by Key), dropping empty groups. Unless all,
 // it leaves out rows that did not change since they were read, and each
 // group's cols are the columns that changed in any of its rows.
-func groupByID(q compiled, rows []Row, guard []string, all bool) []saveGroup {
+func groupByID(q compiled, rows []models.Row, guard []string, all bool) []saveGroup {
 	byID := saveGroup{by: q.id, meta: q.meta.cols[strings.ToLower(q.meta.pk)]}
 	byKey := saveGroup{by: q.key, meta: q.meta.cols[strings.ToLower(q.keyName)]}
 	for i := range rows {
 		r := &rows[i]
 		cols := allColumns
 		if !all {
-			if cols = r.changed(); cols == 0 {
+			if cols = changed(r); cols == 0 {
 				continue
 			}
 		}
 		g := &byKey
 		id := r.Key
-		if q.id != "" && r.id != "" {
-			g, id = &byID, r.id
+		if q.id != "" && r.Loaded.ID != "" {
+			g, id = &byID, r.Loaded.ID
 		}
 		if g.rows == nil {
-			g.ids, g.rows = make([]string, 0, len(rows)-i), make([]*Row, 0, len(rows)-i)
+			g.ids, g.rows = make([]string, 0, len(rows)-i), make([]*models.Row, 0, len(rows)-i)
 		}
 		g.cols |= cols
 		g.ids = append(g.ids, id)
@@ -156,13 +158,13 @@ func (s columnSet) has(c int) bool { return s&(1<<c) != 0 }
 
 // changed returns the columns whose value differs from the one read; all of
 // them for a row that was not read from the database.
-func (r *Row) changed() columnSet {
-	if !r.fromDB {
+func changed(r *models.Row) columnSet {
+	if !r.Loaded.OK {
 		return allColumns
 	}
 	var s columnSet
 	for c := range numStateColumns {
-		if !sameColumn(c, &r.read, &r.State) {
+		if !sameColumn(c, &r.Loaded.State, &r.State) {
 			s |= 1 << c
 		}
 	}
@@ -228,7 +230,7 @@ func columnValue(c int, s *policy.State) any {
 }
 
 // uniform returns the columns of cols that hold one value in all rows.
-func uniform(cols columnSet, rows []*Row) columnSet {
+func uniform(cols columnSet, rows []*models.Row) columnSet {
 	var u columnSet
 	for c := range numStateColumns {
 		if !cols.has(c) {
@@ -284,7 +286,7 @@ var jsonTypes = []string{"DATETIME(6)", "CHAR(20)", "DATETIME(6)", "INT", "DATET
 // index. So the id is declared as an integer for integer columns and
 // otherwise converted to the column's character set and collation
 // (matchExpr), and the same is done for the guard.
-func jsonUpdate(q compiled, by string, byMeta, uidMeta colMeta, cols columnSet, ids []string, rows []*Row, guard []string) (string, []any) {
+func jsonUpdate(q compiled, by string, byMeta, uidMeta colMeta, cols columnSet, ids []string, rows []*models.Row, guard []string) (string, []any) {
 	same := uniform(cols, rows)
 	perRow := cols &^ same
 	doc := make([]byte, 0, 64+len(rows)*(40+30*bits.OnesCount16(uint16(perRow))))
@@ -322,7 +324,7 @@ func jsonUpdate(q compiled, by string, byMeta, uidMeta colMeta, cols columnSet, 
 	}
 	b.WriteString(")) AS j ON t." + by + " = " + keyExpr)
 	if guard != nil {
-		b.WriteString(" AND t.`" + ColAttemptUID + "` <=> " + guardExpr)
+		b.WriteString(" AND t.`" + models.ColAttemptUID + "` <=> " + guardExpr)
 	}
 	b.WriteString(" SET ")
 	args := []any{string(doc)}
@@ -427,7 +429,7 @@ func nullString(s string, max int) any {
 
 // lastWins drops all but the last occurrence of each key, keeping order
 // (and guard aligned with rows).
-func lastWins(rows []Row, guard []string) ([]Row, []string) {
+func lastWins(rows []models.Row, guard []string) ([]models.Row, []string) {
 	last := make(map[string]int, len(rows))
 	for i, r := range rows {
 		last[r.Key] = i
@@ -435,7 +437,7 @@ func lastWins(rows []Row, guard []string) ([]Row, []string) {
 	if len(last) == len(rows) {
 		return rows, guard
 	}
-	outRows := make([]Row, 0, len(last))
+	outRows := make([]models.Row, 0, len(last))
 	var outGuard []string
 	for i, r := range rows {
 		if last[r.Key] != i {

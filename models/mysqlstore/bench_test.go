@@ -1,4 +1,4 @@
-package models
+package mysqlstore
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/refresher/refresher/models"
 
 	"github.com/refresher/refresher/internal/testenv"
 	"github.com/refresher/refresher/policy"
@@ -23,7 +25,7 @@ import (
 // the column's own collation (parameters are coercible), so it needs no
 // column metadata; but each row is compared with every WHEN of every
 // column, so its cost grows with the square of the batch.
-func caseUpdate(q compiled, by string, ids []string, rows []Row, guard []string) (string, []any) {
+func caseUpdate(q compiled, by string, ids []string, rows []models.Row, guard []string) (string, []any) {
 	n := len(rows)
 	args := make([]any, 0, n*(2*len(stateColumns)+1)+2*len(guard))
 	vals := make([][]any, n)
@@ -56,7 +58,7 @@ func caseUpdate(q compiled, by string, ids []string, rows []Row, guard []string)
 	}
 	b.WriteString(")")
 	if guard != nil {
-		fmt.Fprintf(&b, " AND `%s` <=> CASE %s", ColAttemptUID, by)
+		fmt.Fprintf(&b, " AND `%s` <=> CASE %s", models.ColAttemptUID, by)
 		for i := range rows {
 			b.WriteString(" WHEN ? THEN ?")
 			args = append(args, ids[i], nullString(guard[i], attemptUIDLen))
@@ -66,17 +68,17 @@ func caseUpdate(q compiled, by string, ids []string, rows []Row, guard []string)
 	return b.String(), args
 }
 
-type updateBuilder func(q compiled, by string, ids []string, rows []Row, guard []string) (string, []any)
+type updateBuilder func(q compiled, by string, ids []string, rows []models.Row, guard []string) (string, []any)
 
 var strategies = []struct {
 	name  string
 	build updateBuilder
-}{{"case", caseUpdate}, {"json_table", func(q compiled, by string, ids []string, rows []Row, guard []string) (string, []any) {
-	ptrs := make([]*Row, len(rows))
+}{{"case", caseUpdate}, {"json_table", func(q compiled, by string, ids []string, rows []models.Row, guard []string) (string, []any) {
+	ptrs := make([]*models.Row, len(rows))
 	for i := range rows {
 		ptrs[i] = &rows[i]
 	}
-	return jsonUpdate(q, by, q.meta.cols[strings.ToLower(q.keyName)], q.meta.cols[ColAttemptUID], allColumns, ids, ptrs, guard)
+	return jsonUpdate(q, by, q.meta.cols[strings.ToLower(q.keyName)], q.meta.cols[models.ColAttemptUID], allColumns, ids, ptrs, guard)
 }}}
 
 // TestBulkUpdateStrategies checks that both strategies write every column
@@ -95,7 +97,7 @@ func TestBulkUpdateStrategies(t *testing.T) {
 				insertItems(t, db, 2000) // enough for the optimizer to prefer the index
 				q, err := s.compile(ctx, tbl)
 				must(t, err)
-				rows := []Row{{Key: "1", State: fullState(1)}, {Key: "2"}, {Key: "3", State: fullState(3)}}
+				rows := []models.Row{{Key: "1", State: fullState(1)}, {Key: "2"}, {Key: "3", State: fullState(3)}}
 				query, args := st.build(q, q.key, []string{"1", "2", "3"}, rows, nil)
 				_, err = db.ExecContext(ctx, query, args...)
 				must(t, err)
@@ -109,7 +111,7 @@ func TestBulkUpdateStrategies(t *testing.T) {
 				}
 				// Guarded: only row 1 still runs attempt fullState(1).AttemptUID.
 				guard := []string{fullState(1).AttemptUID, "x", "y"}
-				query, args = st.build(q, q.key, []string{"1", "2", "3"}, []Row{{Key: "1"}, {Key: "2", State: fullState(2)}, {Key: "3"}}, guard)
+				query, args = st.build(q, q.key, []string{"1", "2", "3"}, []models.Row{{Key: "1"}, {Key: "2", State: fullState(2)}, {Key: "3"}}, guard)
 				res, err := db.ExecContext(ctx, query, args...)
 				must(t, err)
 				n, _ := res.RowsAffected()
@@ -140,11 +142,11 @@ func BenchmarkSave(b *testing.B) {
 				insertItems(b, db, n)
 				q, err := New(db).compile(ctx, tbl)
 				must(b, err)
-				rows := make([]Row, n)
+				rows := make([]models.Row, n)
 				ids := make([]string, n)
 				for i := range rows {
 					ids[i] = fmt.Sprint(i + 1)
-					rows[i] = Row{Key: ids[i], State: fullState(i)}
+					rows[i] = models.Row{Key: ids[i], State: fullState(i)}
 				}
 				b.ResetTimer()
 				for it := 0; b.Loop(); it++ {

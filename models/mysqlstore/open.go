@@ -1,4 +1,4 @@
-package models
+package mysqlstore
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 // openHint ends connection errors: where the DSN comes from.
 const openHint = `check "database:" in the config or REFRESHER_DATABASE, and that MySQL is running`
 
-// Open opens the MySQL/MariaDB database named by dsn (go-sql-driver format,
-// "user:pass@tcp(host:3306)/app") the way refresher needs it, whatever the
+// Open opens the MySQL/MariaDB database named by dsn (a mysql:// URL, see
+// DSN, or go-sql-driver format, "user:pass@tcp(host:3306)/app") the way refresher needs it, whatever the
 // DSN says about these settings:
 //
 //   - parseTime=true and loc=UTC: DATETIME columns scan into UTC time.Time;
@@ -25,6 +25,10 @@ const openHint = `check "database:" in the config or REFRESHER_DATABASE, and tha
 // It pings the server and returns an error naming the host and database and
 // where to fix the DSN when that fails.
 func Open(ctx context.Context, dsn string) (*sql.DB, error) {
+	dsn, err := DSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("%w (%s)", err, openHint)
+	}
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("parse database DSN: %w (%s)", err, openHint)

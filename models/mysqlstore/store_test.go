@@ -1,4 +1,4 @@
-package models
+package mysqlstore
 
 import (
 	"context"
@@ -11,19 +11,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/refresher/refresher/models"
+
 	"github.com/refresher/refresher/policy"
 )
 
 // itemsTable creates table "items" with a key column of keyType plus some
-// payload columns, migrates it, and returns its Table.
-func itemsTable(t testing.TB, db *sql.DB, keyType string) Table {
+// payload columns, migrates it, and returns its models.Table.
+func itemsTable(t testing.TB, db *sql.DB, keyType string) models.Table {
 	t.Helper()
 	exec(t, db, "CREATE TABLE items (id BIGINT AUTO_INCREMENT PRIMARY KEY, k "+keyType+" NOT NULL, "+
 		"input_url VARCHAR(255) NULL, size INT NULL, price DECIMAL(10,2) NULL, ratio DOUBLE NULL, "+
 		"created DATETIME(6) NULL, day DATE NULL, raw VARBINARY(16) NULL, doc JSON NULL, UNIQUE KEY uk (k))")
 	_, err := Migrate(context.Background(), db, []string{"items"}, io.Discard, false)
 	must(t, err)
-	return Table{Name: "items", Key: "k", Payload: []string{"input_url", "size", "price", "ratio", "created", "day", "raw", "doc"}}
+	return models.Table{Name: "items", Key: "k", Payload: []string{"input_url", "size", "price", "ratio", "created", "day", "raw", "doc"}}
 }
 
 // fullState sets every column, with microseconds.
@@ -61,17 +63,17 @@ func insertItems(t testing.TB, db *sql.DB, n int) {
 	}
 }
 
-func lockAll(t testing.TB, s *Store, tbl Table, keys ...string) map[string]Row {
+func lockAll(t testing.TB, s *Store, tbl models.Table, keys ...string) map[string]models.Row {
 	t.Helper()
-	var got map[string]Row
-	must(t, s.Tx(context.Background(), func(tx *Tx) (err error) {
+	var got map[string]models.Row
+	must(t, s.Tx(context.Background(), func(tx models.Tx) (err error) {
 		got, err = tx.LockByKeys(context.Background(), tbl, keys)
 		return err
 	}))
 	return got
 }
 
-func keysOf(rows []Row) []string {
+func keysOf(rows []models.Row) []string {
 	out := []string{}
 	for _, r := range rows {
 		out = append(out, r.Key)
@@ -87,13 +89,13 @@ func TestCheck(t *testing.T) {
 	tbl := itemsTable(t, db, "CHAR(20)")
 	must(t, s.Check(ctx, tbl))
 
-	err := s.Check(ctx, Table{Name: "nope", Key: "k"})
+	err := s.Check(ctx, models.Table{Name: "nope", Key: "k"})
 	errContains(t, err, "table `nope` does not exist", "`table:`")
 
-	err = s.Check(ctx, Table{Name: "items", Key: "kk", Payload: []string{"input_url", "url2", "size3"}})
+	err = s.Check(ctx, models.Table{Name: "items", Key: "kk", Payload: []string{"input_url", "url2", "size3"}})
 	errContains(t, err, `no key column "kk"`, "`key:`", `no payload column(s) "url2", "size3"`, "`payload:`")
 
-	err = s.Check(ctx, Table{Name: "items", Key: "input_url"})
+	err = s.Check(ctx, models.Table{Name: "items", Key: "input_url"})
 	errContains(t, err, `key column "input_url" of table `+"`items`"+` has no unique index`)
 
 	exec(t, db, "ALTER TABLE items DROP COLUMN refresh_status, DROP COLUMN refresh_rrule")
@@ -101,10 +103,10 @@ func TestCheck(t *testing.T) {
 	errContains(t, err, "lacks refresh column(s) refresh_rrule, refresh_status", "run `refresher migrate --config FILE`")
 
 	exec(t, db, "CREATE TABLE bare (id INT PRIMARY KEY)")
-	err = s.Check(ctx, Table{Name: "bare", Key: "id"})
+	err = s.Check(ctx, models.Table{Name: "bare", Key: "id"})
 	errContains(t, err, "lacks refresh column(s) refresh_at, refresh_attempt_uid,")
 
-	err = s.Check(ctx, Table{Name: "items", Key: ""})
+	err = s.Check(ctx, models.Table{Name: "items", Key: ""})
 	errContains(t, err, "empty table or column name")
 }
 
@@ -124,8 +126,8 @@ func TestClaimDue(t *testing.T) {
 	}
 	insertItem(t, db, 9, time.Time{})
 
-	var got []Row
-	must(t, s.Tx(ctx, func(tx *Tx) (err error) {
+	var got []models.Row
+	must(t, s.Tx(ctx, func(tx models.Tx) (err error) {
 		got, err = tx.ClaimDue(ctx, tbl, now, time.Time{}, 100)
 		return err
 	}))
@@ -133,14 +135,14 @@ func TestClaimDue(t *testing.T) {
 	eq(t, got[0].State.RefreshAt, now.Add(-3*time.Hour))
 	eq(t, got[4].State.RefreshAt, now.Add(-time.Microsecond), "microseconds")
 
-	must(t, s.Tx(ctx, func(tx *Tx) (err error) {
+	must(t, s.Tx(ctx, func(tx models.Tx) (err error) {
 		got, err = tx.ClaimDue(ctx, tbl, now, time.Time{}, 2)
 		return err
 	}))
 	eq(t, keysOf(got), []string{"2", "5"}, "limit")
 
 	// The cursor starts the scan at from, inclusive.
-	must(t, s.Tx(ctx, func(tx *Tx) (err error) {
+	must(t, s.Tx(ctx, func(tx models.Tx) (err error) {
 		got, err = tx.ClaimDue(ctx, tbl, now, now.Add(-time.Hour), 3)
 		return err
 	}))
@@ -151,7 +153,7 @@ func TestClaimDue(t *testing.T) {
 	eq(t, ok, true)
 	eq(t, next, now.Add(-3*time.Hour), "NextDue")
 
-	must(t, s.Tx(ctx, func(tx *Tx) error {
+	must(t, s.Tx(ctx, func(tx models.Tx) error {
 		_, err := tx.ClaimDue(ctx, tbl, now, time.Time{}, 0)
 		errContains(t, err, "limit 0 must be positive")
 		return nil
@@ -191,7 +193,7 @@ func TestClaimDueSkipLocked(t *testing.T) {
 	both.Add(2)
 	for w := range 2 {
 		wg.Go(func() {
-			err := s.Tx(ctx, func(tx *Tx) error {
+			err := s.Tx(ctx, func(tx models.Tx) error {
 				rows, err := tx.ClaimDue(ctx, tbl, base, time.Time{}, 25)
 				claimed[w] = keysOf(rows)
 				both.Done()
@@ -234,13 +236,13 @@ func TestSaveRoundTrip(t *testing.T) {
 				insertItem(t, db, i, base)
 			}
 			exec(t, db, "UPDATE items SET refresh_rrule = 'RRULE:FREQ=DAILY' WHERE k = 2")
-			rows := []Row{
+			rows := []models.Row{
 				{Key: "1", State: fullState(1), Rule: "ignored"},
 				{Key: "2", State: policy.State{}}, // every NULL
 				{Key: "3", State: fullState(3)},
 				{Key: "404", State: fullState(4)}, // no such row: ignored
 			}
-			must(t, s.Tx(ctx, func(tx *Tx) error { return tx.Save(ctx, tbl, rows) }))
+			must(t, s.Tx(ctx, func(tx models.Tx) error { return tx.Save(ctx, tbl, rows) }))
 			got := lockAll(t, s, tbl, "1", "2", "3", "404")
 			eq(t, len(got), 3, "rows found")
 			for _, r := range rows[:3] {
@@ -264,8 +266,8 @@ func TestSaveLimitsAndDuplicates(t *testing.T) {
 	insertItem(t, db, "a", base)
 	long := strings.Repeat("é", 2000)
 	st := policy.State{LastError: long, DisabledReason: "bad \xff byte", Status: long, AttemptNo: 1}
-	must(t, s.Tx(ctx, func(tx *Tx) error {
-		return tx.Save(ctx, tbl, []Row{{Key: "a", State: policy.State{AttemptNo: 9}}, {Key: "a", State: st}})
+	must(t, s.Tx(ctx, func(tx models.Tx) error {
+		return tx.Save(ctx, tbl, []models.Row{{Key: "a", State: policy.State{AttemptNo: 9}}, {Key: "a", State: st}})
 	}))
 	got := lockAll(t, s, tbl, "a")["a"].State
 	eq(t, got.AttemptNo, 1, "last row wins")
@@ -281,11 +283,11 @@ func TestSaveBatches(t *testing.T) {
 	s := New(db)
 	tbl := itemsTable(t, db, "INT")
 	insertItems(t, db, 2500)
-	rows := make([]Row, 2500)
+	rows := make([]models.Row, 2500)
 	for i := range rows {
-		rows[i] = Row{Key: fmt.Sprint(i + 1), State: fullState(i)}
+		rows[i] = models.Row{Key: fmt.Sprint(i + 1), State: fullState(i)}
 	}
-	must(t, s.Tx(ctx, func(tx *Tx) error { return tx.Save(ctx, tbl, rows) }))
+	must(t, s.Tx(ctx, func(tx models.Tx) error { return tx.Save(ctx, tbl, rows) }))
 	var n int
 	must(t, db.QueryRow("SELECT COUNT(*) FROM items WHERE refresh_attempt_no = k + 2").Scan(&n))
 	eq(t, n, 2500, "rows written across batches")
@@ -306,14 +308,14 @@ func TestSaveIfAttempt(t *testing.T) {
 		st.AttemptUID = "attempt-" + k
 		started[k] = st
 	}
-	must(t, s.Tx(ctx, func(tx *Tx) error {
-		return tx.Save(ctx, tbl, []Row{{Key: "a", State: started["a"]}, {Key: "b", State: started["b"]}, {Key: "c", State: started["c"]}})
+	must(t, s.Tx(ctx, func(tx models.Tx) error {
+		return tx.Save(ctx, tbl, []models.Row{{Key: "a", State: started["a"]}, {Key: "b", State: started["b"]}, {Key: "c", State: started["c"]}})
 	}))
 	// Meanwhile b's attempt was replaced (say by an enable).
 	exec(t, db, "UPDATE items SET refresh_attempt_uid = NULL, refresh_at = ? WHERE k = 'b'", dbTime(base.Add(time.Hour)))
 
 	before := policy.State{RefreshAt: base, AttemptNo: 2, LastError: "was failing", FailingSince: base.Add(-time.Hour)}
-	undo := []Row{{Key: "a", State: before}, {Key: "b", State: before}, {Key: "c", State: before}, {Key: "d", State: before}}
+	undo := []models.Row{{Key: "a", State: before}, {Key: "b", State: before}, {Key: "c", State: before}, {Key: "d", State: before}}
 	n, err := s.SaveIfAttempt(ctx, tbl, undo, []string{"attempt-a", "attempt-b", "attempt-c", "attempt-d"})
 	must(t, err)
 	eq(t, n, 2, "rows undone")
@@ -325,7 +327,7 @@ func TestSaveIfAttempt(t *testing.T) {
 	eq(t, got["d"].State, policy.State{RefreshAt: base}, "d untouched: its uid was NULL")
 
 	// "" guards on NULL.
-	n, err = s.SaveIfAttempt(ctx, tbl, []Row{{Key: "d", State: before}}, []string{""})
+	n, err = s.SaveIfAttempt(ctx, tbl, []models.Row{{Key: "d", State: before}}, []string{""})
 	must(t, err)
 	eq(t, n, 1)
 	eq(t, lockAll(t, s, tbl, "d")["d"].State, before)
@@ -356,12 +358,12 @@ func TestLockByKeys(t *testing.T) {
 
 			// ClaimDue reads the payload, each type as jobs carry it.
 			exec(t, db, "UPDATE items SET refresh_at = ?", dbTime(base))
-			var claimed []Row
-			must(t, s.Tx(context.Background(), func(tx *Tx) (err error) {
+			var claimed []models.Row
+			must(t, s.Tx(context.Background(), func(tx models.Tx) (err error) {
 				claimed, err = tx.ClaimDue(context.Background(), tbl, base, time.Time{}, 10)
 				return err
 			}))
-			got = map[string]Row{}
+			got = map[string]models.Row{}
 			for _, r := range claimed {
 				got[r.Key] = r
 			}
@@ -392,7 +394,7 @@ func TestLockByKeysWaits(t *testing.T) {
 	release := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- s.Tx(ctx, func(tx *Tx) error {
+		done <- s.Tx(ctx, func(tx models.Tx) error {
 			rows, err := tx.ClaimDue(ctx, tbl, base, time.Time{}, 10)
 			if err == nil && len(rows) != 1 {
 				err = fmt.Errorf("claimed %d rows", len(rows))
@@ -410,10 +412,10 @@ func TestLockByKeysWaits(t *testing.T) {
 		})
 	}()
 	<-claimed
-	var got map[string]Row
+	var got map[string]models.Row
 	locked := make(chan error, 1)
 	go func() {
-		locked <- s.Tx(ctx, func(tx *Tx) (err error) {
+		locked <- s.Tx(ctx, func(tx models.Tx) (err error) {
 			got, err = tx.LockByKeys(ctx, tbl, []string{"1"})
 			return err
 		})
@@ -439,8 +441,8 @@ func TestTxRollsBack(t *testing.T) {
 	tbl := itemsTable(t, db, "INT")
 	insertItem(t, db, 1, base)
 	boom := fmt.Errorf("boom")
-	err := s.Tx(ctx, func(tx *Tx) error {
-		must(t, tx.Save(ctx, tbl, []Row{{Key: "1", State: fullState(1)}}))
+	err := s.Tx(ctx, func(tx models.Tx) error {
+		must(t, tx.Save(ctx, tbl, []models.Row{{Key: "1", State: fullState(1)}}))
 		return boom
 	})
 	eq(t, err, boom)
@@ -448,8 +450,8 @@ func TestTxRollsBack(t *testing.T) {
 
 	func() {
 		defer func() { _ = recover() }()
-		_ = s.Tx(ctx, func(tx *Tx) error {
-			must(t, tx.Save(ctx, tbl, []Row{{Key: "1", State: fullState(1)}}))
+		_ = s.Tx(ctx, func(tx models.Tx) error {
+			must(t, tx.Save(ctx, tbl, []models.Row{{Key: "1", State: fullState(1)}}))
 			panic("oops")
 		})
 	}()
@@ -473,13 +475,14 @@ func TestClaimDueWalksTheIndexWhenAllAreDue(t *testing.T) {
 
 	claimReads := func(s *Store) {
 		t.Helper()
-		status := func(tx *Tx, name string) int {
+		status := func(mtx models.Tx, name string) int {
+			tx := mtx.(*Tx)
 			var n string
 			var v int
 			must(t, tx.tx.QueryRowContext(ctx, "SHOW SESSION STATUS LIKE '"+name+"'").Scan(&n, &v))
 			return v
 		}
-		must(t, s.Tx(ctx, func(tx *Tx) error {
+		must(t, s.Tx(ctx, func(tx models.Tx) error {
 			scanned, sorted := status(tx, "Handler_read_rnd_next"), status(tx, "Sort_rows")
 			got, err := tx.ClaimDue(ctx, tbl, base, time.Time{}, 10)
 			must(t, err)
@@ -509,20 +512,20 @@ func TestSaveWritesOnlyWhatChanged(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		insertItem(t, db, i, base)
 	}
-	must(t, s.Tx(ctx, func(tx *Tx) error {
-		return tx.Save(ctx, tbl, []Row{{Key: "1", State: fullState(1)}, {Key: "2", State: fullState(2)}, {Key: "3", State: fullState(3)}})
+	must(t, s.Tx(ctx, func(tx models.Tx) error {
+		return tx.Save(ctx, tbl, []models.Row{{Key: "1", State: fullState(1)}, {Key: "2", State: fullState(2)}, {Key: "3", State: fullState(3)}})
 	}))
 	exec(t, db, "CREATE TABLE upd_log (k CHAR(20))")
 	exec(t, db, "CREATE TRIGGER items_upd AFTER UPDATE ON items FOR EACH ROW INSERT INTO upd_log VALUES (NEW.k)")
 
 	want := map[string]policy.State{"1": fullState(1), "2": fullState(2), "3": {}}
 	want["1"] = func(s policy.State) policy.State { s.AttemptUID, s.Status = "", "done"; return s }(want["1"])
-	must(t, s.Tx(ctx, func(tx *Tx) error {
+	must(t, s.Tx(ctx, func(tx models.Tx) error {
 		locked, err := tx.LockByKeys(ctx, tbl, []string{"1", "2", "3"})
 		if err != nil {
 			return err
 		}
-		rows := make([]Row, 0, 3)
+		rows := make([]models.Row, 0, 3)
 		for _, k := range []string{"1", "2", "3"} {
 			r := locked[k]
 			r.State = want[k]
@@ -533,7 +536,7 @@ func TestSaveWritesOnlyWhatChanged(t *testing.T) {
 		groups := groupByID(q, rows, nil, false)
 		eq(t, len(groups), 1, "groups")
 		eq(t, len(groups[0].rows), 2, "rows to write (2 did not change)")
-		// Row 3 cleared every column but attempt_no (3+3 -> 0 changed too).
+		// models.Row 3 cleared every column but attempt_no (3+3 -> 0 changed too).
 		eq(t, groups[0].cols, allColumns, "columns of rows 1 and 3")
 		only1 := groupByID(q, rows[:1], nil, false)[0].cols
 		eq(t, only1, columnSet(1<<1|1<<10), "columns of row 1: attempt_uid and status")
@@ -566,20 +569,20 @@ func TestSaveSetsSharedValuesOnce(t *testing.T) {
 	tbl := itemsTable(t, db, "INT")
 	insertItems(t, db, 3)
 	at := base.Add(time.Hour + 7*time.Microsecond)
-	rows := make([]Row, 3)
+	rows := make([]models.Row, 3)
 	for i := range rows {
-		rows[i] = Row{Key: fmt.Sprint(i + 1), State: policy.State{RefreshAt: at, AttemptUID: fmt.Sprintf("d1v5bqh6n88c7389%04d", i), AttemptNo: 1, Status: "queued ✓"}}
+		rows[i] = models.Row{Key: fmt.Sprint(i + 1), State: policy.State{RefreshAt: at, AttemptUID: fmt.Sprintf("d1v5bqh6n88c7389%04d", i), AttemptNo: 1, Status: "queued ✓"}}
 	}
 	q, err := s.compile(ctx, tbl)
 	must(t, err)
-	ptrs := []*Row{&rows[0], &rows[1], &rows[2]}
-	query, args := jsonUpdate(q, q.key, q.meta.cols["k"], q.meta.cols[ColAttemptUID], allColumns, []string{"1", "2", "3"}, ptrs, nil)
+	ptrs := []*models.Row{&rows[0], &rows[1], &rows[2]}
+	query, args := jsonUpdate(q, q.key, q.meta.cols["k"], q.meta.cols[models.ColAttemptUID], allColumns, []string{"1", "2", "3"}, ptrs, nil)
 	if !strings.Contains(query, "t.`refresh_at` = ?") || !strings.Contains(query, "t.`refresh_attempt_uid` = j.`c1`") || strings.Contains(query, "'$.c0'") {
 		t.Fatalf("shared columns not set from arguments: %s", query)
 	}
 	eq(t, len(args), 1+numStateColumns-1, "arguments: the document and the 10 shared columns")
 
-	must(t, s.Tx(ctx, func(tx *Tx) error { return tx.Save(ctx, tbl, rows) }))
+	must(t, s.Tx(ctx, func(tx models.Tx) error { return tx.Save(ctx, tbl, rows) }))
 	got := lockAll(t, s, tbl, "1", "2", "3")
 	for _, r := range rows {
 		eq(t, got[r.Key].State, r.State, "state of ", r.Key)
@@ -643,8 +646,8 @@ func TestSaveReplacesZeroDate(t *testing.T) {
 	_, err = conn.ExecContext(ctx, "INSERT INTO items (k, refresh_at) VALUES (1, '0000-00-00 00:00:00')")
 	must(t, err)
 	must(t, conn.Close())
-	var claimed []Row
-	must(t, s.Tx(ctx, func(tx *Tx) (err error) {
+	var claimed []models.Row
+	must(t, s.Tx(ctx, func(tx models.Tx) (err error) {
 		if claimed, err = tx.ClaimDue(ctx, tbl, base, time.Time{}, 10); err != nil {
 			return err
 		}

@@ -1,0 +1,24 @@
+package mysqlstore
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestDSN(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ in, want string }{
+		{"root:@tcp(127.0.0.1:3306)/app", "root:@tcp(127.0.0.1:3306)/app"},
+		{"mysql://root@127.0.0.1/app", "root@tcp(127.0.0.1:3306)/app"},
+		{"mysql://u:p%40ss@db.example:3307/app?timeout=2s", "u:p@ss@tcp(db.example:3307)/app?timeout=2s"},
+		{"mysql://u@[::1]:3306/app", "u@tcp([::1]:3306)/app"},
+	} {
+		got, err := DSN(tt.in)
+		must(t, err)
+		eq(t, got, tt.want, tt.in)
+	}
+	_, err := DSN("mysql://u:secret@host:notaport/app")
+	if err == nil || strings.Contains(err.Error(), "secret") {
+		t.Fatalf("want an error without the password, got %v", err)
+	}
+}

@@ -1,0 +1,51 @@
+// Package stores opens the models.Store named by a database URL, with the
+// driver its scheme names. It is the one place that knows every driver, so
+// that the service and its commands know none.
+package stores
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/models/mysqlstore"
+)
+
+// Options tune the connections of a Store.
+type Options struct {
+	// MaxConnections caps the database connections the Store opens, shared
+	// by every kind's loops; they wait for a free one in turn. Default 16.
+	MaxConnections int
+}
+
+// DefaultMaxConnections is Options.MaxConnections' default.
+const DefaultMaxConnections = 16
+
+// Schemes lists the URL schemes Open knows, for error messages.
+const Schemes = "mysql://user:pass@host:3306/app, postgres://user:pass@host:5432/app, sqlite:///path/app.db"
+
+// Open opens and pings the database named by raw: a URL whose scheme names
+// the driver (see Schemes), or a go-sql-driver DSN without a scheme
+// ("user:pass@tcp(host:3306)/app"), which is MySQL. Errors never show a
+// password.
+func Open(ctx context.Context, raw string, o Options) (models.Store, error) {
+	if o.MaxConnections <= 0 {
+		o.MaxConnections = DefaultMaxConnections
+	}
+	scheme, _, hasScheme := strings.Cut(raw, "://")
+	if !hasScheme || strings.ContainsAny(scheme, "@/(") {
+		scheme = "mysql" // a go-sql-driver DSN: user:pass@tcp(host)/db
+	}
+	switch scheme {
+	case "mysql":
+		db, err := mysqlstore.Open(ctx, raw)
+		if err != nil {
+			return nil, err
+		}
+		db.SetMaxOpenConns(o.MaxConnections)
+		db.SetMaxIdleConns(o.MaxConnections)
+		return mysqlstore.New(db), nil
+	}
+	return nil, fmt.Errorf("database URL: unknown scheme %q: use one of %s (or a go-sql-driver DSN for MySQL)", scheme, Schemes)
+}
