@@ -53,6 +53,8 @@ type Config struct {
 	Heartbeat Duration `yaml:"heartbeat"`
 	// Kinds are the tables to refresh. At least one.
 	Kinds []Kind `yaml:"kinds"`
+	// Worker holds the reference worker's settings (see Worker).
+	Worker Worker `yaml:"worker"`
 }
 
 // Kind is one configured table.
@@ -145,9 +147,12 @@ func decode(data []byte, out any) error {
 	}
 	msg := unknownField.ReplaceAllStringFunc(err.Error(), func(m string) string {
 		sub := unknownField.FindStringSubmatch(m)
-		known := "database, redis, metrics, instance_id, batch_size, max_sleep, heartbeat, kinds"
-		if sub[2] == "Kind" {
+		known := "database, redis, metrics, instance_id, batch_size, max_sleep, heartbeat, kinds, worker"
+		switch sub[2] {
+		case "Kind":
 			known = "name, table, key, payload, schedule, timeout, retry, disabled_reason, input, output, dead, max_queued"
+		case "Worker":
+			known = "allow_private_networks, allow_networks, max_body_bytes"
 		}
 		return fmt.Sprintf("unknown key %q (known keys: %s)", sub[1], known)
 	})
