@@ -60,6 +60,8 @@ type Config struct {
 	Heartbeat Duration `yaml:"heartbeat"`
 	// Kinds are the tables to refresh. At least one.
 	Kinds []Kind `yaml:"kinds"`
+	// Worker holds the reference worker's settings (see Worker).
+	Worker Worker `yaml:"worker"`
 }
 
 // Kind is one configured table.
@@ -153,8 +155,11 @@ func decode(data []byte, out any) error {
 	msg := unknownField.ReplaceAllStringFunc(err.Error(), func(m string) string {
 		sub := unknownField.FindStringSubmatch(m)
 		known := yamlKeys(reflect.TypeFor[Config]())
-		if sub[2] == "Kind" {
+		switch sub[2] {
+		case "Kind":
 			known = yamlKeys(reflect.TypeFor[Kind]())
+		case "Worker":
+			known = yamlKeys(reflect.TypeFor[Worker]())
 		}
 		return fmt.Sprintf("unknown key %q (known keys: %s)", sub[1], known)
 	})

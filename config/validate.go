@@ -109,6 +109,12 @@ func (c *Config) Validate() error {
 			bad("%s: input, output and dead must be three different lists", at)
 		}
 	}
+	if _, err := c.Worker.Networks(); err != nil {
+		bad("worker.allow_networks: %v", err)
+	}
+	if c.Worker.MaxBodyBytes < 0 {
+		bad("worker.max_body_bytes: must be positive (default 100 MB)")
+	}
 	return errors.Join(errs...)
 }
 
