@@ -1,4 +1,4 @@
-package policy
+package schedule
 
 import (
 	"strconv"
@@ -12,7 +12,7 @@ import (
 
 func schedParse(t *testing.T, text string) *Schedule {
 	t.Helper()
-	s, err := ParseSchedule(text)
+	s, err := Parse(text)
 	require.NoError(t, err, "text: %q", text)
 	return s
 }
@@ -174,7 +174,7 @@ func TestScheduleString(t *testing.T) {
 	for _, tt := range tests {
 		if strings.Contains(tt.want, "BYDAY=-1FR") {
 			// A numbered BYDAY needs MONTHLY or YEARLY; check the error instead.
-			_, err := ParseSchedule(tt.text)
+			_, err := Parse(tt.text)
 			require.ErrorContains(t, err, "numbered weekday")
 			continue
 		}
@@ -252,7 +252,7 @@ func TestScheduleParseErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s, err := ParseSchedule(tt.text)
+			s, err := Parse(tt.text)
 			require.Error(t, err, "accepted %q as %v", tt.text, s)
 			require.Nil(t, s)
 			msg := err.Error()
