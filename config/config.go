@@ -17,6 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/refresher/refresher/policy"
+	"github.com/refresher/refresher/schedule"
 )
 
 // Defaults.
@@ -98,8 +99,8 @@ type Kind struct {
 	MaxQueued int `yaml:"max_queued"`
 
 	// Parsed by Validate.
-	ScheduleParsed *policy.Schedule `yaml:"-"`
-	RetryParsed    *policy.Retry    `yaml:"-"`
+	ScheduleParsed *schedule.Schedule `yaml:"-"`
+	RetryParsed    *policy.Retry      `yaml:"-"`
 }
 
 // Duration is a time.Duration written as "90s", "5m" or "2h" in YAML.

@@ -10,6 +10,7 @@ import (
 	"github.com/rs/xid"
 
 	"github.com/refresher/refresher/policy"
+	"github.com/refresher/refresher/schedule"
 )
 
 // SetDefaults fills in every unset value with its default.
@@ -92,7 +93,7 @@ func (c *Config) Validate() error {
 		}
 		if k.Schedule == "" {
 			bad("%s.schedule: missing (e.g. \"DTSTART;TZID=Europe/Berlin:20260101T140000\\nRRULE:FREQ=DAILY\")", at)
-		} else if s, err := policy.ParseSchedule(k.Schedule); err != nil {
+		} else if s, err := schedule.Parse(k.Schedule); err != nil {
 			bad("%s.schedule: %v", at, err)
 		} else {
 			k.ScheduleParsed = s

@@ -19,6 +19,7 @@ import (
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
 	"github.com/refresher/refresher/refresher"
+	"github.com/refresher/refresher/schedule"
 	"github.com/refresher/refresher/worker"
 )
 
@@ -87,7 +88,7 @@ func TestWholeLoop(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	sched, err := policy.ParseSchedule("DTSTART;TZID=Europe/Berlin:20260101T140000\nRRULE:FREQ=DAILY")
+	sched, err := schedule.Parse("DTSTART;TZID=Europe/Berlin:20260101T140000\nRRULE:FREQ=DAILY")
 	require.NoError(t, err)
 	retry, err := policy.ParseRetry("delays:0s,1m,5m")
 	require.NoError(t, err)

@@ -21,6 +21,7 @@ import (
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
+	"github.com/refresher/refresher/schedule"
 )
 
 // t0 is the tests' "now": a Saturday, before the daily 14:00 occurrence.
@@ -83,7 +84,7 @@ func setup(t *testing.T, o setupOpts) *testBundle {
 	if o.rule == "" {
 		o.rule = dailyAt14
 	}
-	sched, err := policy.ParseSchedule(o.rule)
+	sched, err := schedule.Parse(o.rule)
 	require.NoError(t, err)
 	retry := policy.DefaultRetry
 	if o.retry != "" {

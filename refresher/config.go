@@ -11,6 +11,7 @@ import (
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
+	"github.com/refresher/refresher/schedule"
 )
 
 // Defaults of Config.
@@ -34,7 +35,7 @@ type Kind struct {
 	// Lists are the Redis lists. Default redisio.DefaultLists(Name).
 	Lists redisio.Lists
 	// Schedule is the rule of rows whose refresh_rrule is NULL. Required.
-	Schedule *policy.Schedule
+	Schedule *schedule.Schedule
 	// Policy holds the attempt timeout, retry policy and disabled reason.
 	Policy policy.Policy
 	// MaxQueued pauses dispatching while the input list holds more jobs.

@@ -1,4 +1,4 @@
-package policy
+package schedule
 
 import (
 	"strconv"
@@ -12,7 +12,7 @@ import (
 
 func schedParse(t *testing.T, text string) *Schedule {
 	t.Helper()
-	s, err := ParseSchedule(text)
+	s, err := Parse(text)
 	require.NoError(t, err, "text: %q", text)
 	return s
 }
@@ -174,7 +174,7 @@ func TestScheduleString(t *testing.T) {
 	for _, tt := range tests {
 		if strings.Contains(tt.want, "BYDAY=-1FR") {
 			// A numbered BYDAY needs MONTHLY or YEARLY; check the error instead.
-			_, err := ParseSchedule(tt.text)
+			_, err := Parse(tt.text)
 			require.ErrorContains(t, err, "numbered weekday")
 			continue
 		}
@@ -252,7 +252,7 @@ func TestScheduleParseErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s, err := ParseSchedule(tt.text)
+			s, err := Parse(tt.text)
 			require.Error(t, err, "accepted %q as %v", tt.text, s)
 			require.Nil(t, s)
 			msg := err.Error()
@@ -305,4 +305,37 @@ func TestScheduleCountEndAfterLongTime(t *testing.T) {
 	require.Equal(t, last, s.Next(last.Add(-time.Second)))
 	require.True(t, s.Next(last).IsZero())
 	require.True(t, s.Next(schedUTC(t, "2024-01-01T00:00:00Z")).IsZero())
+}
+
+// TestRulePartsTable checks that the one table of parts drives the parser,
+// the normalized text and the help text alike: every part the parser accepts
+// is named in the "unknown part" message and in RuleParts, and survives a
+// round trip through String.
+func TestRulePartsTable(t *testing.T) {
+	t.Parallel()
+	_, err := Parse("RRULE:FREQ=DAILY;FOO=1")
+	require.Error(t, err)
+	help := strings.Join(RuleParts(), "\n")
+	examples := map[string]string{
+		"FREQ": "YEARLY", "INTERVAL": "2", "COUNT": "5", "UNTIL": "20300101T000000Z", "WKST": "SU",
+		"BYMONTH": "3", "BYWEEKNO": "10", "BYYEARDAY": "70", "BYMONTHDAY": "10", "BYDAY": "MO",
+		"BYEASTER": "0", "BYHOUR": "9", "BYMINUTE": "30", "BYSECOND": "15", "BYSETPOS": "1",
+	}
+	for _, p := range ruleParts {
+		require.Contains(t, err.Error(), p.name)
+		require.Contains(t, help, p.name+": ")
+		v, ok := examples[p.name]
+		require.True(t, ok, "no example for %s", p.name)
+		rule := "FREQ=YEARLY;" + p.name + "=" + v
+		if p.name == "FREQ" {
+			rule = "FREQ=" + v
+		}
+		if p.name == "BYSETPOS" {
+			rule += ";BYMONTH=3,4"
+		}
+		s, err := Parse("DTSTART:20240101T000000Z\nRRULE:" + rule)
+		require.NoError(t, err, rule)
+		require.Contains(t, s.String(), p.name+"="+v, rule)
+	}
+	require.Contains(t, err.Error(), "BYEASTER")
 }

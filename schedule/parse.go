@@ -1,4 +1,4 @@
-package policy
+package schedule
 
 import (
 	"errors"
@@ -53,13 +53,6 @@ var freqText = map[rrule.Frequency]string{
 var weekdayNames = []string{"MO", "TU", "WE", "TH", "FR", "SA", "SU"}
 
 var weekdays = []rrule.Weekday{rrule.MO, rrule.TU, rrule.WE, rrule.TH, rrule.FR, rrule.SA, rrule.SU}
-
-// rulePartOrder is the order of RRULE parts in the normalized text.
-var rulePartOrder = []string{
-	"FREQ", "INTERVAL", "COUNT", "UNTIL", "WKST", "BYMONTH", "BYWEEKNO",
-	"BYYEARDAY", "BYMONTHDAY", "BYDAY", "BYEASTER", "BYHOUR", "BYMINUTE",
-	"BYSECOND", "BYSETPOS",
-}
 
 // nthWeekday is one BYDAY value: N is 0 for "every such weekday".
 type nthWeekday struct {
@@ -386,7 +379,6 @@ func (p *parsed) parseDateList(name, params, value string) ([]time.Time, []strin
 
 func parseRule(text string, p *parsed) (ruleSpec, error) {
 	r := ruleSpec{interval: 1, seen: map[string]bool{}}
-	freqSeen := false
 	for _, part := range strings.Split(text, ";") {
 		part = strings.TrimSpace(part)
 		if part == "" {
@@ -402,57 +394,16 @@ func parseRule(text string, p *parsed) (ruleSpec, error) {
 			return r, fmt.Errorf("RRULE: %s is given twice; keep one", k)
 		}
 		r.seen[k] = true
-		var err error
-		switch k {
-		case "FREQ":
-			f, ok := freqNames[v]
-			if !ok {
-				return r, fmt.Errorf("RRULE: unknown FREQ %q (use SECONDLY, MINUTELY, HOURLY, DAILY, WEEKLY, MONTHLY or YEARLY)", truncate(v, 20))
-			}
-			r.freq, freqSeen = f, true
-		case "INTERVAL":
-			r.interval, err = parsePositive(k, v)
-		case "COUNT":
-			r.count, err = parsePositive(k, v)
-			if err == nil && r.count > maxCount {
-				err = fmt.Errorf("RRULE: COUNT=%d is too large; use at most %d, or UNTIL", r.count, maxCount)
-			}
-		case "UNTIL":
-			r.untilText = v
-		case "WKST":
-			i := slices.Index(weekdayNames, v)
-			if i < 0 {
-				err = fmt.Errorf("RRULE: WKST=%q is not a weekday (use MO, TU, WE, TH, FR, SA or SU)", truncate(v, 10))
-			}
-			r.wkst, r.wkstSet = i, true
-		case "BYMONTH":
-			r.bymonth, err = parseIntList(k, v, 1, 12, false, "1 (January) to 12 (December)")
-		case "BYWEEKNO":
-			r.byweekno, err = parseIntList(k, v, 1, 53, true, "1 to 53 or -53 to -1")
-		case "BYYEARDAY":
-			r.byyearday, err = parseIntList(k, v, 1, 366, true, "1 to 366 or -366 to -1")
-		case "BYMONTHDAY":
-			r.bymonthday, err = parseIntList(k, v, 1, 31, true, "1 to 31 or -31 to -1 (-1 is the last day of the month)")
-		case "BYDAY":
-			r.byday, err = parseByDay(v)
-		case "BYEASTER":
-			r.byeaster, err = parseIntList(k, v, -80, 250, false, "-80 to 250 (days relative to Easter Sunday)")
-		case "BYHOUR":
-			r.byhour, err = parseIntList(k, v, 0, 23, false, "0 to 23")
-		case "BYMINUTE":
-			r.byminute, err = parseIntList(k, v, 0, 59, false, "0 to 59")
-		case "BYSECOND":
-			r.bysecond, err = parseIntList(k, v, 0, 59, false, "0 to 59 (leap second 60 is not supported)")
-		case "BYSETPOS":
-			r.bysetpos, err = parseIntList(k, v, 1, 366, true, "1 to 366 or -366 to -1")
-		default:
-			return r, fmt.Errorf("RRULE: unknown part %q (use FREQ, INTERVAL, COUNT, UNTIL, WKST, BYMONTH, BYWEEKNO, BYYEARDAY, BYMONTHDAY, BYDAY, BYHOUR, BYMINUTE, BYSECOND, BYSETPOS)", truncate(k, 20))
+		part, ok := rulePartByName(k)
+		if !ok {
+			return r, fmt.Errorf("RRULE: unknown part %q (use %s)", truncate(k, 20), rulePartNames())
 		}
+		err := part.parse(&r, v)
 		if err != nil {
 			return r, err
 		}
 	}
-	if !freqSeen {
+	if !r.seen["FREQ"] {
 		return r, errors.New("RRULE: FREQ is missing; start the rule with FREQ=, e.g. RRULE:FREQ=DAILY;BYHOUR=14")
 	}
 	if r.untilText != "" {
@@ -600,70 +551,13 @@ func (r *ruleSpec) hasDayFilter() bool {
 		len(r.bymonthday) > 0 || len(r.byday) > 0 || len(r.byeaster) > 0
 }
 
-// text returns the rule in normalized form.
+// text returns the rule in normalized form: its parts in the order of
+// ruleParts, each as written by the part's text function.
 func (r *ruleSpec) text(floating bool) string {
 	var parts []string
-	ints := func(xs []int) string {
-		s := make([]string, len(xs))
-		for i, x := range xs {
-			s[i] = strconv.Itoa(x)
-		}
-		return strings.Join(s, ",")
-	}
-	for _, k := range rulePartOrder {
-		var v string
-		switch k {
-		case "FREQ":
-			v = freqText[r.freq]
-		case "INTERVAL":
-			if r.interval > 1 {
-				v = strconv.Itoa(r.interval)
-			}
-		case "COUNT":
-			if r.count > 0 {
-				v = strconv.Itoa(r.count)
-			}
-		case "UNTIL":
-			if !r.until.IsZero() {
-				v = r.until.UTC().Format("20060102T150405Z")
-				if floating {
-					v = r.until.UTC().Format("20060102T150405")
-				}
-			}
-		case "WKST":
-			if r.wkstSet {
-				v = weekdayNames[r.wkst]
-			}
-		case "BYMONTH":
-			v = ints(r.bymonth)
-		case "BYWEEKNO":
-			v = ints(r.byweekno)
-		case "BYYEARDAY":
-			v = ints(r.byyearday)
-		case "BYMONTHDAY":
-			v = ints(r.bymonthday)
-		case "BYDAY":
-			s := make([]string, len(r.byday))
-			for i, d := range r.byday {
-				s[i] = weekdayNames[d.Day]
-				if d.N != 0 {
-					s[i] = strconv.Itoa(d.N) + s[i]
-				}
-			}
-			v = strings.Join(s, ",")
-		case "BYEASTER":
-			v = ints(r.byeaster)
-		case "BYHOUR":
-			v = ints(r.byhour)
-		case "BYMINUTE":
-			v = ints(r.byminute)
-		case "BYSECOND":
-			v = ints(r.bysecond)
-		case "BYSETPOS":
-			v = ints(r.bysetpos)
-		}
-		if v != "" {
-			parts = append(parts, k+"="+v)
+	for _, p := range ruleParts {
+		if v := p.text(r, floating); v != "" {
+			parts = append(parts, p.name+"="+v)
 		}
 	}
 	return strings.Join(parts, ";")

@@ -1,11 +1,10 @@
-package policy
+package schedule
 
 import (
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -34,9 +33,7 @@ type Schedule struct {
 	rdates  []time.Time // sorted instants, EXDATEs removed
 }
 
-var _ Nexter = (*Schedule)(nil)
-
-// ParseSchedule parses RFC 5545 text: an optional DTSTART (UTC with a trailing
+// Parse parses RFC 5545 text: an optional DTSTART (UTC with a trailing
 // Z, floating (read as UTC), or with TZID=Zone/Name), one RRULE, and optional
 // EXDATE and RDATE lines (comma-separated lists, optionally with TZID). Lines
 // are separated by real line breaks or by the two characters `\n`. A missing
@@ -46,18 +43,13 @@ var _ Nexter = (*Schedule)(nil)
 // produce an occurrence, are rejected. The error text says what is wrong and
 // how to fix it, in words suitable after "Invalid refresh schedule: ".
 //
-// Results are cached by text (at most scheduleCacheSize entries), so parsing
-// the same text again is cheap.
-func ParseSchedule(text string) (*Schedule, error) {
-	if e, ok := scheduleCache.get(text); ok {
-		return e.s, e.err
-	}
-	s, err := parseSchedule(text)
-	scheduleCache.put(text, cacheEntry{s, err})
-	return s, err
+// Parse does not cache; a caller that parses the same texts again and again
+// keeps a Cache.
+func Parse(text string) (*Schedule, error) {
+	return parse(text)
 }
 
-func parseSchedule(text string) (*Schedule, error) {
+func parse(text string) (*Schedule, error) {
 	p, err := parseText(text)
 	if err != nil {
 		return nil, err
@@ -189,7 +181,7 @@ func (s *Schedule) nextRule(after time.Time) time.Time {
 
 // String returns the normalized text: DTSTART (always present), RRULE with
 // its parts in a fixed order, then EXDATE and RDATE lines, separated by "\n".
-// ParseSchedule(s.String()) describes the same schedule.
+// Parse(s.String()) describes the same schedule.
 func (s *Schedule) String() string {
 	if s == nil {
 		return ""
@@ -223,42 +215,4 @@ func dateLine(name, text string) string {
 		return name + ";" + text
 	}
 	return name + ":" + text
-}
-
-// scheduleCacheSize bounds the parse cache. The service parses each row's
-// refresh_rrule on every transition; most rows share a few texts.
-const scheduleCacheSize = 4096
-
-type cacheEntry struct {
-	s   *Schedule
-	err error
-}
-
-type parseCache struct {
-	mu sync.Mutex
-	m  map[string]cacheEntry
-}
-
-var scheduleCache = &parseCache{m: map[string]cacheEntry{}}
-
-func (c *parseCache) get(text string) (cacheEntry, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[text]
-	return e, ok
-}
-
-func (c *parseCache) put(text string, e cacheEntry) {
-	if len(text) > 4096 {
-		return // do not let a few huge texts fill memory
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.m) >= scheduleCacheSize {
-		for k := range c.m { // drop an arbitrary entry
-			delete(c.m, k)
-			break
-		}
-	}
-	c.m[text] = e
 }
