@@ -84,8 +84,26 @@ func TestRefreshGORMAutoMigrate(t *testing.T) {
 	got := lockAll(t, s, tbl, "m1")["m1"].State
 	want := fullState(1)
 	want.DisabledAt, want.DisabledReason, want.AttemptNo, want.FailingSince, want.AttemptUID = time.Time{}, "", 0, time.Time{}, ""
+	want.TimeoutAt = time.Time{} // a running attempt's timeout goes with it
 	want.RefreshAt = now.Add(time.Hour)
 	eq(t, got, want, "state after Enable")
+	eq(t, got, policy.Enable(fullState(1), now.Add(time.Hour)), "Refresh.Enable is policy.Enable")
+}
+
+// The application's Enable (GORM) and the service's (`refresher enable`)
+// are one transition, column for column.
+func TestRefreshEnableIsPolicyEnable(t *testing.T) {
+	t.Parallel()
+	berlin := time.FixedZone("CET", 3600)
+	now := base.Add(time.Hour).In(berlin)
+	for _, st := range []policy.State{{}, fullState(1), fullState(2), {AttemptUID: "d0attempt00000000000", TimeoutAt: base, RefreshAt: base}} {
+		var r Refresh
+		r.SetState(st)
+		r.Enable(now)
+		eq(t, r.State(), policy.Enable(st, now.UTC()))
+		eq(t, r.RefreshTimeoutAt == nil && r.RefreshAttemptUID == nil, true, "running attempt cleared")
+		eq(t, r.RefreshAt.Location(), time.UTC, "stored in UTC")
+	}
 }
 
 func TestRefreshState(t *testing.T) {

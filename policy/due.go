@@ -35,6 +35,10 @@ type DueDecision struct {
 	// ScheduleError is the parser's message (DueInvalidSchedule); "empty
 	// rule" for a rule without occurrences.
 	ScheduleError string
+	// BeforeStart is the state the attempt started from (DueStarted): the
+	// claimed state, after the timeout when TimedOut. The shell restores it
+	// when the job cannot be pushed, so the attempt does not count.
+	BeforeStart State
 }
 
 // Due is the dispatcher's transition of one row it claimed at now, the
@@ -79,6 +83,7 @@ func (p Policy) Due(s State, now time.Time, sched Nexter, schedErr error, uid st
 		d.Action = DueWaiting
 		return s, d
 	}
+	d.BeforeStart = s
 	s = p.Start(s, now, uid)
 	d.Action, d.AttemptUID = DueStarted, uid
 	return s, d

@@ -33,18 +33,19 @@ func TestDue(t *testing.T) {
 		wantDec  DueDecision
 	}{
 		{
-			name:    "idle and due: starts",
-			in:      State{RefreshAt: now.Add(-time.Minute), Status: "fetched 10 bytes", LastSuccessAt: at("2025-06-09T14:00:00Z")},
-			sched:   sched,
-			want:    State{RefreshAt: at("2025-06-10T13:00:00Z"), AttemptUID: uid, AttemptAt: now, AttemptNo: 1, TimeoutAt: at("2025-06-10T13:00:00Z"), LastSuccessAt: at("2025-06-09T14:00:00Z")},
-			wantDec: DueDecision{Action: DueStarted, AttemptUID: uid},
+			name:  "idle and due: starts",
+			in:    State{RefreshAt: now.Add(-time.Minute), Status: "fetched 10 bytes", LastSuccessAt: at("2025-06-09T14:00:00Z")},
+			sched: sched,
+			want:  State{RefreshAt: at("2025-06-10T13:00:00Z"), AttemptUID: uid, AttemptAt: now, AttemptNo: 1, TimeoutAt: at("2025-06-10T13:00:00Z"), LastSuccessAt: at("2025-06-09T14:00:00Z")},
+			wantDec: DueDecision{Action: DueStarted, AttemptUID: uid,
+				BeforeStart: State{RefreshAt: now.Add(-time.Minute), Status: "fetched 10 bytes", LastSuccessAt: at("2025-06-09T14:00:00Z")}},
 		},
 		{
 			name:    "due exactly now: starts",
 			in:      State{RefreshAt: now},
 			sched:   sched,
 			want:    State{RefreshAt: at("2025-06-10T13:00:00Z"), AttemptUID: uid, AttemptAt: now, AttemptNo: 1, TimeoutAt: at("2025-06-10T13:00:00Z")},
-			wantDec: DueDecision{Action: DueStarted, AttemptUID: uid},
+			wantDec: DueDecision{Action: DueStarted, AttemptUID: uid, BeforeStart: State{RefreshAt: now}},
 		},
 		{
 			name:    "not due yet: left alone",
@@ -99,7 +100,9 @@ func TestDue(t *testing.T) {
 				LastSuccessAt: at("2025-06-09T14:00:00Z"), LastError: "timed out after 1h"},
 			wantDec: DueDecision{Action: DueStarted, AttemptUID: uid, TimedOut: true, Timeout: Decision{
 				Branch: BranchRetry, RetryAt: now, PlannedAt: at("2025-06-10T14:00:00Z"), RefreshAt: now,
-				Reason: "retry after 0s ends (timeout 1h) by the planned 2025-06-10T14:00:00Z"}},
+				Reason: "retry after 0s ends (timeout 1h) by the planned 2025-06-10T14:00:00Z"},
+				BeforeStart: State{RefreshAt: now, AttemptAt: at("2025-06-10T11:00:00Z"), AttemptNo: 1,
+					FailingSince: at("2025-06-10T11:00:00Z"), LastSuccessAt: at("2025-06-09T14:00:00Z"), LastError: "timed out after 1h"}},
 		},
 		{
 			name:  "running attempt 2 timed out, retry in 1m: waits",
