@@ -240,11 +240,9 @@ func TestGarbageResultsAreDeadLettered(t *testing.T) {
 
 	b.waitFor("m1", "status after garbage", func(s policy.State) bool { return s.Status == "after garbage" })
 	// The dead letters are written when the batch is acknowledged, just
-	// after the commit.
-	eventually(t, 10*time.Second, "dead letters written", func() bool {
-		return b.llen(b.kind.Lists.Dead) >= int64(len(garbage))
-	})
-	require.Equal(t, float64(len(garbage)), toFloat(svc.Metrics().DeadLetters.WithLabelValues("items")))
+	// after the commit, and counted just after that.
+	waitCounter(t, func() float64 { return toFloat(svc.Metrics().DeadLetters.WithLabelValues("items")) },
+		float64(len(garbage)), "dead letters counted")
 	require.Equal(t, 1.0, results(svc, "success", "unknown_model")())
 
 	dead, err := b.rdb.LRange(context.Background(), b.kind.Lists.Dead, 0, -1).Result()
