@@ -78,6 +78,14 @@ type Kind struct {
 	// gives up; {kind} and {attempts} are replaced. Default
 	// "Cannot refresh {kind} after {attempts} attempt(s)".
 	DisabledReason string `yaml:"disabled_reason"`
+	// PermanentReason is the user-friendly reason stored when a worker
+	// reports a permanent failure without a user_friendly_reason; {kind}
+	// and {attempts} are replaced. Default
+	// "Cannot refresh {kind}: the source was rejected".
+	PermanentReason string `yaml:"permanent_reason"`
+	// MaxRetryAfter caps a worker's retry_after_seconds. Default 168h (7
+	// days).
+	MaxRetryAfter Duration `yaml:"max_retry_after"`
 	// Input, Output and Dead name the Redis lists. Defaults: <name>-input,
 	// <name>-output, <name>-dead.
 	Input  string `yaml:"input"`
@@ -147,7 +155,7 @@ func decode(data []byte, out any) error {
 		sub := unknownField.FindStringSubmatch(m)
 		known := "database, redis, metrics, instance_id, batch_size, max_sleep, heartbeat, kinds"
 		if sub[2] == "Kind" {
-			known = "name, table, key, payload, schedule, timeout, retry, disabled_reason, input, output, dead, max_queued"
+			known = "name, table, key, payload, schedule, timeout, retry, disabled_reason, permanent_reason, max_retry_after, input, output, dead, max_queued"
 		}
 		return fmt.Sprintf("unknown key %q (known keys: %s)", sub[1], known)
 	})
