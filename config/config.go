@@ -88,6 +88,14 @@ type Kind struct {
 	// gives up; {kind} and {attempts} are replaced. Default
 	// "Cannot refresh {kind} after {attempts} attempt(s)".
 	DisabledReason string `yaml:"disabled_reason"`
+	// PermanentReason is the user-friendly reason stored when a worker
+	// reports a permanent failure without a user_friendly_reason; {kind}
+	// and {attempts} are replaced. Default
+	// "Cannot refresh {kind}: the source was rejected".
+	PermanentReason string `yaml:"permanent_reason"`
+	// MaxRetryAfter caps a worker's retry_after_seconds. Default 168h (7
+	// days).
+	MaxRetryAfter Duration `yaml:"max_retry_after"`
 	// Input, Output and Dead name the Redis lists. Defaults: <name>-input,
 	// <name>-output, <name>-dead.
 	Input  string `yaml:"input"`

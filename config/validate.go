@@ -106,6 +106,12 @@ func (c *Config) Validate() error {
 		if err := (policy.Policy{DisabledReason: k.DisabledReason}).Validate(); err != nil {
 			bad("%s.disabled_reason: %v", at, err)
 		}
+		if err := (policy.Policy{PermanentReason: k.PermanentReason}).Validate(); err != nil {
+			bad("%s.permanent_reason: %v", at, err)
+		}
+		if k.MaxRetryAfter.D() < 0 {
+			bad("%s.max_retry_after: must not be negative (e.g. 168h, the default)", at)
+		}
 		if k.Input == k.Output || k.Output == k.Dead || k.Input == k.Dead {
 			bad("%s: input, output and dead must be three different lists", at)
 		}

@@ -89,20 +89,15 @@ func (r *Refresh) SetState(s policy.State) {
 // Rule returns refresh_rrule, "" when NULL (the kind's default schedule).
 func (r Refresh) Rule() string { return fromStringPtr(r.RefreshRRule) }
 
-// Enable is what the application does when the user saved the model (SPEC
-// section 3, enable): it clears the disabled columns, the attempt count, the
-// failing run and the running attempt's UID (a result of that attempt
-// becomes stale), and makes the row due at now. Exactly the columns SPEC
-// lists; the history columns (refresh_attempt_at, refresh_last_success_at,
-// refresh_last_error) stay.
+// Enable is what the application does when the user saved the model: it
+// applies policy.Enable, the same transition as `refresher enable`, so there
+// is one definition. It clears the disabled columns, the attempt count, the
+// failing run, the running attempt's UID and timeout (a result of that
+// attempt becomes stale), and makes the row due at now. The history columns
+// (refresh_attempt_at, refresh_last_success_at, refresh_last_error) and
+// refresh_status stay.
 func (r *Refresh) Enable(now time.Time) {
-	now = now.UTC()
-	r.RefreshDisabledUntilUpdate = nil
-	r.RefreshDisabledUserFriendlyReason = nil
-	r.RefreshAttemptNo = 0
-	r.RefreshFailingSince = nil
-	r.RefreshAttemptUID = nil
-	r.RefreshAt = &now
+	r.SetState(policy.Enable(r.State(), now.UTC()))
 }
 
 func fromTimePtr(t *time.Time) time.Time {

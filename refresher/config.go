@@ -72,6 +72,10 @@ type Config struct {
 	Metrics *Metrics
 	// Hooks are test signals; the zero value costs nothing.
 	Hooks Hooks
+	// LogInterval is how often each kind logs one line of its activity
+	// (attempts started, results applied, failures, ...), when it had any.
+	// Default 1m.
+	LogInterval time.Duration
 }
 
 // WithDefaults returns a copy of c with every unset value defaulted.
@@ -81,6 +85,7 @@ func (c Config) WithDefaults() Config {
 	c.FetchBlock = cmp.Or(c.FetchBlock, DefaultFetchBlock)
 	c.Heartbeat = cmp.Or(c.Heartbeat, DefaultHeartbeat)
 	c.OpTimeout = cmp.Or(c.OpTimeout, DefaultOpTimeout)
+	c.LogInterval = cmp.Or(c.LogInterval, DefaultLogInterval)
 	if c.Clock == nil {
 		c.Clock = SystemClock{}
 	}

@@ -18,6 +18,8 @@ type kindRunner struct {
 	log     *slog.Logger
 	metrics *Metrics
 	hooks   Hooks
+	// activity sums the kind's work for its periodic log line.
+	activity *activity
 }
 
 // rand returns the jitter draw for one failure.

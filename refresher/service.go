@@ -23,6 +23,9 @@ func New(cfg Config, store models.Store, rdb *redisio.Client) (*Service, error) 
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("refresher config: %w", err)
 	}
+	for _, k := range cfg.Kinds {
+		cfg.Metrics.initKind(k.Name)
+	}
 	return &Service{cfg: cfg, store: store, rdb: rdb}, nil
 }
 
@@ -51,6 +54,7 @@ func (s *Service) Run(ctx context.Context) error {
 		r := &kindRunner{
 			cfg: s.cfg, kind: k, store: s.store, rdb: s.rdb, clock: s.cfg.Clock,
 			log: s.cfg.Logger.With("kind", k.Name), metrics: s.cfg.Metrics, hooks: s.cfg.Hooks,
+			activity: &activity{},
 		}
 		wake := make(chan struct{}, 1)
 		d := &dispatcher{kindRunner: r, wake: wake, schedules: schedules{kindDefault: k.Schedule}}
@@ -58,6 +62,7 @@ func (s *Service) Run(ctx context.Context) error {
 			schedules: schedules{kindDefault: k.Schedule}}
 		wg.Go(func() { d.loop(ctx) })
 		wg.Go(func() { p.loop(ctx) })
+		wg.Go(func() { r.activity.loop(ctx, r.log, s.cfg.LogInterval) })
 	}
 	s.cfg.Logger.Info("refresher running", "kinds", len(s.cfg.Kinds), "instance", s.cfg.InstanceID)
 	wg.Wait()
