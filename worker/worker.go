@@ -7,8 +7,11 @@
 //     free slots, so a busy worker takes jobs in batches;
 //  2. drop a job whose timeout_at has passed: the service has already
 //     counted that attempt as timed out, so its result would be stale;
-//  3. do the job: an HTTP GET of payload.input_url with a time limit
-//     (Fetch), turned into a result by the pure function Classify;
+//  3. do the job: an HTTP GET of payload.input_url with a time limit and a
+//     body size limit (Fetch), turned into a result by the pure function
+//     Classify. input_url is end-user input: the GET connects only to
+//     public addresses unless the configuration allows others (see
+//     AddressPolicy);
 //  4. push the JSON result onto the kind's output list (default
 //     "<kind>-output") with RPUSH.
 //
