@@ -50,19 +50,19 @@ type engine struct {
 	noShift  bool // BYEASTER: Easter dates do not repeat every 400 years
 
 	// days x times strategy (byDays true)
-	byDays  bool
-	days    rrule.ROption // FREQ=DAILY with the date filters
-	hours   []int         // allowed hours, sorted
-	minutes []int
-	seconds []int
-	unit    int // seconds in one FREQ unit: 3600, 60 or 1
-	units   int   // FREQ units in a day: 24, 1440 or 86400
-	start0  int64 // DTSTART's FREQ unit index since 1970-01-01T00:00 (floating)
-	dayFilter bool // BYMONTH, BYMONTHDAY, BYYEARDAY or BYDAY present
-	gridIt  bool
-	isHour  [24]bool
-	isMin   [60]bool
-	isSec   [60]bool
+	byDays    bool
+	days      rrule.ROption // FREQ=DAILY with the date filters
+	hours     []int         // allowed hours, sorted
+	minutes   []int
+	seconds   []int
+	unit      int   // seconds in one FREQ unit: 3600, 60 or 1
+	units     int   // FREQ units in a day: 24, 1440 or 86400
+	start0    int64 // DTSTART's FREQ unit index since 1970-01-01T00:00 (floating)
+	dayFilter bool  // BYMONTH, BYMONTHDAY, BYYEARDAY or BYDAY present
+	gridIt    bool
+	isHour    [24]bool
+	isMin     [60]bool
+	isSec     [60]bool
 }
 
 func allInts(n int) []int {
