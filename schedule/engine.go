@@ -51,7 +51,6 @@ type engine struct {
 
 	// days x times strategy (byDays true)
 	byDays    bool
-	days      rrule.ROption // FREQ=DAILY with the date filters
 	hours     []int         // allowed hours, sorted
 	minutes   []int
 	seconds   []int
@@ -59,6 +58,7 @@ type engine struct {
 	units     int   // FREQ units in a day: 24, 1440 or 86400
 	start0    int64 // DTSTART's FREQ unit index since 1970-01-01T00:00 (floating)
 	dayFilter bool  // BYMONTH, BYMONTHDAY, BYYEARDAY or BYDAY present
+	filter    dayFilter
 	gridIt    bool
 	isHour    [24]bool
 	isMin     [60]bool
@@ -168,16 +168,12 @@ func newEngine(spec *ruleSpec, start time.Time) (*engine, error) {
 	e.units = units
 	e.start0 = floorDiv(start.Unix(), int64(e.unit))
 	e.dayFilter = r.hasDayFilter()
+	e.filter = newDayFilter(r)
 	// The INTERVAL grid repeats every lcm(INTERVAL, units) units, so a day's
 	// grid points follow from the day number alone (phaseOf); no rule walks
 	// its periods one by one.
 	e.byDays = true
 	{
-		e.days = rrule.ROption{
-			Freq: rrule.DAILY, Interval: 1, Bymonth: r.bymonth, Bymonthday: r.bymonthday,
-			Byyearday: r.byyearday, Byweekno: r.byweekno, Byweekday: toWeekdays(r.byday, false),
-			Byhour: []int{0}, Byminute: []int{0}, Bysecond: []int{0}, Wkst: weekdays[r.wkst],
-		}
 		for _, h := range e.hours {
 			e.isHour[h] = true
 		}
@@ -498,8 +494,8 @@ func (e *engine) iter(from, bound time.Time) *occIter {
 }
 
 // iterDays yields a sub-daily rule's occurrences day by day: the days that
-// pass the date filters (rrule-go, FREQ=DAILY; every day when there are
-// none), each combined with its grid points (phaseOf) and the times of day.
+// pass the date filters (dayFilter), each combined with its grid points
+// (phaseOf) and the times of day.
 func (e *engine) iterDays(from, bound time.Time) *occIter {
 	it := &occIter{next: none}
 	if from.Before(e.start) {
@@ -510,27 +506,30 @@ func (e *engine) iterDays(from, bound time.Time) *occIter {
 	if b := bound.Truncate(24 * time.Hour); !bound.IsZero() && b.Before(lastDay) {
 		lastDay = b
 	}
-	nextDay := func() (time.Time, bool) { return time.Time{}, false }
-	if e.dayFilter {
-		shift := e.shiftYears(day)
-		opt := e.days
-		opt.Dtstart = day.AddDate(shift, 0, 0)
-		opt.Until = lastDay.AddDate(shift, 0, 0)
-		r, err := rrule.NewRRule(opt)
-		if err != nil {
-			return it
+	// Days are numbered from 1970-01-01. With at most one grid point a day
+	// (INTERVAL of a day or more), step from grid day to grid day;
+	// otherwise from day to day. Either way skip months BYMONTH excludes.
+	d := floorDiv(day.Unix(), secondsPerDay) - 1
+	last := floorDiv(lastDay.Unix(), secondsPerDay)
+	sparse := e.interval >= e.units
+	nextDay := func() (time.Time, bool) {
+		d++
+		for d <= last {
+			if sparse {
+				if p := e.phaseOf(d); p >= e.units {
+					// The next grid point is p units after this day's start.
+					d += int64(p / e.units)
+					continue
+				}
+			}
+			t := time.Unix(d*secondsPerDay, 0).UTC()
+			if skip := e.filter.skip(t); skip > 0 {
+				d += int64(skip)
+				continue
+			}
+			return t, true
 		}
-		next := r.Iterator()
-		nextDay = func() (time.Time, bool) {
-			d, ok := next()
-			return d.AddDate(-shift, 0, 0), ok
-		}
-	} else {
-		d := day.AddDate(0, 0, -1)
-		nextDay = func() (time.Time, bool) {
-			d = d.AddDate(0, 0, 1)
-			return d, !d.After(lastDay)
-		}
+		return time.Time{}, false
 	}
 	var cur time.Time // current day, zero before the first
 	tod := 0          // next time of day to look at
@@ -568,3 +567,94 @@ func (e *engine) iterDays(from, bound time.Time) *occIter {
 
 // weekdayIndex converts Go's Sunday=0 to Monday=0.
 func weekdayIndex(t time.Time) int { return (int(t.Weekday()) + 6) % 7 }
+
+// dayFilter holds the date filters a sub-daily rule can have: BYMONTH,
+// BYMONTHDAY, BYYEARDAY and BYDAY without numbers (RFC 5545 allows no
+// others below FREQ=WEEKLY).
+type dayFilter struct {
+	month             [13]bool
+	anyMonth          bool
+	monthDay, negMDay [32]bool // negMDay[1] is the last day of the month
+	anyMonthDay       bool
+	yearDay, negYDay  [367]bool
+	anyYearDay        bool
+	weekday           [7]bool // Monday = 0
+	anyWeekday        bool
+}
+
+func newDayFilter(r *ruleSpec) dayFilter {
+	var f dayFilter
+	for _, m := range r.bymonth {
+		f.month[m], f.anyMonth = true, true
+	}
+	for _, d := range r.bymonthday {
+		if d > 0 {
+			f.monthDay[d] = true
+		} else {
+			f.negMDay[-d] = true
+		}
+		f.anyMonthDay = true
+	}
+	for _, d := range r.byyearday {
+		if d > 0 {
+			f.yearDay[d] = true
+		} else {
+			f.negYDay[-d] = true
+		}
+		f.anyYearDay = true
+	}
+	for _, d := range r.byday {
+		f.weekday[d.Day], f.anyWeekday = true, true
+	}
+	return f
+}
+
+// anyDayPasses reports whether some day passes a sub-daily rule's date
+// filters. They repeat every 400 years (146,097 days), so one such span
+// decides; it costs at most a few milliseconds and runs only when a rule's
+// first occurrence was not found.
+func (e *engine) anyDayPasses() bool {
+	if !e.byDays {
+		return true
+	}
+	t0 := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	for d := 0; d < 146097; {
+		skip := e.filter.skip(t0.AddDate(0, 0, d))
+		if skip == 0 {
+			return true
+		}
+		d += skip
+	}
+	return false
+}
+
+// skip returns 0 when day t (midnight, UTC) passes the filters, else how
+// many days may be skipped: to the next month when BYMONTH excludes t's.
+func (f *dayFilter) skip(t time.Time) int {
+	y, m, d := t.Date()
+	if f.anyMonth && !f.month[m] {
+		return daysIn(y, m) - d + 1
+	}
+	if f.anyWeekday && !f.weekday[weekdayIndex(t)] {
+		return 1
+	}
+	if f.anyMonthDay && !f.monthDay[d] && !f.negMDay[daysIn(y, m)-d+1] {
+		return 1
+	}
+	if f.anyYearDay {
+		yd := t.YearDay()
+		yearLen := 365
+		if daysIn(y, time.February) == 29 {
+			yearLen = 366
+		}
+		if !f.yearDay[yd] && !f.negYDay[yearLen-yd+1] {
+			return 1
+		}
+	}
+	return 0
+}
+
+// daysIn returns the number of days of month m in year y.
+func daysIn(y int, m time.Month) int {
+	return time.Date(y, m+1, 0, 0, 0, 0, 0, time.UTC).Day()
+}

@@ -137,7 +137,7 @@ func (s *Schedule) measureRule(p *parsed) error {
 		s.endWall = last
 	}
 	switch {
-	case n == 0 && it.tooFar:
+	case n == 0 && it.tooFar && s.eng.anyDayPasses():
 		return &tooFarError{fmt.Sprintf("the rule has no occurrence within %d years of DTSTART %s, the most the service computes; make it more frequent (e.g. fewer BYxxx parts or a smaller INTERVAL)",
 			maxSpanDays/365, p.startWall.Format("2006-01-02 15:04:05"))}
 	case n == 0 && !s.until.IsZero():
