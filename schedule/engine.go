@@ -51,7 +51,7 @@ type engine struct {
 
 	// days x times strategy (byDays true)
 	byDays    bool
-	hours     []int         // allowed hours, sorted
+	hours     []int // allowed hours, sorted
 	minutes   []int
 	seconds   []int
 	unit      int   // seconds in one FREQ unit: 3600, 60 or 1
