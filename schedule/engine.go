@@ -50,19 +50,18 @@ type engine struct {
 	noShift  bool // BYEASTER: Easter dates do not repeat every 400 years
 
 	// days x times strategy (byDays true)
-	byDays    bool
-	hours     []int // allowed hours, sorted
-	minutes   []int
-	seconds   []int
-	unit      int   // seconds in one FREQ unit: 3600, 60 or 1
-	units     int   // FREQ units in a day: 24, 1440 or 86400
-	start0    int64 // DTSTART's FREQ unit index since 1970-01-01T00:00 (floating)
-	dayFilter bool  // BYMONTH, BYMONTHDAY, BYYEARDAY or BYDAY present
-	filter    dayFilter
-	gridIt    bool
-	isHour    [24]bool
-	isMin     [60]bool
-	isSec     [60]bool
+	byDays  bool
+	hours   []int // allowed hours, sorted
+	minutes []int
+	seconds []int
+	unit    int   // seconds in one FREQ unit: 3600, 60 or 1
+	units   int   // FREQ units in a day: 24, 1440 or 86400
+	start0  int64 // DTSTART's FREQ unit index since 1970-01-01T00:00 (floating)
+	filter  dayFilter
+	gridIt  bool
+	isHour  [24]bool
+	isMin   [60]bool
+	isSec   [60]bool
 }
 
 func allInts(n int) []int {
@@ -167,7 +166,6 @@ func newEngine(spec *ruleSpec, start time.Time) (*engine, error) {
 	idx0 := e.index(start.Hour(), start.Minute(), start.Second())
 	e.units = units
 	e.start0 = floorDiv(start.Unix(), int64(e.unit))
-	e.dayFilter = r.hasDayFilter()
 	e.filter = newDayFilter(r)
 	// The INTERVAL grid repeats every lcm(INTERVAL, units) units, so a day's
 	// grid points follow from the day number alone (phaseOf); no rule walks
