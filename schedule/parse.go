@@ -230,17 +230,15 @@ func splitContentLine(line string) (name, params, value string, err error) {
 }
 
 // parseParams reads `TZID=Europe/Berlin;VALUE=DATE-TIME`. It returns the zone
-// (nil when no TZID) and its name.
-func parseParams(name, params string) (*time.Location, string, error) {
-	var loc *time.Location
-	var zone string
+// (nil when no TZID), its name, and whether VALUE=DATE was given.
+func parseParams(name, params string) (loc *time.Location, zone string, date bool, err error) {
 	if params == "" {
-		return nil, "", nil
+		return nil, "", false, nil
 	}
 	for _, p := range strings.Split(params, ";") {
 		k, v, ok := strings.Cut(p, "=")
 		if !ok {
-			return nil, "", fmt.Errorf("%s: parameter %q has no '='; write e.g. %s;TZID=Europe/Berlin:20240101T090000", name, truncate(p, 30), name)
+			return nil, "", false, fmt.Errorf("%s: parameter %q has no '='; write e.g. %s;TZID=Europe/Berlin:20240101T090000", name, truncate(p, 30), name)
 		}
 		switch strings.ToUpper(strings.TrimSpace(k)) {
 		case "TZID":
@@ -248,18 +246,22 @@ func parseParams(name, params string) (*time.Location, string, error) {
 			v = strings.TrimPrefix(v, "/")
 			l, err := loadLocation(v)
 			if err != nil {
-				return nil, "", fmt.Errorf("%s: unknown time zone TZID=%q; use an IANA name such as Europe/Berlin, America/New_York or UTC", name, truncate(v, 40))
+				return nil, "", false, fmt.Errorf("%s: unknown time zone TZID=%q; use an IANA name such as Europe/Berlin, America/New_York or UTC", name, truncate(v, 40))
 			}
 			loc, zone = l, v
 		case "VALUE":
-			if !strings.EqualFold(strings.TrimSpace(v), "DATE-TIME") {
-				return nil, "", fmt.Errorf("%s: VALUE=%s is not supported; give a date and time such as 20240101T090000", name, truncate(v, 20))
+			switch strings.ToUpper(strings.TrimSpace(v)) {
+			case "DATE-TIME":
+			case "DATE":
+				date = true
+			default:
+				return nil, "", false, fmt.Errorf("%s: VALUE=%s is not supported; give a date-time such as 20240101T090000 or, with VALUE=DATE, a date such as 20240101", name, truncate(v, 20))
 			}
 		default:
-			return nil, "", fmt.Errorf("%s: unknown parameter %q; only TZID (e.g. TZID=Europe/Berlin) is supported", name, truncate(k, 20))
+			return nil, "", false, fmt.Errorf("%s: unknown parameter %q; only TZID (e.g. TZID=Europe/Berlin) is supported", name, truncate(k, 20))
 		}
 	}
-	return loc, zone, nil
+	return loc, zone, date, nil
 }
 
 // parseDateTime reads 20240101T090000 (floating), 20240101T090000Z (UTC) or
@@ -307,9 +309,23 @@ func plainParseError(err error) string {
 	return "out of range"
 }
 
+// checkDate rejects a VALUE=DATE value that is not a plain date. An all-day
+// value means midnight (00:00:00) of that date in its TZID, or in the rule's
+// zone without one (UTC when the rule is floating); an EXDATE date removes
+// the occurrence at that instant only, not the whole day.
+func checkDate(name, v string, date bool) error {
+	if date && len(strings.TrimSpace(v)) != 8 {
+		return fmt.Errorf("%s: VALUE=DATE needs a date such as 20240101, not %q", name, truncate(v, 30))
+	}
+	return nil
+}
+
 func (p *parsed) parseStart(params, value string) error {
-	loc, zone, err := parseParams("DTSTART", params)
+	loc, zone, date, err := parseParams("DTSTART", params)
 	if err != nil {
+		return err
+	}
+	if err := checkDate("DTSTART", value, date); err != nil {
 		return err
 	}
 	wall, utc, err := parseDateTime("DTSTART", value)
@@ -333,7 +349,7 @@ func (p *parsed) parseStart(params, value string) error {
 
 // parseDateList reads an EXDATE or RDATE value list and returns instants.
 func (p *parsed) parseDateList(name, params, value string) ([]time.Time, []string, error) {
-	loc, zone, err := parseParams(name, params)
+	loc, zone, date, err := parseParams(name, params)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -343,6 +359,9 @@ func (p *parsed) parseDateList(name, params, value string) ([]time.Time, []strin
 		v = strings.TrimSpace(v)
 		if v == "" {
 			continue
+		}
+		if err := checkDate(name, v, date); err != nil {
+			return nil, nil, err
 		}
 		wall, utc, err := parseDateTime(name, v)
 		if err != nil {
@@ -530,18 +549,12 @@ func (r *ruleSpec) validate() error {
 			!r.seen["BYDAY"] && !r.seen["BYHOUR"] && !r.seen["BYMINUTE"] && !r.seen["BYSECOND"] && !r.seen["BYEASTER"] {
 			return errors.New("RRULE: BYSETPOS needs another BYxxx part to pick from, e.g. FREQ=MONTHLY;BYDAY=MO,TU,WE,TH,FR;BYSETPOS=-1 (last workday)")
 		}
-		if r.freq == rrule.SECONDLY {
-			return errors.New("RRULE: BYSETPOS cannot be used with FREQ=SECONDLY (each period holds one second); drop it")
-		}
 	}
 	if r.freq <= rrule.DAILY {
 		n := max(len(r.byhour), 1) * max(len(r.byminute), 1) * max(len(r.bysecond), 1)
 		if n > maxTimesPerDay {
 			return fmt.Errorf("RRULE: BYHOUR, BYMINUTE and BYSECOND give %d times per day, more than %d; use FREQ=MINUTELY or FREQ=HOURLY for dense schedules", n, maxTimesPerDay)
 		}
-	}
-	if r.freq == rrule.SECONDLY && 86400%r.interval != 0 && r.hasDayFilter() {
-		return fmt.Errorf("RRULE: FREQ=SECONDLY with INTERVAL=%d (not a divisor of 86400) cannot be combined with BYMONTH, BYMONTHDAY, BYYEARDAY or BYDAY; use an INTERVAL that divides a day, or FREQ=MINUTELY", r.interval)
 	}
 	return nil
 }
