@@ -41,6 +41,45 @@ func (c *clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
+// passes counts the dispatcher's passes (Hooks.AfterDispatch), so a test
+// waits for passes instead of sleeping.
+type passes struct {
+	mu   sync.Mutex
+	n    int
+	next chan struct{} // closed and replaced at each pass
+}
+
+func (p *passes) pass(string, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n++
+	close(p.next)
+	p.next = make(chan struct{})
+}
+
+// wait returns once n more passes have ended (the last n-1 of them started
+// after the call).
+func (p *passes) wait(t *testing.T, n int) {
+	t.Helper()
+	p.mu.Lock()
+	target := p.n + n
+	p.mu.Unlock()
+	timeout := time.After(15 * time.Second)
+	for {
+		p.mu.Lock()
+		done, next := p.n >= target, p.next
+		p.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-next:
+		case <-timeout:
+			t.Fatalf("%d dispatcher passes did not happen within 15s", n)
+		}
+	}
+}
+
 // The whole loop with the real service and the real reference worker: a
 // good URL is refreshed and scheduled on its rule, a broken URL ends disabled
 // with "Provided URL is invalid: <url>", and a throttled URL is retried no
@@ -94,7 +133,9 @@ func TestWholeLoop(t *testing.T) {
 	require.NoError(t, err)
 	lists := redisio.DefaultLists(prefix + "big_tables")
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	dispatched := &passes{next: make(chan struct{})}
 	svc, err := refresher.New(refresher.Config{
+		Hooks: refresher.Hooks{AfterDispatch: dispatched.pass},
 		Kinds: []refresher.Kind{{
 			Name:     "big_tables",
 			Table:    models.Table{Name: "big_tables", Key: "uid", Payload: []string{"input_url"}},
@@ -155,7 +196,8 @@ func TestWholeLoop(t *testing.T) {
 	th := waitFor("throttled", "first failure", func(s policy.State) bool { return s.LastError != "" })
 	require.True(t, th.RefreshAt.Equal(t0.Add(600*time.Second)), "refresh_at %s, want now+600s", th.RefreshAt)
 	clk.Advance(599 * time.Second)
-	time.Sleep(200 * time.Millisecond) // several dispatcher passes (MaxSleep 20ms)
+	dispatched.wait(t, 2) // the second pass ran at now+599s
+	require.False(t, state("throttled").Running(), "no attempt before Retry-After")
 	mu.Lock()
 	require.Equal(t, 1, throttled, "no request before Retry-After")
 	mu.Unlock()

@@ -40,11 +40,7 @@ type running struct {
 // ends.
 func (b *testBundle) runOn(ctx context.Context, store models.Store, rio *redisio.Client, mod func(*Config)) *running {
 	b.t.Helper()
-	cfg := b.cfg
-	if mod != nil {
-		mod(&cfg)
-	}
-	svc, err := New(cfg, store, rio)
+	svc, err := New(b.config(mod), store, rio)
 	require.NoError(b.t, err)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -329,7 +325,7 @@ func TestTwoDispatchersNeverStartTheSameModelTwice(t *testing.T) {
 			jobs[job.UID] = job
 		}
 	}
-	b.noJob(200 * time.Millisecond)
+	b.noJob()
 
 	startedA := toFloat(a.Metrics().Started.WithLabelValues("items"))
 	startedB := toFloat(c.Metrics().Started.WithLabelValues("items"))
@@ -475,7 +471,7 @@ func TestPollerCrashAfterCommitBeforeAck(t *testing.T) {
 	require.Equal(t, applied, b.states(uids), "nothing changed twice")
 	require.Zero(t, b.llen(b.kind.Lists.Processing("a")))
 	require.Zero(t, b.llen(b.kind.Lists.Output))
-	b.noJob(100 * time.Millisecond)
+	b.noJob()
 }
 
 // A push that fails (Redis gone between the commit and the push) undoes its
@@ -527,7 +523,7 @@ func TestRedisDownDuringPushUndoesAttempts(t *testing.T) {
 		require.Equal(t, j.AttemptUID, b.state(j.UID).AttemptUID)
 	}
 	require.Equal(t, float64(len(uids)), toFloat(r.svc.Metrics().Started.WithLabelValues("items")))
-	b.noJob(100 * time.Millisecond)
+	b.noJob()
 }
 
 // Redis down for a while: results workers push meanwhile are applied when
