@@ -284,7 +284,7 @@ type compiled struct {
 	// payloadTime marks payload columns declared as a date or time, whose
 	// text is sent as RFC 3339 like the other drivers'.
 	payloadTime []bool
-	selectFrom string   // SELECT key, refresh_rrule, state..., payload... [, rowid] FROM table
+	selectFrom  string // SELECT key, refresh_rrule, state..., payload... [, rowid] FROM table
 	// selectState is selectFrom without the payload columns.
 	selectState string
 }
