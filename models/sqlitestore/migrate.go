@@ -100,7 +100,11 @@ func Migrate(ctx context.Context, db *sql.DB, tables []string, w io.Writer, dryR
 	for i, name := range names {
 		var tm models.TableMigration
 		if dryRun {
-			tm, err = migrateTable(ctx, db, ms, name, quoted[i], schemas[i], recordExists, w, true)
+			var q queryer // nil without a database, not a nil *sql.DB
+			if db != nil {
+				q = db
+			}
+			tm, err = migrateTable(ctx, q, ms, name, quoted[i], schemas[i], recordExists, w, true)
 		} else {
 			err = inTx(ctx, db, func(tx *sql.Tx) error {
 				s, err := loadSchema(ctx, tx, name) // as of the write lock
