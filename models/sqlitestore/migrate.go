@@ -33,7 +33,8 @@ const createMigrationsTable = `CREATE TABLE IF NOT EXISTS "` + MigrationsTable +
 // The migration files are written for MySQL; SQLite's ALTER TABLE adds one
 // column at a time, so each ADD COLUMN clause becomes its own "ALTER TABLE
 // t ADD COLUMN ..." (SQLite accepts the MySQL types and backquotes as
-// written), and each ADD INDEX a CREATE INDEX. Index names are global in a
+// written, but DATETIME(6) becomes DATETIME: see sqliteTypes), and each ADD
+// INDEX a CREATE INDEX. Index names are global in a
 // SQLite database, so when the migration's name (idx_refresh_at) is taken
 // by another table's index the index is named idx_refresh_at_<table>.
 //
@@ -177,14 +178,14 @@ func migrateTable(ctx context.Context, q queryer, ms []migrations.Migration, nam
 				case migrations.AddColumn:
 					if have, ok := s.columns[strings.ToLower(c.Name)]; ok {
 						am.Existing = append(am.Existing, "column "+c.Name)
-						if !strings.EqualFold(strings.TrimSpace(have), strings.TrimSpace(c.Type)) {
+						if !sameType(have, c.Type) {
 							tm.Warnings = append(tm.Warnings, fmt.Sprintf("column %s exists as %s, migration %s declares %s; left unchanged", c.Name, have, m.Name, c.Type))
 						}
 						continue
 					}
 					am.Added = append(am.Added, "column "+c.Name)
 					s.columns[strings.ToLower(c.Name)] = strings.ToLower(c.Type)
-					stmts = append(stmts, "ALTER TABLE "+quoted+" "+c.SQL)
+					stmts = append(stmts, "ALTER TABLE "+quoted+" "+sqliteTypes(c.SQL))
 				case migrations.AddIndex:
 					if s.hasIndex(c.Name, c.Columns) {
 						am.Existing = append(am.Existing, "index "+c.Name)
@@ -212,7 +213,7 @@ func migrateTable(ctx context.Context, q queryer, ms []migrations.Migration, nam
 			for _, st := range stmts {
 				fmt.Fprintf(w, "%s;\n", st)
 			}
-			fmt.Fprintf(w, "INSERT INTO \"%s\" (table_name, version, name, applied_at) VALUES (%s, %d, %s, strftime('%%Y-%%m-%%d %%H:%%M:%%f000', 'now'));\n",
+			fmt.Fprintf(w, "INSERT INTO \"%s\" (table_name, version, name, applied_at) VALUES (%s, %d, %s, strftime('%%Y-%%m-%%d %%H:%%M:%%f000+00:00', 'now'));\n",
 				MigrationsTable, sqlString(name), m.Version, sqlString(m.Name))
 		} else {
 			for _, st := range stmts {
@@ -305,3 +306,20 @@ func summarise(things []string) string {
 
 // sqlString quotes s as a SQL string literal for printed SQL.
 func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// sqliteTypes rewrites a migration's MySQL column types where SQLite
+// drivers read them differently: DATETIME(6) becomes DATETIME, because the
+// Go SQLite drivers return a time.Time (which GORM needs) only for a
+// column declared exactly DATE, DATETIME or TIMESTAMP, and text otherwise.
+// SQLite keeps whatever precision is written either way.
+func sqliteTypes(clause string) string {
+	return strings.NewReplacer("DATETIME(6)", "DATETIME", "datetime(6)", "datetime").Replace(clause)
+}
+
+// sameType compares a column's declared type with a migration's, ignoring
+// case; integer types of any name are the same (SQLite stores them alike:
+// INTEGER affinity; GORM declares "integer" where the migration says INT).
+func sameType(have, declared string) bool {
+	have, declared = strings.ToLower(strings.TrimSpace(sqliteTypes(have))), strings.ToLower(strings.TrimSpace(sqliteTypes(declared)))
+	return have == declared || (strings.Contains(have, "int") && strings.Contains(declared, "int"))
+}

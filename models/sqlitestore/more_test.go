@@ -132,7 +132,7 @@ func TestMigrate(t *testing.T) {
 		dry := out.String()
 		for _, want := range []string{
 			`CREATE TABLE IF NOT EXISTS "refresher_schema_migrations"`,
-			"ALTER TABLE \"a\" ADD COLUMN `refresh_at` DATETIME(6) NULL;",
+			"ALTER TABLE \"a\" ADD COLUMN `refresh_at` DATETIME NULL;",
 			`CREATE INDEX IF NOT EXISTS "idx_refresh_at" ON "a" ("refresh_at");`,
 			"-- b: 0001_refresh_columns (added 10 columns; 2 columns already existed)",
 			"-- b: 0002_refresh_at_index (index idx_refresh_at already existed)",

@@ -155,8 +155,8 @@ func TestSaveRoundTrip(t *testing.T) {
 				must(t, s.DB().QueryRow(`SELECT (refresh_at IS NULL) + (refresh_attempt_uid IS NULL) + (refresh_last_error IS NULL) + (refresh_status IS NULL) FROM items WHERE k = '2'`).Scan(&nulls))
 				eq(t, nulls, 4, "empty values are NULL")
 				var text, typ string
-				must(t, s.DB().QueryRow(`SELECT refresh_attempt_at, typeof(refresh_attempt_at) FROM items WHERE k = '1'`).Scan(&text, &typ))
-				eq(t, text, "2026-03-04 04:07:07.123457", "stored as TimeFormat")
+				must(t, s.DB().QueryRow(`SELECT CAST(refresh_attempt_at AS TEXT), typeof(refresh_attempt_at) FROM items WHERE k = '1'`).Scan(&text, &typ))
+				eq(t, text, "2026-03-04 04:07:07.123457+00:00", "stored as TimeFormat")
 				eq(t, typ, "text")
 
 				// Rows read and saved again go by rowid; only what changed.

@@ -6,9 +6,13 @@ import (
 	"time"
 )
 
-// TimeFormat is how the Store writes times: UTC, exactly six decimals, no
-// zone. Being fixed-width, text order is time order.
-const TimeFormat = "2006-01-02 15:04:05.000000"
+// TimeFormat is how the Store writes times: UTC, exactly six decimals, and
+// the offset +00:00. Being fixed-width, text order is time order. The
+// offset makes the text unambiguous to every reader (SQLite drivers parse
+// it as UTC rather than local time; SQLite's date functions accept it),
+// and it is what the pure-Go and mattn drivers write for a UTC time.Time,
+// so that what an application writes through GORM compares exactly.
+const TimeFormat = "2006-01-02 15:04:05.000000+00:00"
 
 // dbTime is a time as a statement argument: TimeFormat in UTC, truncated to
 // microseconds; nil (NULL) for the zero time.
