@@ -302,4 +302,3 @@ func numericString(i *big.Int, exp int32) string {
 	}
 	return s
 }
-

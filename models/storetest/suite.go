@@ -51,6 +51,9 @@ func Run(t *testing.T, h Harness) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			if why, ok := h.Skip[tc.name]; ok {
+				t.Skip("known failure: " + why)
+			}
 			tc.fn(t, h)
 		})
 	}
@@ -333,8 +336,8 @@ func testSaveRoundTrip(t *testing.T, h Harness) {
 	rows[0].State = fullState(1)
 	rows[1].State = fullState(2)
 	rows[1].State.AttemptUID, rows[1].State.DisabledAt, rows[1].State.DisabledReason = "", time.Time{}, "" // NULLs among values
-	rows[2].State = policy.State{}                                                                           // every column NULL
-	rows[2].Rule = "FREQ=HOURLY"                                                                             // Save never writes it
+	rows[2].State = policy.State{}                                                                         // every column NULL
+	rows[2].Rule = "FREQ=HOURLY"                                                                           // Save never writes it
 	must(t, save(env.Store, tbl, rows...))
 
 	got := lock(t, env.Store, tbl, "a", "b", "c")
@@ -753,11 +756,11 @@ func testCounts(t *testing.T, h Harness) {
 		insert(t, env, fmt.Sprint(i), time.Time{})
 	}
 	must(t, save(env.Store, tbl,
-		models.Row{Key: "1", State: policy.State{RefreshAt: base.Add(-2 * time.Hour)}},                                                  // due, late
+		models.Row{Key: "1", State: policy.State{RefreshAt: base.Add(-2 * time.Hour)}},                                                 // due, late
 		models.Row{Key: "2", State: policy.State{RefreshAt: base.Add(-time.Minute), AttemptUID: "d1v5bqh6n88c73890002", AttemptNo: 4}}, // due, running
-		models.Row{Key: "3", State: policy.State{RefreshAt: base.Add(time.Hour), FailingSince: base, AttemptNo: 2}},                     // failing
-		models.Row{Key: "4", State: policy.State{DisabledAt: base, FailingSince: base}},                                                 // disabled, not failing
-		models.Row{Key: "5", State: policy.State{RefreshAt: base}},                                                                      // due (now)
+		models.Row{Key: "3", State: policy.State{RefreshAt: base.Add(time.Hour), FailingSince: base, AttemptNo: 2}},                    // failing
+		models.Row{Key: "4", State: policy.State{DisabledAt: base, FailingSince: base}},                                                // disabled, not failing
+		models.Row{Key: "5", State: policy.State{RefreshAt: base}},                                                                     // due (now)
 	))
 	c, err = in.Counts(ctx, tbl, base, time.Hour)
 	must(t, err)
