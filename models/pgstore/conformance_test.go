@@ -2,6 +2,8 @@ package pgstore
 
 import (
 	"context"
+	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/refresher/refresher/internal/testenv"
@@ -45,5 +47,19 @@ func exec(t testing.TB, s *Store, sql string, args ...any) {
 	t.Helper()
 	if _, err := s.Pool().Exec(context.Background(), sql, args...); err != nil {
 		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("unexpected error: %v", err)
+	}
+}
+
+func eq(t testing.TB, got, want any, what ...any) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s\n got: %#v\nwant: %#v", fmt.Sprint(what...), got, want)
 	}
 }
