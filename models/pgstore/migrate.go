@@ -54,9 +54,12 @@ const migrateLock int64 = 0x72656672657368 // "refresh"
 //
 // With dryRun it changes nothing and writes to w the SQL it would run;
 // pool may then be nil, in which case it prints every migration as for
-// tables that have none of the columns.
+// tables that have none of the columns. A nil w discards the output.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, tables []string, w io.Writer, dryRun bool) (models.MigrateReport, error) {
 	var report models.MigrateReport
+	if w == nil {
+		w = io.Discard
+	}
 	if pool == nil && !dryRun {
 		return report, errors.New("migrate: no database (only a dry run can do without one)")
 	}
