@@ -15,8 +15,9 @@
 // zone; with timestamp without time zone it would store its own wall
 // clock. GORM's PostgreSQL driver also makes timestamptz of a time.Time
 // field. The store reads and writes tables whose refresh columns are
-// timestamp(6) without time zone just as well (holding UTC): parameters
-// are converted with the session's UTC time zone.
+// timestamp(6) without time zone just as well, holding UTC wall clock time
+// whatever a session's time zone: Save writes them AT TIME ZONE 'UTC', and
+// pgx sends and reads a timestamp parameter as the UTC time's wall clock.
 //
 // Keys travel as the text PostgreSQL prints for the key column (key::text).
 // LockByKeys and Save compare keys as the key column's type, so its index

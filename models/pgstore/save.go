@@ -217,8 +217,8 @@ func uniform(cols columnSet, rows []*models.Row) columnSet {
 }
 
 // pgTypes are the parameter types of stateColumns, in order. Times are
-// timestamptz: written into a timestamp column they convert with the
-// session's time zone, UTC.
+// timestamptz, written into a timestamp (without time zone) column AT TIME
+// ZONE 'UTC'.
 var pgTypes = [numStateColumns]string{"timestamptz", "text", "timestamptz", "int4", "timestamptz", "timestamptz", "text", "timestamptz", "timestamptz", "text", "text"}
 
 // unnestUpdate builds the UPDATE of g's rows [start, end); see Save.
@@ -232,15 +232,21 @@ func unnestUpdate(q compiled, g saveGroup, start, end int) (string, []any) {
 	names := []string{"k"}
 	var set []string
 	for c, col := range stateColumns {
+		// A timestamp without time zone column gets the UTC wall clock
+		// whatever the session's time zone.
+		zone := ""
+		if q.meta.cols[col].name == "timestamp" {
+			zone = " AT TIME ZONE 'UTC'"
+		}
 		switch {
 		case perRow.has(c):
 			args = append(args, columnArray(c, rows))
 			from = append(from, "$"+strconv.Itoa(len(args))+"::"+pgTypes[c]+"[]")
 			names = append(names, "c"+strconv.Itoa(c))
-			set = append(set, `"`+col+`" = v.c`+strconv.Itoa(c))
+			set = append(set, `"`+col+`" = v.c`+strconv.Itoa(c)+zone)
 		case same.has(c):
 			args = append(args, columnValue(c, &rows[0].State))
-			set = append(set, `"`+col+`" = $`+strconv.Itoa(len(args))+"::"+pgTypes[c])
+			set = append(set, `"`+col+`" = $`+strconv.Itoa(len(args))+"::"+pgTypes[c]+zone)
 		}
 	}
 	if g.guard != nil {
