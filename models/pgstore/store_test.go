@@ -200,3 +200,35 @@ func TestKeyTypeValid(t *testing.T) {
 }
 
 type bigInt = big.Int
+
+// TestTriggerRefusesOneKey: an application trigger that raises for one row
+// refuses a value (P0001); the other rows save in another batch.
+func TestTriggerRefusesOneKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := testStore(t)
+	exec(t, s, "CREATE TABLE items (id bigserial PRIMARY KEY, k text UNIQUE)")
+	_, err := s.Migrate(ctx, []string{"items"}, io.Discard, false)
+	must(t, err)
+	exec(t, s, "INSERT INTO items (k) VALUES ('good'), ('bad')")
+	exec(t, s, `CREATE FUNCTION refuse_bad() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF NEW.k = 'bad' THEN RAISE EXCEPTION 'row % is frozen', NEW.k; END IF; RETURN NEW; END $$`)
+	exec(t, s, "CREATE TRIGGER refuse_bad BEFORE UPDATE ON items FOR EACH ROW EXECUTE FUNCTION refuse_bad()")
+	tbl := models.Table{Name: "items", Key: "k"}
+	save := func(keys ...string) error {
+		return s.Tx(ctx, func(tx models.Tx) error {
+			var rows []models.Row
+			for _, k := range keys {
+				rows = append(rows, models.Row{Key: k, State: policy.State{Status: "s"}})
+			}
+			return tx.Save(ctx, tbl, rows)
+		})
+	}
+	err = save("good", "bad")
+	if err == nil || !strings.Contains(err.Error(), "frozen") {
+		t.Fatalf("save through the trigger: %v", err)
+	}
+	eq(t, s.Classify(err), models.ValueRefused, err)
+	must(t, save("good"))
+	eq(t, lock(t, s, tbl, "good")["good"].State.Status, "s")
+}
