@@ -11,6 +11,7 @@ import (
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/models/mysqlstore"
 	"github.com/refresher/refresher/models/sqlitestore"
+	"github.com/refresher/refresher/models/pgstore"
 )
 
 // Options tune the connections of a Store.
@@ -57,6 +58,8 @@ func Open(ctx context.Context, raw string, o Options) (models.Store, error) {
 		db.SetMaxOpenConns(o.MaxConnections)
 		db.SetMaxIdleConns(o.MaxConnections)
 		return mysqlstore.New(db), nil
+	case "postgres", "postgresql":
+		return pgstore.Open(ctx, raw, o.MaxConnections)
 	}
 	return nil, fmt.Errorf("database URL: unknown scheme %q: use one of %s (or a go-sql-driver DSN for MySQL)", scheme, Schemes)
 }
