@@ -28,21 +28,21 @@ import (
 // column, so its cost grows with the square of the batch.
 func caseUpdate(q compiled, by string, ids []string, rows []models.Row, guard []string) (string, []any) {
 	n := len(rows)
-	args := make([]any, 0, n*(2*len(stateColumns)+1)+2*len(guard))
+	args := make([]any, 0, n*(2*len(models.StateColumns)+1)+2*len(guard))
 	vals := make([][]any, n)
 	for i, r := range rows {
 		vals[i] = stateArgs(r.State)
 	}
 	var b strings.Builder
-	b.Grow(n * 16 * (len(stateColumns) + 2))
+	b.Grow(n * 16 * (len(models.StateColumns) + 2))
 	b.WriteString("UPDATE ")
 	b.WriteString(q.table)
 	b.WriteString(" SET ")
-	for c, col := range stateColumns {
+	for c, col := range models.StateColumns {
 		if c > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "`%s` = CASE %s", col, by)
+		fmt.Fprintf(&b, "`%s` = CASE %s", col.Name, by)
 		for i := range rows {
 			b.WriteString(" WHEN ? THEN ?")
 			args = append(args, ids[i], vals[i][c])
@@ -62,7 +62,7 @@ func caseUpdate(q compiled, by string, ids []string, rows []models.Row, guard []
 		fmt.Fprintf(&b, " AND `%s` <=> CASE %s", models.ColAttemptUID, by)
 		for i := range rows {
 			b.WriteString(" WHEN ? THEN ?")
-			args = append(args, ids[i], nullString(guard[i], attemptUIDLen))
+			args = append(args, ids[i], nullText(attemptUIDColumn, guard[i]))
 		}
 		b.WriteString(" END")
 	}
@@ -207,21 +207,13 @@ func inTx(ctx context.Context, db *sql.DB, query string, args []any) error {
 	return tx.Commit()
 }
 
-// stateArgs returns the values of stateColumns for s, NULL as nil.
+// stateArgs returns the values of models.StateColumns for s, NULL as nil.
 func stateArgs(s policy.State) []any {
-	return []any{
-		dbTime(s.RefreshAt),
-		nullString(s.AttemptUID, attemptUIDLen),
-		dbTime(s.AttemptAt),
-		s.AttemptNo,
-		dbTime(s.TimeoutAt),
-		dbTime(s.DisabledAt),
-		nullString(s.DisabledReason, maxReasonLen),
-		dbTime(s.FailingSince),
-		dbTime(s.LastSuccessAt),
-		nullString(s.LastError, maxReasonLen),
-		nullString(s.Status, maxStatusLen),
+	out := make([]any, len(models.StateColumns))
+	for c := range models.StateColumns {
+		out[c] = columnValue(&models.StateColumns[c], &s)
 	}
+	return out
 }
 
 // BenchmarkBuildUpdate measures building Save's statement for 1000 rows
