@@ -18,6 +18,9 @@ type kindRunner struct {
 	log     *slog.Logger
 	metrics *Metrics
 	hooks   Hooks
+	// fatal stops the service and makes Run return err: for an error no
+	// retry can fix (see Service). Outages are retried, never fatal.
+	fatal func(err error)
 }
 
 // rand returns the jitter draw for one failure.
