@@ -58,9 +58,6 @@ func runService(ctx context.Context, c *config.Config, store models.Store, log *
 	if err != nil {
 		return err
 	}
-	if err := svc.Check(ctx); err != nil {
-		return err
-	}
 	if c.Metrics != "" {
 		ln, err := net.Listen("tcp", c.Metrics)
 		if err != nil {
