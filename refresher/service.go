@@ -182,7 +182,7 @@ func (s *Service) Run(ctx context.Context) error {
 			cfg: s.cfg, kind: k, store: s.store, rdb: s.rdb, clock: s.cfg.Clock,
 			log: s.cfg.Logger.With("kind", k.Name), metrics: s.cfg.Metrics, hooks: s.cfg.Hooks,
 			activity: &activity{},
-			fatal: fatal,
+			fatal:    fatal,
 		}
 		wake := make(chan struct{}, 1)
 		d := &dispatcher{kindRunner: r, wake: wake, schedules: schedules{kindDefault: k.Schedule}}
