@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -350,21 +349,15 @@ func text(s string, max int) pgtype.Text {
 	return pgtype.Text{String: cutText(s, max), Valid: true}
 }
 
-// cutText is mysqlstore's rule for texts: invalid UTF-8 replaced by U+FFFD,
-// then cut to at most max characters (not bytes; varchar(n) counts
-// characters). PostgreSQL text cannot hold NUL either, so NUL bytes are
+// cutText is the one rule for texts of every driver (policy.Truncate:
+// invalid UTF-8 replaced by U+FFFD, cut to at most max characters with "…"
+// as the last). PostgreSQL text cannot hold NUL either, so NUL bytes are
 // replaced by U+FFFD as well, before counting.
 func cutText(s string, max int) string {
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
 	if strings.IndexByte(s, 0) >= 0 {
 		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
 	}
-	if utf8.RuneCountInString(s) > max {
-		s = string([]rune(s)[:max])
-	}
-	return s
+	return policy.Truncate(s, max)
 }
 
 // lastWins drops all but the last occurrence of each key, keeping order

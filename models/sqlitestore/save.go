@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/refresher/refresher/internal/jsontext"
 	"github.com/refresher/refresher/models"
@@ -365,20 +364,13 @@ func appendState(doc []byte, s policy.State, cols columnSet) []byte {
 	return appendText(doc, 10, s.Status, maxStatusLen)
 }
 
-// nullString is s for a VARCHAR(max) column, the MySQL driver's rule: nil
-// when empty, valid UTF-8 (invalid bytes become U+FFFD), at most max
-// characters.
+// nullString is s for a VARCHAR(max) column: nil when empty, otherwise
+// cut by the one rule of every driver (policy.Truncate).
 func nullString(s string, max int) any {
 	if s == "" {
 		return nil
 	}
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	if utf8.RuneCountInString(s) > max {
-		s = string([]rune(s)[:max])
-	}
-	return s
+	return policy.Truncate(s, max)
 }
 
 // lastWins drops all but the last occurrence of each key, keeping order

@@ -184,10 +184,10 @@ func TestSaveLimitsAndDuplicates(t *testing.T) {
 		}))
 		got := lockAll(t, s, tbl, "a")["a"].State
 		eq(t, got.AttemptNo, 1, "last row wins")
-		eq(t, got.LastError, strings.Repeat("é", 1024))
-		eq(t, got.Status, strings.Repeat("é", 255))
+		eq(t, got.LastError, strings.Repeat("é", 1023)+"…")
+		eq(t, got.Status, strings.Repeat("é", 254)+"…")
 		eq(t, got.DisabledReason, "bad \uFFFD byte")
-		eq(t, got.AttemptUID, strings.Repeat("x", 20))
+		eq(t, got.AttemptUID, strings.Repeat("x", 19)+"…")
 
 		// Exactly at the limits: kept whole.
 		st = policy.State{LastError: long[:2*1024], DisabledReason: strings.Repeat("z", 1024), Status: strings.Repeat("ü", 255)}
