@@ -10,8 +10,8 @@ import (
 
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/models/mysqlstore"
-	"github.com/refresher/refresher/models/sqlitestore"
 	"github.com/refresher/refresher/models/pgstore"
+	"github.com/refresher/refresher/models/sqlitestore"
 )
 
 // Options tune the connections of a Store.
