@@ -3,9 +3,12 @@
 # and Redis, then runs the Go tests against them.
 GO ?= go
 
-.PHONY: test services build vet fuzz bench bench-scaling
-test: services vet
+.PHONY: test services browser build vet fuzz bench bench-scaling
+test: services browser vet
 	$(GO) test -count=1 -timeout 20m ./...
+
+browser:
+	./scripts/browser.sh
 
 services:
 	./scripts/services.sh
