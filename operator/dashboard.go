@@ -1,0 +1,5 @@
+package operator
+
+import "net/http"
+
+func (s *Server) dashboardRoutes(mux *http.ServeMux) {}
