@@ -67,7 +67,7 @@ func TestGaugesOneInstanceComputes(t *testing.T) {
 		for name, c := range map[string]struct {
 			got, want float64
 		}{
-			"oldest age": {testutil.ToFloat64(g.oldest.WithLabelValues("g", "interactive")), 90},
+			"oldest age":  {testutil.ToFloat64(g.oldest.WithLabelValues("g", "interactive")), 90},
 			"max attempt": {testutil.ToFloat64(g.maxAttempt.WithLabelValues("g", "interactive")), 4},
 			"disabled":    {testutil.ToFloat64(g.models.WithLabelValues("g", "interactive", "disabled")), 1},
 			"late":        {testutil.ToFloat64(g.models.WithLabelValues("g", "interactive", "late")), 1},
