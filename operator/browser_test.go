@@ -59,7 +59,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	shot := func(name string) chromedp.Action {
 		return chromedp.ActionFunc(func(ctx context.Context) error {
 			var png []byte
-			if err := chromedp.FullScreenshot(&png, 90).Do(ctx); err != nil {
+			if err := chromedp.FullScreenshot(&png, 100).Do(ctx); err != nil { // 100: PNG (less is JPEG)
 				return err
 			}
 			path := filepath.Join(shots, name+".png")
