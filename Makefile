@@ -5,9 +5,12 @@
 # the tests (and the checks) at other servers; see scripts/services.sh.
 GO ?= go
 
-.PHONY: test services build vet fuzz bench bench-scaling
-test: services vet
+.PHONY: test services browser build vet fuzz bench bench-scaling
+test: services browser vet
 	$(GO) test -count=1 -timeout 20m ./...
+
+browser:
+	./scripts/browser.sh
 
 services:
 	./scripts/services.sh

@@ -35,6 +35,7 @@ func (c *Config) SetDefaults() {
 		k.Dead = cmp.Or(k.Dead, k.Name+"-dead")
 		k.MaxQueued = cmp.Or(k.MaxQueued, DefaultMaxQueued)
 	}
+	c.setOperatorDefaults()
 }
 
 var (
