@@ -122,28 +122,58 @@ type ListLens struct {
 }
 
 func (s *Server) apiKinds(w http.ResponseWriter, r *http.Request) {
-	sums, err := s.overviewCached(r.Context())
+	sums, at, err := s.overviewCached(r.Context())
 	if err != nil {
 		s.internal(w, "count the models", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"kinds": sums})
+	writeJSON(w, http.StatusOK, map[string]any{"kinds": sums, "counted_at": at.UTC()})
 }
 
-// overviewCached returns the overview, computed at most every overviewTTL.
-func (s *Server) overviewCached(ctx context.Context) ([]KindSummary, error) {
+// overviewCached returns the overview. The first call counts; later ones
+// answer at once with the last counts and, when those are older than
+// overviewTTL, start one recount in the background (counting a large table
+// takes longer than a dashboard should wait: about a second for 1M rows).
+// An action drops the counts, so its effect shows on the next call.
+func (s *Server) overviewCached(ctx context.Context) ([]KindSummary, time.Time, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	now := s.o.Now()
-	if s.overview != nil && now.Sub(s.cachedAt) < overviewTTL && !now.Before(s.cachedAt) {
-		return s.overview, nil
+	if s.overview != nil {
+		sums, at := s.overview, s.cachedAt
+		if (now.Sub(at) >= overviewTTL || now.Before(at)) && !s.counting {
+			s.counting = true
+			go s.recount()
+		}
+		s.mu.Unlock()
+		return sums, at, nil
 	}
+	s.mu.Unlock()
 	sums, err := s.Overview(ctx, now)
 	if err != nil {
-		return nil, err
+		return nil, now, err
 	}
+	s.mu.Lock()
 	s.overview, s.cachedAt = sums, now
-	return sums, nil
+	s.mu.Unlock()
+	return sums, now, nil
+}
+
+// recount refreshes the cached overview in the background.
+func (s *Server) recount() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	now := s.o.Now()
+	sums, err := s.Overview(ctx, now)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.counting = false
+	if err != nil {
+		s.o.Logger.Error("operator: count the models", "err", err)
+		return
+	}
+	if s.overview != nil { // not dropped by an action meanwhile
+		s.overview, s.cachedAt = sums, now
+	}
 }
 
 // Overview counts every kind's models at now and reads its list lengths.

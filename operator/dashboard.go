@@ -81,13 +81,14 @@ func (s *Server) pageError(w http.ResponseWriter, status int, msg string) {
 }
 
 type overviewData struct {
-	Kinds []KindSummary
-	Error string
+	Kinds     []KindSummary
+	CountedAt time.Time
+	Error     string
 }
 
 func (s *Server) pageOverview(w http.ResponseWriter, r *http.Request) {
-	sums, err := s.overviewCached(r.Context())
-	d := overviewData{Kinds: sums}
+	sums, at, err := s.overviewCached(r.Context())
+	d := overviewData{Kinds: sums, CountedAt: at.UTC()}
 	if err != nil {
 		s.o.Logger.Error("operator: overview", "err", err)
 		d.Error = "The models could not be counted; the service log has the detail."

@@ -79,8 +79,9 @@ type Server struct {
 	handler http.Handler
 
 	mu       sync.Mutex
-	overview []KindSummary
+	overview []KindSummary // last counts; nil after an action
 	cachedAt time.Time
+	counting bool // a recount runs
 }
 
 // New returns a Server; Handler serves it.
