@@ -118,3 +118,37 @@ func TestNextCostBound(t *testing.T) {
 		}
 	}
 }
+
+// TestNextCheckedTooFar: a rule accepted because its first occurrence is
+// near DTSTART, whose next gap exceeds the search bound, reports ErrTooFar
+// from NextChecked (Next reads it as no more occurrences), while an RDATE
+// before the bound is still found.
+func TestNextCheckedTooFar(t *testing.T) {
+	t.Parallel()
+	// The grid moves back 1 s a day: 00:00:00 on day 2, then after 86,399 days.
+	text := "DTSTART:20240101T000001Z\nRRULE:FREQ=SECONDLY;INTERVAL=86399;BYHOUR=0;BYMINUTE=0;BYSECOND=0"
+	s, err := Parse(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)
+	n, err := s.NextChecked(after)
+	if !n.IsZero() || err != ErrTooFar {
+		t.Fatalf("NextChecked = %v, %v; want zero, ErrTooFar", n, err)
+	}
+	if !s.Next(after).IsZero() {
+		t.Fatal("Next should be zero")
+	}
+	s, err = Parse(text + "\nRDATE:20300101T000000Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.NextChecked(after); err != nil || !n.Equal(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("NextChecked = %v, %v; want the RDATE", n, err)
+	}
+	// A rule that ends is not "too far".
+	s, _ = Parse("DTSTART:20240101T000000Z\nRRULE:FREQ=HOURLY;COUNT=2")
+	if n, err := s.NextChecked(after); !n.IsZero() || err != nil {
+		t.Fatalf("NextChecked = %v, %v; want zero, nil", n, err)
+	}
+}

@@ -163,37 +163,60 @@ func (s *Schedule) excluded(t time.Time) bool {
 }
 
 // Next returns the first occurrence strictly after `after`, in UTC, or the
-// zero time when there is none. It never panics and its cost does not grow
-// with DTSTART's age.
+// zero time when there is none. It never panics, its cost does not grow with
+// DTSTART's age, and it is bounded on every rule (see maxSpanDays). It is
+// NextChecked without the error: an occurrence beyond the search bound
+// reads as "no more occurrences".
 func (s *Schedule) Next(after time.Time) time.Time {
+	t, _ := s.NextChecked(after)
+	return t
+}
+
+// ErrTooFar is returned by NextChecked when a sub-daily rule's next
+// occurrence, if any, lies more than 100 years after the asked time: the
+// engine stops looking there to bound the cost of untrusted rules. The text
+// reads well after "Invalid refresh schedule: ".
+var ErrTooFar = errors.New("the rule's next occurrence lies more than 100 years ahead, further than the service computes; make it more frequent")
+
+// NextChecked is Next, and tells a rule that ended (zero time, nil) from one
+// whose next occurrence lies beyond the search bound (zero time, ErrTooFar).
+// An RDATE found before that bound is returned with a nil error.
+func (s *Schedule) NextChecked(after time.Time) (time.Time, error) {
 	if s == nil || after.Year() > maxYear {
-		return time.Time{}
+		return time.Time{}, nil
 	}
 	var best time.Time
+	var tooFar bool
 	if s.eng != nil {
-		best = s.nextRule(after)
+		best, tooFar = s.nextRule(after)
 	}
 	i, found := slices.BinarySearchFunc(s.rdates, after, func(a, b time.Time) int { return a.Compare(b) })
 	if found {
 		i++
 	}
 	if i < len(s.rdates) && (best.IsZero() || s.rdates[i].Before(best)) {
-		best = s.rdates[i]
+		return s.rdates[i], nil
 	}
-	return best
+	if best.IsZero() && tooFar {
+		return time.Time{}, ErrTooFar
+	}
+	return best, nil
 }
 
 // maxOffsetSpread bounds how far an instant can lie before its wall clock
 // read as UTC, across all UTC offsets (-12h to +14h).
 const maxOffsetSpread = 26 * time.Hour
 
-func (s *Schedule) nextRule(after time.Time) time.Time {
+// nextRule returns the RRULE's first occurrence after `after`, or zero;
+// tooFar reports that the search stopped at its bound rather than at the
+// rule's end.
+func (s *Schedule) nextRule(after time.Time) (next time.Time, tooFar bool) {
 	if !s.until.IsZero() && !after.Before(s.until) {
-		return time.Time{}
+		return time.Time{}, false
 	}
 	afterWall := wallOf(after, s.loc)
 	if !s.endWall.IsZero() && afterWall.Add(-maxOffsetSpread).After(s.endWall) {
-		return time.Time{}
+		return time.Time{}, false
 	}
 	// An occurrence whose wall clock lies before after's can still come
 	// after it when a spring-forward gap pushed it; start that much earlier.
@@ -227,9 +250,9 @@ func (s *Schedule) nextRule(after time.Time) time.Time {
 		}
 	}
 	if best.IsZero() {
-		return best
+		return best, it.tooFar
 	}
-	return best.UTC()
+	return best.UTC(), false
 }
 
 // String returns the normalized text: DTSTART (always present), RRULE with
