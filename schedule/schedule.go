@@ -9,20 +9,25 @@ import (
 )
 
 // Schedule is a parsed RFC 5545 recurrence: DTSTART, one RRULE, and optional
-// EXDATE and RDATE lines. It is immutable and safe for concurrent use; the
-// rrule-go objects it needs are built per call and never shared.
+// EXDATE and RDATE lines. Its occurrences are the recurrence set RRULE +
+// RDATE - EXDATE (RFC 5545 section 3.8.5). It is immutable and safe for
+// concurrent use; the rrule-go objects it needs are built per call and never
+// shared.
 //
 // Local times follow RFC 5545 (SPEC section 3): a wall-clock time that does
 // not exist (spring forward) is read with the UTC offset from before the gap,
 // so a daily 02:30 in America/New_York runs at 03:30 EDT on the day clocks go
 // forward; a time that occurs twice (fall back) means its first occurrence;
-// every other occurrence keeps its wall-clock time.
+// every other occurrence keeps its wall-clock time. An all-day value
+// (VALUE=DATE) is midnight of that date in the rule's zone.
 //
-// Next costs about the same whatever DTSTART's age (a few microseconds for a
-// MINUTELY or HOURLY rule), because the rule is evaluated from a period start
-// shortly before the asked time rather than from DTSTART. Occurrences more
-// than about a hundred years after the asked time may not be found (see the
-// engine's documentation); a refresh schedule never needs them.
+// Next costs about the same whatever DTSTART's age (about a microsecond for
+// a MINUTELY or HOURLY rule), because the rule is evaluated from a period
+// start shortly before the asked time rather than from DTSTART, and it is
+// bounded on every rule (about a millisecond on the worst ones known, see
+// cost_test.go). Sub-daily rules look at most 100 years ahead (maxSpanDays;
+// NextChecked reports ErrTooFar), other rules about 200 years; a refresh
+// schedule never needs more.
 type Schedule struct {
 	text    string
 	loc     *time.Location
@@ -37,10 +42,13 @@ type Schedule struct {
 // Z, floating (read as UTC), or with TZID=Zone/Name), one RRULE, and optional
 // EXDATE and RDATE lines (comma-separated lists, optionally with TZID). Lines
 // are separated by real line breaks or by the two characters `\n`. A missing
-// DTSTART means 2000-01-01T00:00:00Z, never "now".
+// DTSTART means 2000-01-01T00:00:00Z, never "now". DTSTART, EXDATE and
+// RDATE also take VALUE=DATE (a date: midnight in the value's TZID, else in
+// the rule's zone).
 //
-// Rules that rrule-go would panic or loop forever on, and rules that never
-// produce an occurrence, are rejected. The error text says what is wrong and
+// Rules that rrule-go would panic or loop forever on, schedules whose whole
+// set is empty, and rules beyond the engine's limits (README, "Schedules and
+// retry policies") are rejected. The error text says what is wrong and
 // how to fix it, in words suitable after "Invalid refresh schedule: ".
 //
 // Parse does not cache; a caller that parses the same texts again and again
