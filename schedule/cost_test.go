@@ -22,6 +22,7 @@ var costRules = []struct{ name, text, after string }{
 	{"secondly86399-midnight", "DTSTART:20240101T000001Z\nRRULE:FREQ=SECONDLY;INTERVAL=86399;BYHOUR=0;BYMINUTE=0;BYSECOND=0", "2024-06-01T00:00:00Z"},
 	{"secondly86399-midnight-every-month", "DTSTART:20240101T000001Z\nRRULE:FREQ=SECONDLY;INTERVAL=86399;BYHOUR=0;BYMINUTE=0;BYSECOND=0;BYMONTH=1,2,3,4,5,6,7,8,9,10,11,12", "2024-06-01T00:00:00Z"},
 	{"minutely1439-midnight-monday", "DTSTART:20240101T000100Z\nRRULE:FREQ=MINUTELY;INTERVAL=1439;BYHOUR=0;BYMINUTE=0;BYDAY=MO", "2024-06-01T00:00:00Z"},
+	{"easter-on-march-22", "DTSTART:19000101T000000Z\nRRULE:FREQ=YEARLY;BYEASTER=0;BYMONTH=3;BYMONTHDAY=22", "2016-03-01T00:00:00Z"},
 	{"minutely-1000-exdates", "DTSTART:20240101T000000Z\nRRULE:FREQ=MINUTELY" + costExdates(), "2024-05-31T23:59:30Z"},
 }
 
@@ -41,6 +42,8 @@ var costRefused = []string{
 	"DTSTART:20240101T000000Z\nRRULE:FREQ=SECONDLY;INTERVAL=7;BYDAY=TU;BYHOUR=23;BYMINUTE=59;BYSECOND=59",
 	"DTSTART:20240101T120000Z\nRRULE:FREQ=SECONDLY;INTERVAL=86399;BYHOUR=0;BYMINUTE=0;BYSECOND=0;BYMONTH=1,2,3,4,5,6,7,8,9,10,11,12",
 	"DTSTART:20240101T000001Z\nRRULE:FREQ=SECONDLY;INTERVAL=999983;BYHOUR=0;BYMINUTE=0;BYSECOND=0;BYDAY=MO",
+	"DTSTART:19000101T000000Z\nRRULE:FREQ=YEARLY;BYEASTER=0;BYMONTH=5",
+	"DTSTART:19000101T000000Z\nRRULE:FREQ=YEARLY;BYWEEKNO=53;BYDAY=MO;BYMONTH=1;BYMONTHDAY=1",
 }
 
 // BenchmarkWorstNext measures Next on costRules.
@@ -113,5 +116,39 @@ func TestNextCostBound(t *testing.T) {
 		} else if d > costLimit {
 			t.Errorf("%q: Parse took %v", text, d)
 		}
+	}
+}
+
+// TestNextCheckedTooFar: a rule accepted because its first occurrence is
+// near DTSTART, whose next gap exceeds the search bound, reports ErrTooFar
+// from NextChecked (Next reads it as no more occurrences), while an RDATE
+// before the bound is still found.
+func TestNextCheckedTooFar(t *testing.T) {
+	t.Parallel()
+	// The grid moves back 1 s a day: 00:00:00 on day 2, then after 86,399 days.
+	text := "DTSTART:20240101T000001Z\nRRULE:FREQ=SECONDLY;INTERVAL=86399;BYHOUR=0;BYMINUTE=0;BYSECOND=0"
+	s, err := Parse(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)
+	n, err := s.NextChecked(after)
+	if !n.IsZero() || err != ErrTooFar {
+		t.Fatalf("NextChecked = %v, %v; want zero, ErrTooFar", n, err)
+	}
+	if !s.Next(after).IsZero() {
+		t.Fatal("Next should be zero")
+	}
+	s, err = Parse(text + "\nRDATE:20300101T000000Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.NextChecked(after); err != nil || !n.Equal(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("NextChecked = %v, %v; want the RDATE", n, err)
+	}
+	// A rule that ends is not "too far".
+	s, _ = Parse("DTSTART:20240101T000000Z\nRRULE:FREQ=HOURLY;COUNT=2")
+	if n, err := s.NextChecked(after); !n.IsZero() || err != nil {
+		t.Fatalf("NextChecked = %v, %v; want zero, nil", n, err)
 	}
 }

@@ -33,7 +33,7 @@ import (
 // years after the search start. That bounds the walk over periods that hold
 // no occurrence: a rule whose next occurrence is further away than that is
 // treated as having none. Easter does not repeat every 400 years, so BYEASTER
-// rules (YEARLY only) are not translated.
+// rules (YEARLY only) have their own evaluation (easter.go).
 
 const (
 	secondsPerDay = 86400
@@ -47,7 +47,7 @@ type engine struct {
 	orig     rrule.ROption // the rule as written, Dtstart = start
 	explicit rrule.ROption // defaults written out, for a moved DTSTART
 	wkst     int
-	noShift  bool // BYEASTER: Easter dates do not repeat every 400 years
+	easter   *easterRule // BYEASTER rules are evaluated by easterRule
 
 	// days x times strategy (byDays true)
 	byDays  bool
@@ -105,7 +105,14 @@ func newEngine(spec *ruleSpec, start time.Time) (*engine, error) {
 			return nil, err
 		}
 	}
-	e := &engine{freq: r.freq, interval: r.interval, start: start, wkst: r.wkst, noShift: len(r.byeaster) > 0}
+	e := &engine{freq: r.freq, interval: r.interval, start: start, wkst: r.wkst}
+	if len(r.byeaster) > 0 {
+		e.easter = newEasterRule(r, start)
+		if e.easter.empty() {
+			return nil, emptyRule("the rule never produces an occurrence; no Easter-relative day (BYEASTER) passes its other BYxxx parts")
+		}
+		return e, nil
+	}
 	numbered := r.freq == rrule.MONTHLY || r.freq == rrule.YEARLY
 	e.orig = rrule.ROption{
 		Freq: r.freq, Dtstart: start, Interval: r.interval, Wkst: weekdays[r.wkst],
@@ -433,9 +440,6 @@ func (e *engine) align(from time.Time) (d time.Time, moved bool) {
 // shiftYears returns a multiple of 400 that moves d to a year in
 // (targetYear-400, targetYear].
 func (e *engine) shiftYears(d time.Time) int {
-	if e.noShift {
-		return 0
-	}
 	diff := targetYear - d.Year()
 	m := diff / 400
 	if diff < 0 && diff%400 != 0 {
@@ -464,6 +468,9 @@ func none() (time.Time, bool) { return time.Time{}, false }
 // yield a few earlier ones), in ascending order, ending at or before bound
 // when bound is not zero.
 func (e *engine) iter(from, bound time.Time) *occIter {
+	if e.easter != nil {
+		return e.easter.iter(from, bound)
+	}
 	if e.byDays {
 		return e.iterDays(from, bound)
 	}

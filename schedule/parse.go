@@ -528,6 +528,12 @@ func (r *ruleSpec) validate() error {
 	if len(r.byeaster) > 0 && r.freq != rrule.YEARLY {
 		return fmt.Errorf("RRULE: BYEASTER only works with FREQ=YEARLY, not FREQ=%s", f)
 	}
+	if len(r.byeaster) > 0 {
+		numbered := slices.ContainsFunc(r.byday, func(d nthWeekday) bool { return d.N != 0 })
+		if len(r.byweekno) > 0 || len(r.byyearday) > 0 || len(r.bysetpos) > 0 || numbered {
+			return errors.New("RRULE: BYEASTER cannot be combined with BYWEEKNO, BYYEARDAY, BYSETPOS or a numbered BYDAY; use BYMONTH, BYMONTHDAY, BYDAY without a number and the times of day")
+		}
+	}
 	for _, d := range r.byday {
 		if d.N == 0 {
 			continue

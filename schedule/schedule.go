@@ -9,20 +9,25 @@ import (
 )
 
 // Schedule is a parsed RFC 5545 recurrence: DTSTART, one RRULE, and optional
-// EXDATE and RDATE lines. It is immutable and safe for concurrent use; the
-// rrule-go objects it needs are built per call and never shared.
+// EXDATE and RDATE lines. Its occurrences are the recurrence set RRULE +
+// RDATE - EXDATE (RFC 5545 section 3.8.5). It is immutable and safe for
+// concurrent use; the rrule-go objects it needs are built per call and never
+// shared.
 //
 // Local times follow RFC 5545 (SPEC section 3): a wall-clock time that does
 // not exist (spring forward) is read with the UTC offset from before the gap,
 // so a daily 02:30 in America/New_York runs at 03:30 EDT on the day clocks go
 // forward; a time that occurs twice (fall back) means its first occurrence;
-// every other occurrence keeps its wall-clock time.
+// every other occurrence keeps its wall-clock time. An all-day value
+// (VALUE=DATE) is midnight of that date in the rule's zone.
 //
-// Next costs about the same whatever DTSTART's age (a few microseconds for a
-// MINUTELY or HOURLY rule), because the rule is evaluated from a period start
-// shortly before the asked time rather than from DTSTART. Occurrences more
-// than about a hundred years after the asked time may not be found (see the
-// engine's documentation); a refresh schedule never needs them.
+// Next costs about the same whatever DTSTART's age (about a microsecond for
+// a MINUTELY or HOURLY rule), because the rule is evaluated from a period
+// start shortly before the asked time rather than from DTSTART, and it is
+// bounded on every rule (about a millisecond on the worst ones known, see
+// cost_test.go). Sub-daily rules look at most 100 years ahead (maxSpanDays;
+// NextChecked reports ErrTooFar), other rules about 200 years; a refresh
+// schedule never needs more.
 type Schedule struct {
 	text    string
 	loc     *time.Location
@@ -37,10 +42,13 @@ type Schedule struct {
 // Z, floating (read as UTC), or with TZID=Zone/Name), one RRULE, and optional
 // EXDATE and RDATE lines (comma-separated lists, optionally with TZID). Lines
 // are separated by real line breaks or by the two characters `\n`. A missing
-// DTSTART means 2000-01-01T00:00:00Z, never "now".
+// DTSTART means 2000-01-01T00:00:00Z, never "now". DTSTART, EXDATE and
+// RDATE also take VALUE=DATE (a date: midnight in the value's TZID, else in
+// the rule's zone).
 //
-// Rules that rrule-go would panic or loop forever on, and rules that never
-// produce an occurrence, are rejected. The error text says what is wrong and
+// Rules that rrule-go would panic or loop forever on, schedules whose whole
+// set is empty, and rules beyond the engine's limits (README, "Schedules and
+// retry policies") are rejected. The error text says what is wrong and
 // how to fix it, in words suitable after "Invalid refresh schedule: ".
 //
 // Parse does not cache; a caller that parses the same texts again and again
@@ -163,37 +171,60 @@ func (s *Schedule) excluded(t time.Time) bool {
 }
 
 // Next returns the first occurrence strictly after `after`, in UTC, or the
-// zero time when there is none. It never panics and its cost does not grow
-// with DTSTART's age.
+// zero time when there is none. It never panics, its cost does not grow with
+// DTSTART's age, and it is bounded on every rule (see maxSpanDays). It is
+// NextChecked without the error: an occurrence beyond the search bound
+// reads as "no more occurrences".
 func (s *Schedule) Next(after time.Time) time.Time {
+	t, _ := s.NextChecked(after)
+	return t
+}
+
+// ErrTooFar is returned by NextChecked when a sub-daily rule's next
+// occurrence, if any, lies more than 100 years after the asked time: the
+// engine stops looking there to bound the cost of untrusted rules. The text
+// reads well after "Invalid refresh schedule: ".
+var ErrTooFar = errors.New("the rule's next occurrence lies more than 100 years ahead, further than the service computes; make it more frequent")
+
+// NextChecked is Next, and tells a rule that ended (zero time, nil) from one
+// whose next occurrence lies beyond the search bound (zero time, ErrTooFar).
+// An RDATE found before that bound is returned with a nil error.
+func (s *Schedule) NextChecked(after time.Time) (time.Time, error) {
 	if s == nil || after.Year() > maxYear {
-		return time.Time{}
+		return time.Time{}, nil
 	}
 	var best time.Time
+	var tooFar bool
 	if s.eng != nil {
-		best = s.nextRule(after)
+		best, tooFar = s.nextRule(after)
 	}
 	i, found := slices.BinarySearchFunc(s.rdates, after, func(a, b time.Time) int { return a.Compare(b) })
 	if found {
 		i++
 	}
 	if i < len(s.rdates) && (best.IsZero() || s.rdates[i].Before(best)) {
-		best = s.rdates[i]
+		return s.rdates[i], nil
 	}
-	return best
+	if best.IsZero() && tooFar {
+		return time.Time{}, ErrTooFar
+	}
+	return best, nil
 }
 
 // maxOffsetSpread bounds how far an instant can lie before its wall clock
 // read as UTC, across all UTC offsets (-12h to +14h).
 const maxOffsetSpread = 26 * time.Hour
 
-func (s *Schedule) nextRule(after time.Time) time.Time {
+// nextRule returns the RRULE's first occurrence after `after`, or zero;
+// tooFar reports that the search stopped at its bound rather than at the
+// rule's end.
+func (s *Schedule) nextRule(after time.Time) (next time.Time, tooFar bool) {
 	if !s.until.IsZero() && !after.Before(s.until) {
-		return time.Time{}
+		return time.Time{}, false
 	}
 	afterWall := wallOf(after, s.loc)
 	if !s.endWall.IsZero() && afterWall.Add(-maxOffsetSpread).After(s.endWall) {
-		return time.Time{}
+		return time.Time{}, false
 	}
 	// An occurrence whose wall clock lies before after's can still come
 	// after it when a spring-forward gap pushed it; start that much earlier.
@@ -227,9 +258,9 @@ func (s *Schedule) nextRule(after time.Time) time.Time {
 		}
 	}
 	if best.IsZero() {
-		return best
+		return best, it.tooFar
 	}
-	return best.UTC()
+	return best.UTC(), false
 }
 
 // String returns the normalized text: DTSTART (always present), RRULE with
