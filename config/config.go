@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"regexp"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/refresher/refresher/policy"
+	"github.com/refresher/refresher/redisio"
 )
 
 // Defaults.
@@ -28,6 +30,13 @@ const (
 	DefaultKey       = "id"
 	DefaultMaxQueued = 100_000
 	DefaultHeartbeat = 30 * time.Second
+	// DefaultMaxDead caps each kind's dead-letter list.
+	DefaultMaxDead = redisio.DefaultMaxDead
+	// DefaultMaxResultBytes is the size limit of one result (64 KiB).
+	DefaultMaxResultBytes = redisio.DefaultMaxResultBytes
+	// MaxMaxResultBytes is the largest max_result_bytes accepted (16 MiB):
+	// a result is a small JSON object.
+	MaxMaxResultBytes = 16 << 20
 )
 
 // Config is the whole configuration of one refresher process.
@@ -79,7 +88,9 @@ type Kind struct {
 	// "Cannot refresh {kind} after {attempts} attempt(s)".
 	DisabledReason string `yaml:"disabled_reason"`
 	// Input, Output and Dead name the Redis lists. Defaults: <name>-input,
-	// <name>-output, <name>-dead.
+	// <name>-output, <name>-dead. Every list name must be unique across
+	// kinds and roles, and must not start with an output list's name and
+	// ":" (see redisio.CheckDistinct).
 	Input  string `yaml:"input"`
 	Output string `yaml:"output"`
 	Dead   string `yaml:"dead"`
@@ -87,6 +98,13 @@ type Kind struct {
 	// many jobs or more (backpressure when workers fall behind). Default
 	// 100000.
 	MaxQueued int `yaml:"max_queued"`
+	// MaxDead caps the dead-letter list; the oldest entries beyond it are
+	// dropped. Default 10000.
+	MaxDead int `yaml:"max_dead"`
+	// MaxResultBytes is the size limit of one result; a larger one is
+	// dead-lettered with its first 4 KiB, size and SHA-1 and never copied
+	// whole out of Redis. Default 65536 (64 KiB); at most 16 MiB.
+	MaxResultBytes int `yaml:"max_result_bytes"`
 
 	// Parsed by Validate.
 	ScheduleParsed *policy.Schedule `yaml:"-"`
@@ -96,6 +114,11 @@ type Kind struct {
 // Duration is a time.Duration written as "90s", "5m" or "2h" in YAML.
 type Duration time.Duration
 
+// zeroWritten is the value of a Duration written as zero ("0s"): unlike an
+// absent key it is not replaced by the default, and Validate refuses it
+// (no duration of the configuration means anything sensible at zero).
+const zeroWritten = Duration(math.MinInt64)
+
 // UnmarshalYAML parses a Go duration string.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	v, err := time.ParseDuration(n.Value)
@@ -103,7 +126,18 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 		return fmt.Errorf("line %d: %q is not a duration (use e.g. 90s, 5m or 2h)", n.Line, n.Value)
 	}
 	*d = Duration(v)
+	if v == 0 {
+		*d = zeroWritten
+	}
 	return nil
+}
+
+// String formats d as Go does ("1h0m0s"); a written zero is "0s".
+func (d Duration) String() string {
+	if d == zeroWritten {
+		return "0s"
+	}
+	return time.Duration(d).String()
 }
 
 // D returns the value as a time.Duration.
@@ -147,7 +181,7 @@ func decode(data []byte, out any) error {
 		sub := unknownField.FindStringSubmatch(m)
 		known := "database, redis, metrics, instance_id, batch_size, max_sleep, heartbeat, kinds"
 		if sub[2] == "Kind" {
-			known = "name, table, key, payload, schedule, timeout, retry, disabled_reason, input, output, dead, max_queued"
+			known = "name, table, key, payload, schedule, timeout, retry, disabled_reason, input, output, dead, max_queued, max_dead, max_result_bytes"
 		}
 		return fmt.Sprintf("unknown key %q (known keys: %s)", sub[1], known)
 	})
