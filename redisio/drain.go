@@ -187,6 +187,11 @@ local function stub(e)
   big = big + #e
   return ARGV[8] .. #e .. ' ' .. redis.sha1hex(e) .. ' ' .. string.sub(e, 1, excerpt)
 end
+-- oversized(e) says whether e is over the limit and not already a stub (a stub is
+-- longer than a small limit).
+local function oversized(e)
+  return #e > limit and string.sub(e, 1, #ARGV[8]) ~= ARGV[8]
+end
 -- fits says whether a message of n bytes may join the batch.
 local function fits(n)
   return #out < max and (#out == 0 or bytes + n <= budget) and big < bigmax
@@ -195,7 +200,7 @@ local n = redis.call('LLEN', KEYS[2])
 local i = 0
 while i < n do
   local e = redis.call('LINDEX', KEYS[2], i)
-  if #e > limit then
+  if oversized(e) then
     e = stub(e)
     redis.call('LSET', KEYS[2], i, e)
   end
@@ -216,7 +221,7 @@ if i == n then
   while fits(0) do
     local e = redis.call('LINDEX', KEYS[1], #moved)
     if not e then break end
-    if #e > limit then
+    if oversized(e) then
       flush()
       e = stub(e)
       redis.call('RPUSH', KEYS[2], e)

@@ -107,6 +107,38 @@ func TestOversizedNeverLeavesRedis(t *testing.T) {
 	require.Equal(t, int64(3), b.rdb.LLen(ctx, b.lists.Dead).Val())
 }
 
+// With a limit smaller than a stub, a stub fetched again (not acknowledged,
+// or recovered) still describes the original message.
+func TestSmallLimitStubFetchedAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	lists := b.lists
+	lists.MaxResultBytes = 50
+	d := b.client.Drain(lists, "A", 0)
+	big := strings.Repeat("z", 10_000)
+	require.NoError(t, b.rdb.RPush(ctx, lists.Output, big).Err())
+	for range 2 {
+		msgs, err := d.Fetch(ctx, 10, 0)
+		require.NoError(t, err)
+		require.Len(t, msgs, 1)
+		require.Equal(t, 10_000, msgs[0].Size)
+		require.Equal(t, sha1hex(big), msgs[0].sha1)
+		require.ErrorContains(t, msgs[0].Err, "message is 10000 bytes, the limit is 50")
+	}
+	_, err := d.Recover(ctx)
+	require.NoError(t, err)
+	msgs, err := d.Fetch(ctx, 10, 0)
+	require.NoError(t, err)
+	require.Equal(t, 10_000, msgs[0].Size)
+	require.NoError(t, d.Ack(ctx, msgs, msgs))
+	var e deadLetterEntry
+	require.NoError(t, json.Unmarshal([]byte(b.rdb.LIndex(ctx, lists.Dead, 0).Val()), &e))
+	require.Equal(t, 10_000, e.Size)
+	require.Equal(t, sha1hex(big), e.SHA1)
+	require.Equal(t, big[:ExcerptBytes], e.Message)
+}
+
 // A fetch returns at most MaxBatchBytes (but always one message); what it
 // moved and left out comes first in the next batch, and every message is
 // delivered once, in order.
