@@ -187,24 +187,26 @@ local function stub(e)
   big = big + #e
   return ARGV[8] .. #e .. ' ' .. redis.sha1hex(e) .. ' ' .. string.sub(e, 1, excerpt)
 end
--- oversized(e) says whether e is over the limit and not already a stub (a stub is
--- longer than a small limit).
+-- oversized(e) says whether e is over the limit and not already a stub (a
+-- stub is longer than a small limit).
 local function oversized(e)
   return #e > limit and string.sub(e, 1, #ARGV[8]) ~= ARGV[8]
 end
--- fits says whether a message of n bytes may join the batch.
+-- fits says whether a message of n bytes may join the batch (a stub always
+-- joins while the batch has room and the oversized bytes are under bigmax).
 local function fits(n)
   return #out < max and (#out == 0 or bytes + n <= budget) and big < bigmax
 end
 local n = redis.call('LLEN', KEYS[2])
 local i = 0
-while i < n do
+while i < n and fits(0) do
   local e = redis.call('LINDEX', KEYS[2], i)
   if oversized(e) then
     e = stub(e)
     redis.call('LSET', KEYS[2], i, e)
+  elseif not fits(#e) then
+    break
   end
-  if not fits(#e) then break end
   out[#out + 1] = e
   bytes = bytes + #e
   i = i + 1
