@@ -158,9 +158,13 @@ func (c *Client) Drain(lists Lists, instanceID string, heartbeatTTL time.Duratio
 // fetchScript refreshes the heartbeat, marks a new batch and returns the
 // next batch: first the messages of the processing list (what a previous
 // Fetch left unacknowledged, read in place with LINDEX), then messages read
-// from the head of the output list (LINDEX) and moved to the tail of the
-// processing list (RPUSH and LTRIM, up to 1000 at a time), until the batch
-// holds max messages or the next one would take it over ARGV[5] bytes.
+// from the head of the output list and moved to the tail of the processing
+// list (RPUSH and LTRIM, up to 1000 at a time), until the batch holds max
+// messages or the next one would take it over ARGV[5] bytes. The output list
+// is read in slices of up to 1000 (LRANGE) when all of it takes at most
+// ARGV[6] bytes of memory (MEMORY USAGE), else one message at a time
+// (LINDEX), so that no read copies much more than one message over the
+// limit.
 //
 // A message longer than the size limit ARGV[4] is never returned, nor moved:
 // the script replaces it by a stub, ARGV[8] followed by "<size> <sha1 hex>
@@ -219,6 +223,32 @@ if i == n then
       redis.call('LTRIM', KEYS[1], #moved, -1)
       moved = {}
     end
+  end
+  -- When the whole output list takes no more memory than the oversized
+  -- bytes one fetch may read, it is read in slices (LRANGE): fast, and no
+  -- slice can hold more than that. Otherwise one message at a time.
+  local usage = redis.call('MEMORY', 'USAGE', KEYS[1], 'SAMPLES', '0')
+  while usage and usage <= bigmax and fits(0) do
+    local want = math.min(max - #out, 1000)
+    local items = redis.call('LRANGE', KEYS[1], 0, want - 1)
+    local full = false
+    for _, e in ipairs(items) do
+      if oversized(e) then
+        e = stub(e)
+      elseif not fits(#e) then
+        full = true
+        break
+      end
+      moved[#moved + 1] = e
+      out[#out + 1] = e
+      bytes = bytes + #e
+      if not fits(0) then
+        full = true
+        break
+      end
+    end
+    flush()
+    if full or #items < want then break end
   end
   while fits(0) do
     local e = redis.call('LINDEX', KEYS[1], #moved)
