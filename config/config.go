@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"reflect"
 	"regexp"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/schedule"
+	"github.com/refresher/refresher/redisio"
 )
 
 // Defaults.
@@ -35,6 +37,13 @@ const (
 	DefaultHTTP          = "127.0.0.1:9090"
 	DefaultLateAfter     = time.Minute
 	DefaultGaugeInterval = 15 * time.Second
+	// DefaultMaxDead caps each kind's dead-letter list.
+	DefaultMaxDead = redisio.DefaultMaxDead
+	// DefaultMaxResultBytes is the size limit of one result (64 KiB).
+	DefaultMaxResultBytes = redisio.DefaultMaxResultBytes
+	// MaxMaxResultBytes is the largest max_result_bytes accepted (16 MiB):
+	// a result is a small JSON object.
+	MaxMaxResultBytes = 16 << 20
 )
 
 // Config is the whole configuration of one refresher process.
@@ -116,7 +125,9 @@ type Kind struct {
 	// days).
 	MaxRetryAfter Duration `yaml:"max_retry_after"`
 	// Input, Output and Dead name the Redis lists. Defaults: <name>-input,
-	// <name>-output, <name>-dead.
+	// <name>-output, <name>-dead. Every list name must be unique across
+	// kinds and roles, and must not start with an output list's name and
+	// ":" (see redisio.CheckDistinct).
 	Input  string `yaml:"input"`
 	Output string `yaml:"output"`
 	Dead   string `yaml:"dead"`
@@ -131,6 +142,13 @@ type Kind struct {
 	// kind's alert gauges, so alerts can have one threshold per priority.
 	// Default "".
 	Priority string `yaml:"priority"`
+	// MaxDead caps the dead-letter list; the oldest entries beyond it are
+	// dropped. Default 10000.
+	MaxDead int `yaml:"max_dead"`
+	// MaxResultBytes is the size limit of one result; a larger one is
+	// dead-lettered with its first 4 KiB, size and SHA-1 and never copied
+	// whole out of Redis. Default 65536 (64 KiB); at most 16 MiB.
+	MaxResultBytes int `yaml:"max_result_bytes"`
 
 	// Parsed by Validate.
 	ScheduleParsed *schedule.Schedule `yaml:"-"`
@@ -140,6 +158,11 @@ type Kind struct {
 // Duration is a time.Duration written as "90s", "5m" or "2h" in YAML.
 type Duration time.Duration
 
+// zeroWritten is the value of a Duration written as zero ("0s"): unlike an
+// absent key it is not replaced by the default, and Validate refuses it
+// (no duration of the configuration means anything sensible at zero).
+const zeroWritten = Duration(math.MinInt64)
+
 // UnmarshalYAML parses a Go duration string.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	v, err := time.ParseDuration(n.Value)
@@ -147,7 +170,18 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 		return fmt.Errorf("line %d: %q is not a duration (use e.g. 90s, 5m or 2h)", n.Line, n.Value)
 	}
 	*d = Duration(v)
+	if v == 0 {
+		*d = zeroWritten
+	}
 	return nil
+}
+
+// String formats d as Go does ("1h0m0s"); a written zero is "0s".
+func (d Duration) String() string {
+	if d == zeroWritten {
+		return "0s"
+	}
+	return time.Duration(d).String()
 }
 
 // D returns the value as a time.Duration.

@@ -142,7 +142,24 @@ func TestValidationErrors(t *testing.T) {
 		{"bad disabled reason", kind("    disabled_reason: \"Broken after {attempt}\"\n"), nil, []string{"kinds[0] (big_tables).disabled_reason", "unknown placeholder {attempt}"}},
 		{"bad permanent reason", kind("    permanent_reason: \"{model} rejected\"\n"), nil, []string{"kinds[0] (big_tables).permanent_reason", "unknown placeholder {model}"}},
 		{"negative max_retry_after", kind("    max_retry_after: -1h\n"), nil, []string{"kinds[0] (big_tables).max_retry_after: must not be negative"}},
-		{"same lists", kind("    input: q\n    output: q\n"), nil, []string{"three different lists"}},
+		{"same lists", kind("    input: q\n    output: q\n"), nil, []string{`kind big_tables uses the list "q" as its input and its output list`}},
+		{"dead is another kind's output", kind("    dead: small_tables-output\n") + "  - name: small_tables\n    schedule: \"RRULE:FREQ=DAILY\"\n", nil,
+			[]string{`kinds big_tables and small_tables share the list "small_tables-output" (as dead and output list)`}},
+		{"ping-pong", kind("    dead: small_tables-output\n") + "  - name: small_tables\n    schedule: \"RRULE:FREQ=DAILY\"\n    dead: big_tables-output\n", nil,
+			[]string{`kinds big_tables and small_tables share the list "small_tables-output" (as dead and output list)`,
+				`kinds big_tables and small_tables share the list "big_tables-output" (as output and dead list)`}},
+		{"shared output", kind("    output: results\n") + "  - name: small_tables\n    schedule: \"RRULE:FREQ=DAILY\"\n    output: results\n", nil,
+			[]string{`kinds big_tables and small_tables share the list "results" (as output and output list)`}},
+		{"list under an output's keys", kind("") + "  - name: small_tables\n    schedule: \"RRULE:FREQ=DAILY\"\n    input: big_tables-output:processing:x\n", nil,
+			[]string{`the input list "big_tables-output:processing:x" of kind small_tables starts with "big_tables-output:"`}},
+		{"same table", kind("    table: Items\n") + "  - name: small_tables\n    schedule: \"RRULE:FREQ=DAILY\"\n    table: items\n", nil,
+			[]string{"kinds big_tables and small_tables both refresh table items"}},
+		{"zero timeout", kind("    timeout: 0s\n"), nil, []string{"kinds[0] (big_tables).timeout: 0s is not allowed", "e.g. 2h", "default 1h0m0s"}},
+		{"zero heartbeat", "heartbeat: 0s\n" + kind(""), nil, []string{"heartbeat: 0s is too short (use at least 2s"}},
+		{"zero max sleep", kind(""), map[string]string{"REFRESHER_MAX_SLEEP": "0s"}, []string{"max_sleep: 0s is not allowed: must be positive, e.g. 1s"}},
+		{"negative timeout", kind("    timeout: -5m\n"), nil, []string{"kinds[0] (big_tables).timeout: -5m0s is not allowed"}},
+		{"max dead", kind("    max_dead: -1\n"), nil, []string{"kinds[0] (big_tables).max_dead: -1 is out of range"}},
+		{"max result bytes", kind("    max_result_bytes: 999999999\n"), nil, []string{"kinds[0] (big_tables).max_result_bytes: 999999999 is out of range (use 1 to 16777216; default 65536)"}},
 		{"batch size", "batch_size: 0\n" + kind(""), map[string]string{"REFRESHER_BATCH_SIZE": "20000"}, []string{"batch_size: 20000 is out of range"}},
 		{"bad env kinds", "", map[string]string{"REFRESHER_KINDS": "[{name: x, colour: red}]"}, []string{"environment REFRESHER_KINDS", `unknown key "colour"`}},
 	} {
@@ -155,6 +172,19 @@ func TestValidationErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// New per-kind settings have defaults and are read from the file.
+func TestLimits(t *testing.T) {
+	t.Parallel()
+	c, err := load(t, goodYAML, nil)
+	require.NoError(t, err)
+	require.Equal(t, 10_000, c.Kinds[0].MaxDead)
+	require.Equal(t, 65536, c.Kinds[0].MaxResultBytes)
+	c, err = load(t, "kinds:\n  - name: a\n    schedule: \"RRULE:FREQ=DAILY\"\n    max_dead: 5\n    max_result_bytes: 1024\n", nil)
+	require.NoError(t, err)
+	require.Equal(t, 5, c.Kinds[0].MaxDead)
+	require.Equal(t, 1024, c.Kinds[0].MaxResultBytes)
 }
 
 func TestKindLookup(t *testing.T) {

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strings"
+	"time"
 
 	"github.com/rs/xid"
 
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/schedule"
+	"github.com/refresher/refresher/redisio"
 )
 
 // SetDefaults fills in every unset value with its default.
@@ -34,6 +37,8 @@ func (c *Config) SetDefaults() {
 		k.Output = cmp.Or(k.Output, k.Name+"-output")
 		k.Dead = cmp.Or(k.Dead, k.Name+"-dead")
 		k.MaxQueued = cmp.Or(k.MaxQueued, DefaultMaxQueued)
+		k.MaxDead = cmp.Or(k.MaxDead, DefaultMaxDead)
+		k.MaxResultBytes = cmp.Or(k.MaxResultBytes, DefaultMaxResultBytes)
 	}
 	c.setOperatorDefaults()
 }
@@ -51,11 +56,11 @@ func (c *Config) Validate() error {
 	if c.BatchSize < 1 || c.BatchSize > 10_000 {
 		bad("batch_size: %d is out of range (use 1 to 10000; default %d)", c.BatchSize, DefaultBatchSize)
 	}
-	if c.MaxSleep.D() <= 0 {
-		bad("max_sleep: must be positive, e.g. 1s")
+	if c.MaxSleep <= 0 {
+		bad("max_sleep: %s is not allowed: must be positive, e.g. 1s (leave it out for the default %s)", c.MaxSleep, DefaultMaxSleep)
 	}
-	if c.Heartbeat.D() < 2*1e9 {
-		bad("heartbeat: %s is too short (use at least 2s; default 30s)", c.Heartbeat.D())
+	if c.Heartbeat.D() < 2*time.Second {
+		bad("heartbeat: %s is too short (use at least 2s; leave it out for the default 30s)", c.Heartbeat)
 	}
 	if len(c.Kinds) == 0 {
 		bad("kinds: none configured (add at least one, e.g. kinds: [{name: big_tables, schedule: \"RRULE:FREQ=DAILY\"}], or set REFRESHER_KINDS)")
@@ -86,11 +91,17 @@ func (c *Config) Validate() error {
 				bad("%s.payload: %q is not a plain column name (letters, digits, '_')", at, col)
 			}
 		}
-		if k.Timeout.D() <= 0 {
-			bad("%s.timeout: must be positive, e.g. 2h", at)
+		if k.Timeout <= 0 {
+			bad("%s.timeout: %s is not allowed: an attempt needs time to run; write how long one may take, e.g. 2h (leave it out for the default %s)", at, k.Timeout, DefaultTimeout)
 		}
 		if k.MaxQueued < 1 {
 			bad("%s.max_queued: must be at least 1", at)
+		}
+		if k.MaxDead < 1 {
+			bad("%s.max_dead: %d is out of range (use at least 1; default %d)", at, k.MaxDead, DefaultMaxDead)
+		}
+		if k.MaxResultBytes < 1 || k.MaxResultBytes > MaxMaxResultBytes {
+			bad("%s.max_result_bytes: %d is out of range (use 1 to %d; default %d)", at, k.MaxResultBytes, MaxMaxResultBytes, DefaultMaxResultBytes)
 		}
 		if k.Schedule == "" {
 			bad("%s.schedule: missing (e.g. \"DTSTART;TZID=Europe/Berlin:20260101T140000\\nRRULE:FREQ=DAILY\")", at)
@@ -113,9 +124,24 @@ func (c *Config) Validate() error {
 		if k.MaxRetryAfter.D() < 0 {
 			bad("%s.max_retry_after: must not be negative (e.g. 168h, the default)", at)
 		}
-		if k.Input == k.Output || k.Output == k.Dead || k.Input == k.Dead {
-			bad("%s: input, output and dead must be three different lists", at)
+	}
+	names := make([]string, len(c.Kinds))
+	lists := make([]redisio.Lists, len(c.Kinds))
+	tables := map[string]string{} // lower-case table name: first kind
+	for i, k := range c.Kinds {
+		names[i] = k.Name
+		lists[i] = redisio.Lists{Input: k.Input, Output: k.Output, Dead: k.Dead}
+		if k.Table == "" {
+			continue
 		}
+		if first, ok := tables[strings.ToLower(k.Table)]; ok {
+			bad("kinds %s and %s both refresh table %s: each table needs exactly one kind (two would dispatch and apply its rows twice)", first, k.Name, k.Table)
+			continue
+		}
+		tables[strings.ToLower(k.Table)] = k.Name
+	}
+	for _, err := range redisio.CheckDistinct(names, lists) {
+		bad("kinds: %v", err)
 	}
 	if _, err := c.Worker.Networks(); err != nil {
 		bad("worker.allow_networks: %v", err)

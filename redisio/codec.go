@@ -21,6 +21,10 @@ import (
 // worker bug and goes to the dead-letter list.
 const DefaultMaxResultBytes = 64 << 10
 
+// TimeoutAtLayout is the format of a job's timeout_at: RFC 3339 in UTC with
+// exactly six fractional digits (microseconds; finer digits are cut).
+const TimeoutAtLayout = "2006-01-02T15:04:05.000000Z"
+
 // MaxRetryAfterSeconds is the largest retry_after_seconds a result may carry:
 // the largest whole number of seconds a time.Duration holds (about 292 years).
 const MaxRetryAfterSeconds = math.MaxInt64 / int64(time.Second)
@@ -43,10 +47,12 @@ func invalid(format string, args ...any) error {
 // EncodeJob returns the JSON of job as SPEC section 5 defines it:
 //
 //	{"kind":"big_tables","uid":"42","attempt_uid":"d4n0q4a5n1p0bb6b6h20","attempt_no":1,
-//	 "timeout_at":"2026-11-21T14:00:00Z","payload":{"input_url":"https://example.com/a.csv"}}
+//	 "timeout_at":"2026-11-21T14:00:00.000000Z","payload":{"input_url":"https://example.com/a.csv"}}
 //
-// Fields always appear in this order. timeout_at is RFC 3339 in UTC with as
-// many fractional digits as needed (none for whole seconds). Payload keys are
+// Fields always appear in this order. timeout_at is RFC 3339 in UTC with
+// exactly six fractional digits (TimeoutAtLayout), whatever its value, so
+// that parsers that want a fixed width (Python 3.10's fromisoformat, once
+// the "Z" is replaced by "+00:00") read every job. Payload keys are
 // sorted; a nil payload is {}. Payload values of type string, []byte (as the
 // text it holds: database/sql drivers return text columns as []byte), bool,
 // integers, finite floats, time.Time (RFC 3339 UTC), json.Number and nil are
@@ -82,7 +88,7 @@ func AppendJob(dst []byte, job Job) ([]byte, error) {
 	b = append(b, `,"attempt_no":`...)
 	b = strconv.AppendInt(b, int64(job.AttemptNo), 10)
 	b = append(b, `,"timeout_at":"`...)
-	b = job.TimeoutAt.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = job.TimeoutAt.UTC().AppendFormat(b, TimeoutAtLayout)
 	b = append(b, `","payload":{`...)
 	var keysBuf [8]string
 	keys := keysBuf[:0]

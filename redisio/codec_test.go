@@ -23,7 +23,7 @@ func TestEncodeJobShape(t *testing.T) {
 	got, err := EncodeJob(job)
 	require.NoError(t, err)
 	require.Equal(t, `{"kind":"big_tables","uid":"42","attempt_uid":"d4n0q4a5n1p0bb6b6h20","attempt_no":1,`+
-		`"timeout_at":"2026-11-21T14:00:00Z","payload":{"input_url":"https://example.com/a.csv?x=1&y=<2>"}}`, string(got))
+		`"timeout_at":"2026-11-21T14:00:00.000000Z","payload":{"input_url":"https://example.com/a.csv?x=1&y=<2>"}}`, string(got))
 
 	job.Payload = nil
 	job.TimeoutAt = time.Date(2026, 11, 21, 14, 0, 0, 123456000, time.UTC)
@@ -31,6 +31,21 @@ func TestEncodeJobShape(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `{"kind":"big_tables","uid":"42","attempt_uid":"d4n0q4a5n1p0bb6b6h20","attempt_no":1,`+
 		`"timeout_at":"2026-11-21T14:00:00.123456Z","payload":{}}`, string(got))
+
+	// Always six decimals (issue 10: 18:17:30.000742Z and 18:18:02.10743Z
+	// were both sent; Python's fromisoformat wants a fixed width).
+	for _, tc := range []struct {
+		ns   int
+		want string
+	}{{742000, "14:00:00.000742Z"}, {107430000, "14:00:00.107430Z"}, {999999999, "14:00:00.999999Z"}, {1, "14:00:00.000000Z"}} {
+		job.TimeoutAt = time.Date(2026, 11, 21, 14, 0, 0, tc.ns, time.UTC)
+		got, err := EncodeJob(job)
+		require.NoError(t, err)
+		require.Contains(t, string(got), `"timeout_at":"2026-11-21T`+tc.want+`"`)
+	}
+	job.TimeoutAt = time.Date(2026, 11, 21, 14, 0, 0, 123456000, time.UTC)
+	got, err = EncodeJob(job)
+	require.NoError(t, err)
 
 	// The decoded job is the job (in UTC).
 	var back Job

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/refresher/refresher/internal/jsontext"
@@ -22,6 +23,26 @@ const ExcerptBytes = 4 << 10
 // other client); a fetch stops after the oversized message that reaches it.
 // A single message larger than this is still handled alone, in one fetch.
 const maxOversizedPerFetch = 16 << 20
+
+// stubPrefix starts the stub that takes the place of an oversized message in
+// the processing list (see fetchScript): "<size> <sha1 hex> <excerpt>"
+// follows. A worker that pushes such a text only gets it dead-lettered.
+const stubPrefix = "\x00refresher:oversized\x00"
+
+// parseStub reads a stub; ok is false when s is not one.
+func parseStub(s string) (size int, sum, excerpt string, ok bool) {
+	rest, ok := strings.CutPrefix(s, stubPrefix)
+	if !ok {
+		return 0, "", "", false
+	}
+	sizeText, rest, ok1 := strings.Cut(rest, " ")
+	sum, excerpt, ok2 := strings.Cut(rest, " ")
+	size, err := strconv.Atoi(sizeText)
+	if !ok1 || !ok2 || err != nil || len(sum) != 40 {
+		return 0, "", "", false
+	}
+	return size, sum, excerpt, true
+}
 
 // AppendDeadLetter appends the dead-letter list entry of m, a message of
 // the output list named list that cannot be applied, to dst:

@@ -157,58 +157,116 @@ func (c *Client) Drain(lists Lists, instanceID string, heartbeatTTL time.Duratio
 
 // fetchScript refreshes the heartbeat, marks a new batch and returns the
 // next batch: first the messages of the processing list (what a previous
-// Fetch left unacknowledged, read in place with LINDEX), then messages moved
-// one by one from the head of the output list to the tail of the processing
-// list (LMOVE), until it holds max messages or the next message would take
-// the batch over ARGV[5] bytes (a message moved but left out stays in the
-// processing list, at the head of the next batch).
+// Fetch left unacknowledged, read in place with LINDEX), then messages read
+// from the head of the output list and moved to the tail of the processing
+// list (RPUSH and LTRIM, up to 1000 at a time), until the batch holds max
+// messages or the next one would take it over ARGV[5] bytes. The output list
+// is read in slices of up to 1000 (LRANGE) when all of it takes at most
+// ARGV[6] bytes of memory (MEMORY USAGE), else one message at a time
+// (LINDEX), so that no read copies much more than one message over the
+// limit.
 //
-// A message longer than the size limit ARGV[4] is never returned: in its
-// place the script returns {size, sha1 hex, first ARGV[7] bytes}, from
-// which Fetch makes a Message with a decode error, so the poller dead-letters
-// it with its Ack like any other invalid result. Copying and hashing a huge
-// message blocks Redis for a while (about 5 ms per MB), so the script stops
+// A message longer than the size limit ARGV[4] is never returned, nor moved:
+// the script replaces it by a stub, ARGV[8] followed by "<size> <sha1 hex>
+// <first ARGV[7] bytes>", which takes its place in the processing list (and
+// back in the output list, should Recover move it there) until the batch is
+// acknowledged. Fetch turns a stub into a Message with a decode error, so the
+// poller dead-letters it with its Ack like any other invalid result. Reading
+// and hashing a huge message blocks Redis for a while, so the script stops
 // after the oversized message that brings their total to ARGV[6] bytes.
 //
 // Under maxmemory the first write (the heartbeat's SET) is refused and the
 // script changes nothing; after it Redis lets every write of the script
-// through, so it never stops half-way.
+// through, so it never stops half-way. Each message is pushed to the
+// processing list before it is trimmed from the output list.
 //
 // KEYS: output, processing, heartbeat, batch. ARGV: max, ttl ms, batch token,
-// size limit, batch bytes, oversized bytes, excerpt bytes.
+// size limit, batch bytes, oversized bytes, excerpt bytes, stub prefix.
 var fetchScript = redis.NewScript(`
 redis.call('SET', KEYS[3], '1', 'PX', ARGV[2])
 local max, limit, budget = tonumber(ARGV[1]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local bigmax, excerpt = tonumber(ARGV[6]), tonumber(ARGV[7])
 local out, bytes, big = {}, 0, 0
--- add returns true when e was added and the batch may grow, false when it
--- was added and the batch is complete, nil when e does not fit.
-local function add(e)
-  local n = #e
-  if n > limit then
-    out[#out + 1] = {n, redis.sha1hex(e), string.sub(e, 1, excerpt)}
-    big = big + n
-    return big < bigmax
-  end
-  if #out > 0 and bytes + n > budget then return nil end
-  out[#out + 1] = e
-  bytes = bytes + n
-  return true
+local function stub(e)
+  big = big + #e
+  return ARGV[8] .. #e .. ' ' .. redis.sha1hex(e) .. ' ' .. string.sub(e, 1, excerpt)
+end
+-- oversized(e) says whether e is over the limit and not already a stub (a
+-- stub is longer than a small limit).
+local function oversized(e)
+  return #e > limit and string.sub(e, 1, #ARGV[8]) ~= ARGV[8]
+end
+-- fits says whether a message of n bytes may join the batch (a stub always
+-- joins while the batch has room and the oversized bytes are under bigmax).
+local function fits(n)
+  return #out < max and (#out == 0 or bytes + n <= budget) and big < bigmax
 end
 local n = redis.call('LLEN', KEYS[2])
-local more = true
 local i = 0
-while i < n and #out < max do
-  more = add(redis.call('LINDEX', KEYS[2], i))
-  if not more then break end
+while i < n and fits(0) do
+  local e = redis.call('LINDEX', KEYS[2], i)
+  if oversized(e) then
+    e = stub(e)
+    redis.call('LSET', KEYS[2], i, e)
+  elseif not fits(#e) then
+    break
+  end
+  out[#out + 1] = e
+  bytes = bytes + #e
   i = i + 1
 end
-if more and i == n then
-  while #out < max do
-    local e = redis.call('LMOVE', KEYS[1], KEYS[2], 'LEFT', 'RIGHT')
-    if not e then break end
-    if not add(e) then break end
+if i == n then
+  local moved = {}
+  local function flush()
+    if #moved > 0 then
+      redis.call('RPUSH', KEYS[2], unpack(moved))
+      redis.call('LTRIM', KEYS[1], #moved, -1)
+      moved = {}
+    end
   end
+  -- When the whole output list takes no more memory than the oversized
+  -- bytes one fetch may read, it is read in slices (LRANGE): fast, and no
+  -- slice can hold more than that. Otherwise one message at a time.
+  local usage = redis.call('MEMORY', 'USAGE', KEYS[1], 'SAMPLES', '0')
+  while usage and usage <= bigmax and fits(0) do
+    local want = math.min(max - #out, 1000)
+    local items = redis.call('LRANGE', KEYS[1], 0, want - 1)
+    local full = false
+    for _, e in ipairs(items) do
+      if oversized(e) then
+        e = stub(e)
+      elseif not fits(#e) then
+        full = true
+        break
+      end
+      moved[#moved + 1] = e
+      out[#out + 1] = e
+      bytes = bytes + #e
+      if not fits(0) then
+        full = true
+        break
+      end
+    end
+    flush()
+    if full or #items < want then break end
+  end
+  while fits(0) do
+    local e = redis.call('LINDEX', KEYS[1], #moved)
+    if not e then break end
+    if oversized(e) then
+      flush()
+      e = stub(e)
+      redis.call('RPUSH', KEYS[2], e)
+      redis.call('LTRIM', KEYS[1], 1, -1)
+    else
+      if not fits(#e) then break end
+      moved[#moved + 1] = e
+      if #moved == 1000 then flush() end
+    end
+    out[#out + 1] = e
+    bytes = bytes + #e
+  end
+  flush()
 end
 if #out == 0 then return {} end
 redis.call('SET', KEYS[4], ARGV[3])
@@ -312,7 +370,7 @@ func (d *Drain) fetchOnce(ctx context.Context, max int) ([]Message, error) {
 	res, err := fetchScript.Run(ctx, d.c.rdb,
 		[]string{d.keys.output, d.keys.processing, d.keys.heartbeat, d.keys.batch},
 		max, d.ttl.Milliseconds(), d.batchToken(), d.limit, maxInt(d.c.cfg.MaxBatchBytes, d.limit),
-		maxOversizedPerFetch, ExcerptBytes+1).Slice()
+		maxOversizedPerFetch, ExcerptBytes+1, stubPrefix).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("fetch up to %d results from %q: %w", max, d.lists.Output, err)
 	}
@@ -320,20 +378,14 @@ func (d *Drain) fetchOnce(ctx context.Context, max int) ([]Message, error) {
 		return nil, nil
 	}
 	msgs := make([]Message, len(res))
-	for i, v := range res {
+	for i, s := range res {
 		m := Message{batch: d.seq}
-		switch v := v.(type) {
-		case string:
-			m.Raw, m.Size = []byte(v), len(v)
-			m.Result, m.Err = DecodeResultLimit(m.Raw, d.limit)
-		case []any: // over the limit: {size, sha1, excerpt}
-			size, _ := v[0].(int64)
-			m.sha1, _ = v[1].(string)
-			excerpt, _ := v[2].(string)
-			m.Raw, m.Size = []byte(excerpt), int(size)
+		if size, sum, excerpt, ok := parseStub(s); ok {
+			m.Raw, m.Size, m.sha1 = []byte(excerpt), size, sum
 			m.Err = invalid("message is %d bytes, the limit is %d", size, d.limit)
-		default:
-			return nil, fmt.Errorf("fetch from %q: unexpected reply of type %T", d.lists.Output, v)
+		} else {
+			m.Raw, m.Size = []byte(s), len(s)
+			m.Result, m.Err = DecodeResultLimit(m.Raw, d.limit)
 		}
 		msgs[i] = m
 	}

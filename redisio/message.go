@@ -5,13 +5,13 @@ import "time"
 // Job is one message on a kind's input list: a request to refresh one model.
 //
 //	{"kind":"big_tables","uid":"42","attempt_uid":"d4n0q4a5n1p0bb6b6h20","attempt_no":1,
-//	 "timeout_at":"2026-11-21T14:00:00Z","payload":{"input_url":"https://example.com/a.csv"}}
+//	 "timeout_at":"2026-11-21T14:00:00.000000Z","payload":{"input_url":"https://example.com/a.csv"}}
 type Job struct {
 	Kind       string         `json:"kind"`
 	UID        string         `json:"uid"`
 	AttemptUID string         `json:"attempt_uid"`
 	AttemptNo  int            `json:"attempt_no"`
-	TimeoutAt  time.Time      `json:"timeout_at"`
+	TimeoutAt  time.Time      `json:"timeout_at"` // sent as TimeoutAtLayout
 	Payload    map[string]any `json:"payload"`
 }
 

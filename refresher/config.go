@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/refresher/refresher/models"
@@ -32,7 +33,10 @@ type Kind struct {
 	Name string
 	// Table is the application's table with its key and payload columns.
 	Table models.Table
-	// Lists are the Redis lists. Default redisio.DefaultLists(Name).
+	// Lists are the Redis lists and their limits (MaxDead, default 10000;
+	// MaxResultBytes, default 64 KiB). An empty name defaults to the one of
+	// redisio.DefaultLists(Name). Every list name must be unique across kinds
+	// and roles (redisio.CheckDistinct).
 	Lists redisio.Lists
 	// Schedule is the rule of rows whose refresh_rrule is NULL. Required.
 	Schedule *schedule.Schedule
@@ -100,9 +104,10 @@ func (c Config) WithDefaults() Config {
 	}
 	kinds := make([]Kind, len(c.Kinds))
 	for i, k := range c.Kinds {
-		if k.Lists == (redisio.Lists{}) {
-			k.Lists = redisio.DefaultLists(k.Name)
-		}
+		def := redisio.DefaultLists(k.Name)
+		k.Lists.Input = cmp.Or(k.Lists.Input, def.Input)
+		k.Lists.Output = cmp.Or(k.Lists.Output, def.Output)
+		k.Lists.Dead = cmp.Or(k.Lists.Dead, def.Dead)
 		k.MaxQueued = cmp.Or(k.MaxQueued, DefaultMaxQueued)
 		k.Policy.Kind = cmp.Or(k.Policy.Kind, k.Name)
 		k.Policy = k.Policy.WithDefaults()
@@ -123,7 +128,18 @@ func (c Config) validate() error {
 	if c.FetchBlock >= c.Heartbeat {
 		errs = append(errs, fmt.Errorf("FetchBlock (%s) must be shorter than Heartbeat (%s)", c.FetchBlock, c.Heartbeat))
 	}
-	for _, k := range c.Kinds {
+	names := make([]string, len(c.Kinds))
+	lists := make([]redisio.Lists, len(c.Kinds))
+	tables := map[string]string{} // lower-case table name: first kind
+	for i, k := range c.Kinds {
+		names[i], lists[i] = k.Name, k.Lists
+		if first, ok := tables[strings.ToLower(k.Table.Name)]; ok && k.Table.Name != "" {
+			errs = append(errs, fmt.Errorf("kinds %q and %q both refresh table %s: each table needs exactly one kind", first, k.Name, k.Table.Name))
+		}
+		tables[strings.ToLower(k.Table.Name)] = cmp.Or(tables[strings.ToLower(k.Table.Name)], k.Name)
+		if k.Lists.MaxDead < 0 || k.Lists.MaxResultBytes < 0 {
+			errs = append(errs, fmt.Errorf("kind %q: Lists.MaxDead (%d) and Lists.MaxResultBytes (%d) must not be negative (0: the defaults)", k.Name, k.Lists.MaxDead, k.Lists.MaxResultBytes))
+		}
 		if k.Schedule == nil {
 			errs = append(errs, fmt.Errorf("kind %q: Schedule is required", k.Name))
 		}
@@ -131,5 +147,6 @@ func (c Config) validate() error {
 			errs = append(errs, fmt.Errorf("kind %q: %w", k.Name, err))
 		}
 	}
+	errs = append(errs, redisio.CheckDistinct(names, lists)...)
 	return errors.Join(errs...)
 }

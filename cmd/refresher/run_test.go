@@ -113,3 +113,21 @@ func TestSecondSignalExits(t *testing.T) {
 	close(done2)
 	<-returned
 }
+
+// A malformed Redis URL is refused without printing its password.
+func TestOpenRedisHidesPassword(t *testing.T) {
+	t.Parallel()
+	for _, url := range []string{
+		"redis://:s3cret@127.0.0.1:63z9/0",
+		"redis://user:s3cret@127.0.0.1:6379/zero",
+		"redis://user:s3cret@[::1:6379/0",
+	} {
+		_, err := openRedis(t.Context(), url)
+		require.Error(t, err, url)
+		require.NotContains(t, err.Error(), "s3cret", url)
+		require.Contains(t, err.Error(), "xxxxx", url)
+	}
+	err := runWorker(t.Context(), workerSettings{Kind: "k", RedisURL: "redis://:s3cret@127.0.0.1:63z9/0", Input: "i", Output: "o", Concurrency: 1, HTTPTimeout: time.Second}, nil)
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "s3cret")
+}

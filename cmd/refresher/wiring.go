@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/refresher/refresher/config"
+	"github.com/refresher/refresher/internal/redact"
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/models/stores"
 	"github.com/refresher/refresher/policy"
@@ -27,9 +28,10 @@ func serviceConfig(c *config.Config, log *slog.Logger) refresher.Config {
 	for i := range c.Kinds {
 		k := &c.Kinds[i]
 		kinds[i] = refresher.Kind{
-			Name:     k.Name,
-			Table:    table(k),
-			Lists:    redisio.Lists{Input: k.Input, Output: k.Output, Dead: k.Dead},
+			Name:  k.Name,
+			Table: table(k),
+			Lists: redisio.Lists{Input: k.Input, Output: k.Output, Dead: k.Dead,
+				MaxDead: k.MaxDead, MaxResultBytes: k.MaxResultBytes},
 			Schedule: k.ScheduleParsed,
 			Policy: policy.Policy{
 				Kind:            k.Name,
@@ -76,7 +78,8 @@ func loadAndOpen(ctx context.Context, path string) (*config.Config, models.Store
 func openRedis(ctx context.Context, url string) (*redis.Client, error) {
 	opt, err := redis.ParseURL(url)
 	if err != nil {
-		return nil, fmt.Errorf("redis URL %q: %w (use e.g. redis://127.0.0.1:6379/0)", url, err)
+		// The driver's error may quote the URL: no password in the message.
+		return nil, redact.Error(fmt.Errorf("redis URL %q: %w (use e.g. redis://127.0.0.1:6379/0)", redact.String(url), err), url)
 	}
 	rdb := redis.NewClient(opt)
 	if err := rdb.Ping(ctx).Err(); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/refresher/refresher/config"
+	"github.com/refresher/refresher/internal/redact"
 	"github.com/refresher/refresher/worker"
 )
 
@@ -218,7 +219,7 @@ func runWorker(ctx context.Context, s workerSettings, log *slog.Logger) error {
 	}
 	opt, err := redis.ParseURL(s.RedisURL)
 	if err != nil {
-		return fmt.Errorf("worker: read Redis URL: %w (use e.g. redis://127.0.0.1:6379/0)", err)
+		return redact.Error(fmt.Errorf("worker: read Redis URL: %w (use e.g. redis://127.0.0.1:6379/0)", err), s.RedisURL)
 	}
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()

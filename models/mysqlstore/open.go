@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	redactpkg "github.com/refresher/refresher/internal/redact"
 )
 
 // openHint ends connection errors: where the DSN comes from.
@@ -31,7 +33,7 @@ func Open(ctx context.Context, dsn string) (*sql.DB, error) {
 	}
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("parse database DSN: %w (%s)", err, openHint)
+		return nil, redactpkg.Error(fmt.Errorf("parse database DSN: %w (%s)", err, openHint), dsn)
 	}
 	if cfg.DBName == "" {
 		return nil, fmt.Errorf("database DSN %q names no database: add it after the slash, e.g. root:@tcp(127.0.0.1:3306)/app", redact(cfg))
@@ -45,14 +47,14 @@ func Open(ctx context.Context, dsn string) (*sql.DB, error) {
 	cfg.Params["time_zone"] = "'+00:00'"
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("configure database %s: %w (%s)", redact(cfg), err, openHint)
+		return nil, redactpkg.Error(fmt.Errorf("configure database %s: %w (%s)", redact(cfg), err, openHint), dsn)
 	}
 	db := sql.OpenDB(connector)
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.PingContext(pctx); err != nil {
 		_ = db.Close()
-		return nil, fmt.Errorf("connect to MySQL at %s (database %q): %w (%s)", cfg.Addr, cfg.DBName, err, openHint)
+		return nil, redactpkg.Error(fmt.Errorf("connect to MySQL at %s (database %q): %w (%s)", cfg.Addr, cfg.DBName, err, openHint), dsn)
 	}
 	return db, nil
 }
