@@ -1,7 +1,9 @@
 // Package policy is the pure core of refresher: schedules (RFC 5545 RRULE ->
 // Next(after)), retry policies (failure n -> delay or give up) and the
-// transitions of SPEC section 3 (start, success, failure, timeout, status,
-// disable, enable).
+// transitions (start, success, failure, timeout, status, disable, enable,
+// trigger). Due and Apply are the two entry points of the service's loops:
+// each takes a row's state and returns its new state with a decision that
+// says what happened, so the shell decides nothing itself.
 //
 // Everything here is a pure function of its inputs and of a `now` passed in:
 // nothing reads the wall clock, does I/O or logs. The shell (package
