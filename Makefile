@@ -6,8 +6,13 @@
 GO ?= go
 
 .PHONY: test services browser build vet fuzz bench bench-scaling
+# The packages that run goroutines are tested with the race detector; the
+# pure ones (policy's property tests run ten times slower under -race)
+# without it.
+RACE_PKGS = refresher redisio worker e2e cmd models operator
 test: services browser vet
-	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -timeout 20m -race $(RACE_PKGS:%=./%/...) && \
+	$(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -v -E '^github.com/refresher/refresher/($(subst $() ,|,$(RACE_PKGS)))(/|$$)')
 
 browser:
 	./scripts/browser.sh

@@ -57,6 +57,19 @@ func (p *passes) pass(string, int) {
 	p.next = make(chan struct{})
 }
 
+// next1 returns after the next pass, or after at most max.
+func (p *passes) next1(max time.Duration) {
+	p.mu.Lock()
+	next := p.next
+	p.mu.Unlock()
+	t := time.NewTimer(max)
+	defer t.Stop()
+	select {
+	case <-next:
+	case <-t.C:
+	}
+}
+
 // wait returns once n more passes have ended (the last n-1 of them started
 // after the call).
 func (p *passes) wait(t *testing.T, n int) {
@@ -175,7 +188,7 @@ func TestWholeLoop(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s: %s did not happen; state %+v", uid, what, st)
 			}
-			time.Sleep(20 * time.Millisecond)
+			dispatched.next1(100 * time.Millisecond) // the dispatcher passes at least every MaxSleep (20ms)
 		}
 	}
 

@@ -48,7 +48,8 @@ type Refresh struct {
 	RefreshLastSuccessAt *time.Time `gorm:"column:refresh_last_success_at;precision:6" json:"refresh_last_success_at,omitempty"`
 	// RefreshLastError is the last failure's technical reason.
 	RefreshLastError *string `gorm:"column:refresh_last_error;type:varchar(1024)" json:"refresh_last_error,omitempty"`
-	// RefreshStatus is the last status a worker reported for the running attempt.
+	// RefreshStatus is the latest attempt's status text: its last progress
+	// report while it runs, its final result's after; nil when it gave none.
 	RefreshStatus *string `gorm:"column:refresh_status;type:varchar(255)" json:"refresh_status,omitempty"`
 }
 

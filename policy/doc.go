@@ -1,7 +1,10 @@
 // Package policy is the pure core of refresher: retry policies (failure n ->
-// delay or give up) and the transitions of SPEC section 3 (start, success, failure, timeout, status,
-// disable, enable). A schedule reaches the transitions through the Nexter
-// interface; package schedule implements it for RFC 5545 rules.
+// delay or give up) and the transitions (start, success, failure, timeout,
+// status, disable, enable, trigger). Due and Apply are the two entry points
+// of the service's loops: each takes a row's state and returns its new state
+// with a decision that says what happened, so the shell decides nothing
+// itself. A schedule reaches the transitions through the Nexter interface;
+// package schedule implements it for RFC 5545 rules.
 //
 // Everything here is a pure function of its inputs and of a `now` passed in:
 // nothing reads the wall clock, does I/O or logs. The shell (package

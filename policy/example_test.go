@@ -80,3 +80,35 @@ func ExamplePolicy_Failure() {
 	// constant:unit=65m: planned, refresh_at 2:00PM
 	// disabled (permanent true): Provided URL is invalid: https://example.com/broken
 }
+
+// everyDayAt14 is a schedule for the examples: every day at 14:00 UTC.
+type everyDayAt14 struct{}
+
+func (everyDayAt14) Next(after time.Time) time.Time {
+	t := time.Date(after.Year(), after.Month(), after.Day(), 14, 0, 0, 0, time.UTC)
+	if !t.After(after) {
+		t = t.AddDate(0, 0, 1)
+	}
+	return t
+}
+
+func ExamplePolicy_Apply() {
+	p := policy.Policy{Kind: "big_tables", Timeout: time.Hour}
+	start := time.Date(2025, 6, 10, 11, 0, 0, 0, time.UTC)
+	// The dispatcher starts an attempt: it times out at 12:00.
+	s, due := p.Due(policy.State{RefreshAt: start}, start, everyDayAt14{}, nil, "cv37img5tppgl4002kb0", 0)
+	fmt.Println(due.Action, s.TimeoutAt.Format(time.Kitchen))
+
+	ok := policy.Result{AttemptUID: s.AttemptUID, Type: policy.ResultSuccess, Status: "fetched 1234 bytes"}
+	// On time: applied.
+	got, d := p.Apply(s, ok, start.Add(59*time.Minute), everyDayAt14{}, nil, 0)
+	fmt.Println(d.Outcome, got.Status, got.RefreshAt.Format(time.Kitchen))
+	// At timeout_at: late; the attempt ends as timed out, as the
+	// dispatcher would end it, and the result counts as stale.
+	got, d = p.Apply(s, ok, s.TimeoutAt, everyDayAt14{}, nil, 0)
+	fmt.Println(d.Outcome, d.Outcome.Metric(), d.Failure.Branch, got.LastError)
+	// Output:
+	// started 12:00PM
+	// applied fetched 1234 bytes 2:00PM
+	// late stale retry timed out after 1h
+}

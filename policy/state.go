@@ -30,7 +30,9 @@ type State struct {
 	LastSuccessAt time.Time
 	// LastError is the last failure's technical reason, for operators.
 	LastError string
-	// Status is the last status text a worker reported for the running attempt.
+	// Status is the latest attempt's status text: its last progress report
+	// while it runs (SetStatus), its final result's after (Apply); Start,
+	// Success and Failure clear it.
 	Status string
 }
 

@@ -49,8 +49,9 @@ func (c *testClock) Advance(d time.Duration) time.Time {
 	return c.now
 }
 
-// passSignal counts the dispatcher's passes (Hooks.AfterDispatch) and lets
-// a test wait for the next ones without sleeping.
+// passSignal counts events of the loops (e.g. the dispatcher's passes,
+// Hooks.AfterDispatch) and lets a test wait for the next ones without
+// sleeping.
 type passSignal struct {
 	mu   sync.Mutex
 	n    int
@@ -189,11 +190,18 @@ func (b *testBundle) config(mod func(*Config)) Config {
 	if mod != nil {
 		mod(&cfg)
 	}
-	hook := cfg.Hooks.AfterDispatch
+	dispatched, applied := cfg.Hooks.AfterDispatch, cfg.Hooks.AfterApply
 	cfg.Hooks.AfterDispatch = func(kind string, started int) {
 		b.passes.pass()
-		if hook != nil {
-			hook(kind, started)
+		loopEvents.pass()
+		if dispatched != nil {
+			dispatched(kind, started)
+		}
+	}
+	cfg.Hooks.AfterApply = func(kind string, fetched int) {
+		loopEvents.pass()
+		if applied != nil {
+			applied(kind, fetched)
 		}
 	}
 	return cfg
@@ -255,7 +263,32 @@ func (b *testBundle) sendRaw(raw string) {
 	require.NoError(b.t, b.rdb.RPush(context.Background(), b.kind.Lists.Output, raw).Err())
 }
 
-// waitFor polls the database until cond holds for the model, up to 10s.
+// loopEvents fires after every pass of the dispatchers (AfterDispatch) and
+// every batch of the pollers (AfterApply) of the services the tests run
+// (see testBundle.config): what the waits below wake on, instead of
+// sleeping.
+var loopEvents passSignal
+
+// untilEvent waits for the next loop event, or at most 100ms: a few
+// conditions change outside any loop (a child process, a test's own
+// writes), and a missed event must not stall a wait.
+func untilEvent() {
+	loopEvents.mu.Lock()
+	if loopEvents.next == nil {
+		loopEvents.next = make(chan struct{})
+	}
+	next := loopEvents.next
+	loopEvents.mu.Unlock()
+	t := time.NewTimer(100 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-next:
+	case <-t.C:
+	}
+}
+
+// waitFor reads the model after each loop event until cond holds, up to
+// 10s.
 func (b *testBundle) waitFor(uid string, what string, cond func(policy.State) bool) policy.State {
 	b.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -267,11 +300,12 @@ func (b *testBundle) waitFor(uid string, what string, cond func(policy.State) bo
 		if time.Now().After(deadline) {
 			b.t.Fatalf("model %s: %s did not happen within 10s; state: %+v", uid, what, st)
 		}
-		time.Sleep(10 * time.Millisecond)
+		untilEvent()
 	}
 }
 
-// waitCounter waits until a counter reaches want, up to 10s.
+// waitCounter waits until a counter reaches want, up to 10s, reading it
+// after each loop event.
 func waitCounter(t *testing.T, read func() float64, want float64, what string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -279,7 +313,7 @@ func waitCounter(t *testing.T, read func() float64, want float64, what string) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: got %v, want %v within 10s", what, read(), want)
 		}
-		time.Sleep(10 * time.Millisecond)
+		untilEvent()
 	}
 }
 

@@ -1,6 +1,9 @@
 // Package refresher is the service's shell: the one package with goroutines.
-// It asks package policy for decisions and applies them to MySQL (package
-// models) and Redis (package redisio).
+// It makes no decision of its own: it loads rows, asks package policy
+// (policy.Due for each claimed row, policy.Apply for each result,
+// policy.Enable and policy.Trigger for the admin commands), applies the
+// returned states in bulk to MySQL (package models) and Redis (package
+// redisio), and counts and logs the returned decisions.
 //
 // Per configured kind, a Service runs two loops:
 //
@@ -10,7 +13,8 @@
 //     attempts without counting them;
 //   - the poller drains the kind's output list reliably (results move to this
 //     instance's processing list first), applies success, failure and status
-//     results in one transaction per batch, drops stale ones, sends garbage to
+//     results in one transaction per batch, drops stale ones, ends the
+//     attempts of late ones (read at or after timeout_at) as timed out, sends garbage to
 //     the dead-letter list, and removes the batch from Redis only after the
 //     commit.
 //

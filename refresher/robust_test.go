@@ -143,7 +143,8 @@ func (b *testBundle) inRedis(id string) int64 {
 	return out.Val() + proc.Val()
 }
 
-// eventually polls cond every 10ms until it holds, up to limit.
+// eventually checks cond after each loop event (see untilEvent) until it
+// holds, up to limit.
 func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
@@ -151,7 +152,7 @@ func eventually(t *testing.T, limit time.Duration, what string, cond func() bool
 		if time.Now().After(deadline) {
 			t.Fatalf("%s did not happen within %s", what, limit)
 		}
-		time.Sleep(10 * time.Millisecond)
+		untilEvent()
 	}
 }
 
