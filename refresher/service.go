@@ -181,7 +181,9 @@ func (s *Service) Run(ctx context.Context) error {
 			fatal: fatal,
 		}
 		wake := make(chan struct{}, 1)
-		d := &dispatcher{kindRunner: r, wake: wake, schedules: schedules{kindDefault: k.Schedule}}
+		dr := *r // the dispatcher's store skips claims when nothing is due
+		dr.store = &dueGate{Store: s.store, table: k.Table, clock: s.cfg.Clock}
+		d := &dispatcher{kindRunner: &dr, wake: wake, schedules: schedules{kindDefault: k.Schedule}}
 		p := &poller{kindRunner: r, wake: wake, drain: s.rdb.Drain(k.Lists, s.cfg.InstanceID, s.cfg.Heartbeat),
 			schedules: schedules{kindDefault: k.Schedule}}
 		dispatchers.Go(guard("kind "+k.Name+": dispatcher", func() { d.loop(runCtx) }))
