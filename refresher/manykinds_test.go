@@ -46,12 +46,20 @@ type manyKinds struct {
 func newManyKinds(t *testing.T, kinds, perKind, maxConns int) *manyKinds {
 	t.Helper()
 	db, _ := testenv.DB(t)
-	rdb, prefix := testenv.Redis(t)
+	_, prefix := testenv.Redis(t) // cleans up the prefix's keys
+	// Each poller holds a Redis connection while it blocks on its output
+	// list: the pool needs one per kind besides those of the pushes, as
+	// cmd/refresher sizes it.
+	opt, err := redis.ParseURL(testenv.RedisURL())
+	require.NoError(t, err)
+	opt.PoolSize = RedisPoolSize(kinds)
+	rdb := redis.NewClient(opt)
+	t.Cleanup(func() { _ = rdb.Close() })
 	db.SetMaxOpenConns(maxConns)
 	db.SetMaxIdleConns(maxConns)
 	ctx := context.Background()
-	sched, err := policy.ParseSchedule(dailyAt14)
-	require.NoError(t, err)
+	sched, err2 := policy.ParseSchedule(dailyAt14)
+	require.NoError(t, err2)
 	m := &manyKinds{t: t, store: mysqlstore.New(db), rdb: redisio.New(rdb), raw: rdb, logs: &testenv.SyncBuffer{}, output: map[string]string{}}
 	var names []string
 	var ks []Kind
@@ -68,13 +76,13 @@ func newManyKinds(t *testing.T, kinds, perKind, maxConns int) *manyKinds {
 	}
 	_, err = mysqlstore.Migrate(ctx, db, names, io.Discard, false)
 	require.NoError(t, err)
-	if perKind > 0 {
-		for _, name := range names {
+	for _, name := range names {
+		for start := 0; start < perKind; start += 5000 {
 			var b strings.Builder
 			b.WriteString("INSERT INTO " + name + " (uid, input_url, refresh_at) VALUES ")
 			args := []any{}
-			for j := range perKind {
-				if j > 0 {
+			for j := start; j < min(start+5000, perKind); j++ {
+				if j > start {
 					b.WriteString(",")
 				}
 				b.WriteString("(?, ?, ?)")

@@ -200,3 +200,10 @@ func (s *Service) Run(ctx context.Context) error {
 	defer mu.Unlock()
 	return firstFatal
 }
+
+// RedisPoolSize is the size of the Redis connection pool a service of kinds
+// kinds needs: each kind's poller holds a connection for up to FetchBlock
+// while it waits for results, and the dispatchers' pushes, heartbeats and
+// acknowledgements need others. With go-redis's default (10 per CPU), 200
+// pollers would make every push wait for a blocking fetch to end.
+func RedisPoolSize(kinds int) int { return 2*kinds + 16 }
