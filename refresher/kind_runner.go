@@ -2,7 +2,9 @@ package refresher
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/redisio"
@@ -33,4 +35,64 @@ func (r *kindRunner) rand() float64 { return r.cfg.Rand() }
 // bounded by OpTimeout so nothing hangs.
 func (r *kindRunner) batchContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), r.cfg.OpTimeout)
+}
+
+// dueGate is the dispatcher's view of the store: a dispatcher pass whose
+// kind has nothing due skips its claim transaction. Idle, each dispatcher
+// passes once per MaxSleep; a claim is 4 round trips (isolation level,
+// BEGIN, SELECT ... FOR UPDATE SKIP LOCKED, COMMIT) besides NextDue's one,
+// and 200 idle kinds cost 5-6% of a core that way instead of about 1%.
+//
+// Tx first asks NextDue (one indexed row, no lock). When no row is due at
+// the clock's now it runs fn on a transaction that claims nothing (what the
+// database's ClaimDue would have returned) and keeps the answer for the
+// dispatcher's NextDue that follows the pass. Otherwise it runs the real
+// transaction. A row that becomes due in between is claimed by the next
+// pass, as it would be after an empty claim.
+// It is used by one dispatcher goroutine.
+type dueGate struct {
+	models.Store
+	table models.Table
+	clock Clock
+
+	known bool // next, ok hold the answer of the last Tx's NextDue
+	next  time.Time
+	ok    bool
+}
+
+func (g *dueGate) Tx(ctx context.Context, fn func(tx models.Tx) error) error {
+	next, ok, err := g.Store.NextDue(ctx, g.table)
+	if err != nil || (ok && !next.After(g.clock.Now())) {
+		g.known = false
+		return g.Store.Tx(ctx, fn)
+	}
+	g.known, g.next, g.ok = true, next, ok
+	return fn(nothingDue{})
+}
+
+func (g *dueGate) NextDue(ctx context.Context, t models.Table) (time.Time, bool, error) {
+	if g.known {
+		g.known = false
+		return g.next, g.ok, nil
+	}
+	return g.Store.NextDue(ctx, t)
+}
+
+// nothingDue is the transaction of a pass with nothing due: it claims and
+// locks nothing, and has nothing to save.
+type nothingDue struct{}
+
+func (nothingDue) ClaimDue(context.Context, models.Table, time.Time, time.Time, int) ([]models.Row, error) {
+	return nil, nil
+}
+
+func (nothingDue) LockByKeys(context.Context, models.Table, []string) (map[string]models.Row, error) {
+	return map[string]models.Row{}, nil
+}
+
+func (nothingDue) Save(_ context.Context, t models.Table, rows []models.Row) error {
+	if len(rows) > 0 {
+		return fmt.Errorf("save %d rows of %s: no transaction (nothing was due)", len(rows), t.Name)
+	}
+	return nil
 }

@@ -185,7 +185,9 @@ func (s *Service) Run(ctx context.Context) error {
 			fatal:    fatal,
 		}
 		wake := make(chan struct{}, 1)
-		d := &dispatcher{kindRunner: r, wake: wake, schedules: schedules{kindDefault: k.Schedule}}
+		dr := *r // the dispatcher's store skips claims when nothing is due
+		dr.store = &dueGate{Store: s.store, table: k.Table, clock: s.cfg.Clock}
+		d := &dispatcher{kindRunner: &dr, wake: wake, schedules: schedules{kindDefault: k.Schedule}}
 		p := &poller{kindRunner: r, wake: wake, drain: s.rdb.Drain(k.Lists, s.cfg.InstanceID, s.cfg.Heartbeat),
 			schedules: schedules{kindDefault: k.Schedule}}
 		dispatchers.Go(guard("kind "+k.Name+": dispatcher", func() { d.loop(runCtx) }))
@@ -203,3 +205,10 @@ func (s *Service) Run(ctx context.Context) error {
 	defer mu.Unlock()
 	return firstFatal
 }
+
+// RedisPoolSize is the size of the Redis connection pool a service of kinds
+// kinds needs: each kind's poller holds a connection for up to FetchBlock
+// while it waits for results, and the dispatchers' pushes, heartbeats and
+// acknowledgements need others. With go-redis's default (10 per CPU), 200
+// pollers would make every push wait for a blocking fetch to end.
+func RedisPoolSize(kinds int) int { return 2*kinds + 16 }

@@ -51,7 +51,8 @@ Configuration comes from --config and the REFRESHER_* environment variables.`,
 }
 
 func runService(ctx context.Context, c *config.Config, store models.Store, log *slog.Logger) error {
-	rdb, err := openRedis(ctx, c.Redis)
+	// Each kind's poller holds a connection while it blocks on its list.
+	rdb, err := openRedis(ctx, c.Redis, refresher.RedisPoolSize(len(c.Kinds)))
 	if err != nil {
 		return err
 	}

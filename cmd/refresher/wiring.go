@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
@@ -74,12 +75,16 @@ func loadAndOpen(ctx context.Context, path string) (*config.Config, models.Store
 	return c, store, nil
 }
 
-// openRedis connects to the configured Redis and pings it.
-func openRedis(ctx context.Context, url string) (*redis.Client, error) {
+// openRedis connects to the configured Redis and pings it, with a pool of
+// at least poolSize connections.
+func openRedis(ctx context.Context, url string, poolSize int) (*redis.Client, error) {
 	opt, err := redis.ParseURL(url)
 	if err != nil {
 		// The driver's error may quote the URL: no password in the message.
 		return nil, redact.Error(fmt.Errorf("redis URL %q: %w (use e.g. redis://127.0.0.1:6379/0)", redact.String(url), err), url)
+	}
+	if opt.PoolSize == 0 { // not set in the URL (?pool_size=), which wins
+		opt.PoolSize = max(poolSize, 10*runtime.GOMAXPROCS(0)) // go-redis's default
 	}
 	rdb := redis.NewClient(opt)
 	if err := rdb.Ping(ctx).Err(); err != nil {

@@ -43,7 +43,7 @@ const maxSaveBatch = 1000
 // would deadlock with them. Rows built by hand (only Key set) are written by
 // Key in a separate statement.
 func (tx *Tx) Save(ctx context.Context, t models.Table, rows []models.Row) error {
-	q, err := tx.s.compile(ctx, t)
+	q, err := tx.s.compileOn(ctx, tx.tx, t)
 	if err != nil {
 		return err
 	}

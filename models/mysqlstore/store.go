@@ -24,6 +24,15 @@ type Store struct {
 
 	mu    sync.Mutex
 	metas map[string]tableMeta // by table name, loaded once
+	// compiled caches compile's result by tableKey, once the metadata is
+	// cached: every NextDue (200 kinds ask every second) would otherwise
+	// quote and join the names again.
+	compiled map[string]compiled
+}
+
+// tableKey identifies a models.Table for Store.compiled.
+func tableKey(t models.Table) string {
+	return t.Name + "\x00" + t.Key + "\x00" + strings.Join(t.Payload, "\x00")
 }
 
 // tableMeta is what Save needs to know of a table's columns.
@@ -43,7 +52,9 @@ type colMeta struct {
 }
 
 // New returns a Store on db, which should come from Open.
-func New(db *sql.DB) *Store { return &Store{db: db, metas: map[string]tableMeta{}} }
+func New(db *sql.DB) *Store {
+	return &Store{db: db, metas: map[string]tableMeta{}, compiled: map[string]compiled{}}
+}
 
 var _ models.Store = (*Store)(nil)
 var _ models.Tx = (*Tx)(nil)
@@ -175,7 +186,7 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now, from time.Time,
 	if limit <= 0 {
 		return nil, fmt.Errorf("claim due rows of %s: limit %d must be positive", t.Name, limit)
 	}
-	q, err := tx.s.compile(ctx, t)
+	q, err := tx.s.compileOn(ctx, tx.tx, t)
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +224,7 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now, from time.Time,
 // for a case-insensitive CHAR column or an INT column written as "007" may
 // differ from the key asked for.
 func (tx *Tx) LockByKeys(ctx context.Context, t models.Table, keys []string) (map[string]models.Row, error) {
-	q, err := tx.s.compile(ctx, t)
+	q, err := tx.s.compileOn(ctx, tx.tx, t)
 	if err != nil {
 		return nil, err
 	}
@@ -335,12 +346,33 @@ func compileTable(t models.Table, pk string) (compiled, error) {
 // compile compiles t with its table's metadata (primary key, column
 // types), looked up once per table name and Store.
 func (s *Store) compile(ctx context.Context, t models.Table) (compiled, error) {
+	return s.compileOn(ctx, s.db, t)
+}
+
+// metaQueryer runs the metadata queries: the Store's pool, or the
+// transaction in hand.
+type metaQueryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// compileOn is compile with the metadata read through db. A transaction
+// passes itself: reading through the pool while holding a connection would
+// wait for a second one, and when every connection of a bounded pool
+// (max_connections) is held by a transaction doing the same, none is ever
+// freed (each waits until its OpTimeout).
+func (s *Store) compileOn(ctx context.Context, db metaQueryer, t models.Table) (compiled, error) {
+	key := tableKey(t)
 	s.mu.Lock()
+	if c, ok := s.compiled[key]; ok {
+		s.mu.Unlock()
+		return c, nil
+	}
 	meta, ok := s.metas[t.Name]
 	s.mu.Unlock()
 	if !ok {
 		var err error
-		if meta, err = s.loadMeta(ctx, t.Name); err != nil {
+		if meta, err = loadMeta(ctx, db, t.Name); err != nil {
 			return compiled{}, fmt.Errorf("read columns of %s: %w", t.Name, err)
 		}
 		if _, migrated := meta.cols[models.ColAttemptUID]; migrated {
@@ -352,12 +384,17 @@ func (s *Store) compile(ctx context.Context, t models.Table) (compiled, error) {
 	}
 	c, err := compileTable(t, meta.pk)
 	c.meta = meta
+	if err == nil && ok {
+		s.mu.Lock()
+		s.compiled[key] = c
+		s.mu.Unlock()
+	}
 	return c, err
 }
 
-func (s *Store) loadMeta(ctx context.Context, table string) (tableMeta, error) {
+func loadMeta(ctx context.Context, db metaQueryer, table string) (tableMeta, error) {
 	meta := tableMeta{cols: map[string]colMeta{}}
-	rows, err := s.db.QueryContext(ctx, "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, COALESCE(CHARACTER_SET_NAME, ''), COALESCE(COLLATION_NAME, ''), COLUMN_KEY FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?", table)
+	rows, err := db.QueryContext(ctx, "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, COALESCE(CHARACTER_SET_NAME, ''), COALESCE(COLLATION_NAME, ''), COLUMN_KEY FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?", table)
 	if err != nil {
 		return meta, err
 	}
@@ -382,7 +419,7 @@ func (s *Store) loadMeta(ctx context.Context, table string) (tableMeta, error) {
 	if err := rows.Err(); err != nil {
 		return meta, err
 	}
-	err = s.db.QueryRowContext(ctx, "SELECT INDEX_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ? AND SEQ_IN_INDEX = 1 ORDER BY INDEX_NAME LIMIT 1", table, models.ColRefreshAt).Scan(&meta.refreshIndex)
+	err = db.QueryRowContext(ctx, "SELECT INDEX_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ? AND SEQ_IN_INDEX = 1 ORDER BY INDEX_NAME LIMIT 1", table, models.ColRefreshAt).Scan(&meta.refreshIndex)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return meta, err
 	}
