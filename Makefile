@@ -1,11 +1,16 @@
 # `make test` is the one command that sets up and runs every test on a fresh
-# machine: it starts (installing from Debian's packages when missing) MariaDB
-# and Redis, then runs the Go tests against them.
+# machine: it checks, and starts (installing from Debian's packages when
+# missing) MariaDB, Redis and PostgreSQL, then runs the Go tests against them.
+# REFRESHER_TEST_MYSQL, REFRESHER_TEST_REDIS and REFRESHER_TEST_POSTGRES point
+# the tests (and the checks) at other servers; see scripts/services.sh.
 GO ?= go
 
-.PHONY: test services build vet fuzz bench bench-scaling
-test: services vet
+.PHONY: test services browser build vet fuzz bench bench-scaling
+test: services browser vet
 	$(GO) test -count=1 -timeout 20m ./...
+
+browser:
+	./scripts/browser.sh
 
 services:
 	./scripts/services.sh

@@ -13,8 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/xid"
 
-	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
+	"github.com/refresher/refresher/schedule"
 )
 
 // baseline is the minimal hand-written cycle the service is measured
@@ -40,7 +40,7 @@ type baseline struct {
 	rdb   *redis.Client
 	lists redisio.Lists
 	batch int
-	sched *policy.Schedule
+	sched *schedule.Schedule
 	rep   *reporter
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
 	"github.com/refresher/refresher/refresher"
+	"github.com/refresher/refresher/schedule"
 )
 
 // The parent and a child talk over the child's stdin and stdout:
@@ -76,7 +77,7 @@ func runChild(o childOpts) error {
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("connect to Redis at %s: %w", o.redisAddr, err)
 	}
-	sched, err := policy.ParseSchedule(kindRule)
+	sched, err := schedule.Parse(kindRule)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/refresher/refresher/policy"
+	"github.com/refresher/refresher/schedule"
 )
 
 // Defaults.
@@ -29,6 +30,11 @@ const (
 	DefaultKey       = "id"
 	DefaultMaxQueued = 100_000
 	DefaultHeartbeat = 30 * time.Second
+	// DefaultHTTP is the operator listener's address: loopback only, so
+	// that no token is needed until it is opened to the network.
+	DefaultHTTP          = "127.0.0.1:9090"
+	DefaultLateAfter     = time.Minute
+	DefaultGaugeInterval = 15 * time.Second
 )
 
 // Config is the whole configuration of one refresher process.
@@ -44,9 +50,23 @@ type Config struct {
 	MaxConnections int `yaml:"max_connections"`
 	// Redis is the Redis URL. Default "redis://127.0.0.1:6379/0".
 	Redis string `yaml:"redis"`
-	// Metrics is the listen address of the HTTP server for /metrics
-	// (Prometheus) and /healthz, e.g. ":9090". Default "": no server.
+	// HTTP is the listen address of the operator's HTTP server: /metrics
+	// (Prometheus), /healthz, /readyz, the API under /api/v1/ and the
+	// dashboard at /. Default DefaultHTTP ("127.0.0.1:9090"); "off" for no
+	// server. An address other than loopback needs api_tokens.
+	HTTP string `yaml:"http"`
+	// Metrics is the former name of HTTP, kept as an alias: used when HTTP
+	// is not set.
 	Metrics string `yaml:"metrics"`
+	// APITokens maps a token's name (shown in logs, never the token) to a
+	// bearer token that may change state through the API and the dashboard.
+	// Without any, the API is read-only. From the environment:
+	// REFRESHER_API_TOKENS='{alice: "long-random-text"}'.
+	APITokens map[string]string `yaml:"api_tokens"`
+	// GaugeInterval is how often the alert gauges (oldest due age, highest
+	// attempt number, models by state, list lengths) are computed, by one
+	// instance at a time. Default 15s.
+	GaugeInterval Duration `yaml:"gauge_interval"`
 	// InstanceID names this process's processing lists in Redis. Each running
 	// process needs its own. Default: hostname and a random suffix.
 	InstanceID string `yaml:"instance_id"`
@@ -60,6 +80,8 @@ type Config struct {
 	Heartbeat Duration `yaml:"heartbeat"`
 	// Kinds are the tables to refresh. At least one.
 	Kinds []Kind `yaml:"kinds"`
+	// Worker holds the reference worker's settings (see Worker).
+	Worker Worker `yaml:"worker"`
 }
 
 // Kind is one configured table.
@@ -85,6 +107,14 @@ type Kind struct {
 	// gives up; {kind} and {attempts} are replaced. Default
 	// "Cannot refresh {kind} after {attempts} attempt(s)".
 	DisabledReason string `yaml:"disabled_reason"`
+	// PermanentReason is the user-friendly reason stored when a worker
+	// reports a permanent failure without a user_friendly_reason; {kind}
+	// and {attempts} are replaced. Default
+	// "Cannot refresh {kind}: the source was rejected".
+	PermanentReason string `yaml:"permanent_reason"`
+	// MaxRetryAfter caps a worker's retry_after_seconds. Default 168h (7
+	// days).
+	MaxRetryAfter Duration `yaml:"max_retry_after"`
 	// Input, Output and Dead name the Redis lists. Defaults: <name>-input,
 	// <name>-output, <name>-dead.
 	Input  string `yaml:"input"`
@@ -94,10 +124,17 @@ type Kind struct {
 	// many jobs or more (backpressure when workers fall behind). Default
 	// 100000.
 	MaxQueued int `yaml:"max_queued"`
+	// LateAfter is how long a due row may wait before it counts as late in
+	// the API, the dashboard and the gauges. Default 1m.
+	LateAfter Duration `yaml:"late_after"`
+	// Priority is free text (e.g. "interactive", "eventual") that labels the
+	// kind's alert gauges, so alerts can have one threshold per priority.
+	// Default "".
+	Priority string `yaml:"priority"`
 
 	// Parsed by Validate.
-	ScheduleParsed *policy.Schedule `yaml:"-"`
-	RetryParsed    *policy.Retry    `yaml:"-"`
+	ScheduleParsed *schedule.Schedule `yaml:"-"`
+	RetryParsed    *policy.Retry      `yaml:"-"`
 }
 
 // Duration is a time.Duration written as "90s", "5m" or "2h" in YAML.
@@ -153,8 +190,11 @@ func decode(data []byte, out any) error {
 	msg := unknownField.ReplaceAllStringFunc(err.Error(), func(m string) string {
 		sub := unknownField.FindStringSubmatch(m)
 		known := yamlKeys(reflect.TypeFor[Config]())
-		if sub[2] == "Kind" {
+		switch sub[2] {
+		case "Kind":
 			known = yamlKeys(reflect.TypeFor[Kind]())
+		case "Worker":
+			known = yamlKeys(reflect.TypeFor[Worker]())
 		}
 		return fmt.Sprintf("unknown key %q (known keys: %s)", sub[1], known)
 	})
@@ -170,4 +210,32 @@ func yamlKeys(t reflect.Type) string {
 		}
 	}
 	return strings.Join(keys, ", ")
+}
+
+// HTTPAddr is the operator listener's address: HTTP, else the metrics
+// alias, else DefaultHTTP; "" when set to "off".
+func (c *Config) HTTPAddr() string {
+	addr := c.HTTP
+	if addr == "" {
+		addr = c.Metrics
+	}
+	switch addr {
+	case "":
+		return DefaultHTTP
+	case "off":
+		return ""
+	}
+	return addr
+}
+
+// setOperatorDefaults fills in the operator surface's defaults.
+func (c *Config) setOperatorDefaults() {
+	if c.GaugeInterval == 0 {
+		c.GaugeInterval = Duration(DefaultGaugeInterval)
+	}
+	for i := range c.Kinds {
+		if c.Kinds[i].LateAfter == 0 {
+			c.Kinds[i].LateAfter = Duration(DefaultLateAfter)
+		}
+	}
 }

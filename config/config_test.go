@@ -22,6 +22,8 @@ kinds:
     timeout: 2h
     retry: "delays:0s,1m,5m,15m,30m,1h"
     disabled_reason: "Cannot refresh BigTable after {attempts} attempt(s)"
+    permanent_reason: "Cannot refresh BigTable: the source was rejected"
+    max_retry_after: 24h
     input: big_tables-input
     output: big_tables-output
     dead: big_tables-dead
@@ -65,6 +67,8 @@ func TestLoadFile(t *testing.T) {
 	require.NotNil(t, k.ScheduleParsed)
 	require.NotNil(t, k.RetryParsed)
 	require.Equal(t, "big_tables-dead", k.Dead)
+	require.Equal(t, "Cannot refresh BigTable: the source was rejected", k.PermanentReason)
+	require.Equal(t, 24*time.Hour, k.MaxRetryAfter.D())
 }
 
 func TestDefaults(t *testing.T) {
@@ -136,6 +140,8 @@ func TestValidationErrors(t *testing.T) {
 		{"bad payload", kind("    payload: [\"a;b\"]\n"), nil, []string{"kinds[0] (big_tables).payload", `"a;b"`}},
 		{"duplicate kind", kind("") + "  - name: big_tables\n    schedule: \"RRULE:FREQ=DAILY\"\n", nil, []string{`"big_tables" is configured twice`}},
 		{"bad disabled reason", kind("    disabled_reason: \"Broken after {attempt}\"\n"), nil, []string{"kinds[0] (big_tables).disabled_reason", "unknown placeholder {attempt}"}},
+		{"bad permanent reason", kind("    permanent_reason: \"{model} rejected\"\n"), nil, []string{"kinds[0] (big_tables).permanent_reason", "unknown placeholder {model}"}},
+		{"negative max_retry_after", kind("    max_retry_after: -1h\n"), nil, []string{"kinds[0] (big_tables).max_retry_after: must not be negative"}},
 		{"same lists", kind("    input: q\n    output: q\n"), nil, []string{"three different lists"}},
 		{"batch size", "batch_size: 0\n" + kind(""), map[string]string{"REFRESHER_BATCH_SIZE": "20000"}, []string{"batch_size: 20000 is out of range"}},
 		{"bad env kinds", "", map[string]string{"REFRESHER_KINDS": "[{name: x, colour: red}]"}, []string{"environment REFRESHER_KINDS", `unknown key "colour"`}},

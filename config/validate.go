@@ -10,6 +10,7 @@ import (
 	"github.com/rs/xid"
 
 	"github.com/refresher/refresher/policy"
+	"github.com/refresher/refresher/schedule"
 )
 
 // SetDefaults fills in every unset value with its default.
@@ -34,6 +35,7 @@ func (c *Config) SetDefaults() {
 		k.Dead = cmp.Or(k.Dead, k.Name+"-dead")
 		k.MaxQueued = cmp.Or(k.MaxQueued, DefaultMaxQueued)
 	}
+	c.setOperatorDefaults()
 }
 
 var (
@@ -92,7 +94,7 @@ func (c *Config) Validate() error {
 		}
 		if k.Schedule == "" {
 			bad("%s.schedule: missing (e.g. \"DTSTART;TZID=Europe/Berlin:20260101T140000\\nRRULE:FREQ=DAILY\")", at)
-		} else if s, err := policy.ParseSchedule(k.Schedule); err != nil {
+		} else if s, err := schedule.Parse(k.Schedule); err != nil {
 			bad("%s.schedule: %v", at, err)
 		} else {
 			k.ScheduleParsed = s
@@ -105,9 +107,21 @@ func (c *Config) Validate() error {
 		if err := (policy.Policy{DisabledReason: k.DisabledReason}).Validate(); err != nil {
 			bad("%s.disabled_reason: %v", at, err)
 		}
+		if err := (policy.Policy{PermanentReason: k.PermanentReason}).Validate(); err != nil {
+			bad("%s.permanent_reason: %v", at, err)
+		}
+		if k.MaxRetryAfter.D() < 0 {
+			bad("%s.max_retry_after: must not be negative (e.g. 168h, the default)", at)
+		}
 		if k.Input == k.Output || k.Output == k.Dead || k.Input == k.Dead {
 			bad("%s: input, output and dead must be three different lists", at)
 		}
+	}
+	if _, err := c.Worker.Networks(); err != nil {
+		bad("worker.allow_networks: %v", err)
+	}
+	if c.Worker.MaxBodyBytes < 0 {
+		bad("worker.max_body_bytes: must be positive (default 100 MB)")
 	}
 	return errors.Join(errs...)
 }

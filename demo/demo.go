@@ -7,6 +7,7 @@ package demo
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/refresher/refresher/operator"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -168,12 +171,17 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err != nil {
 		return fmt.Errorf("demo: listen for the dashboard on %s: %w (pick another with --http)", o.HTTP, err)
 	}
-	hsrv := &http.Server{Handler: dashboard(svc, store, rdb, clock), ReadHeaderTimeout: 5 * time.Second}
+	token := rand.Text()
+	handler, err := dashboard(svc, store, rdb, clock, kind, token)
+	if err != nil {
+		return err
+	}
+	hsrv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = hsrv.Serve(hln) }()
 	defer hsrv.Close()
 
 	addrs := Addrs{Dashboard: "http://" + hln.Addr().String() + "/", Redis: mr.Addr(), Target: targetURL, Database: dbFile, Calls: target.Calls}
-	printIntro(o.Out, addrs, o.Speed, clock)
+	printIntro(o.Out, addrs, o.Speed, clock, token)
 	if o.Ready != nil {
 		o.Ready(addrs)
 	}
@@ -213,10 +221,10 @@ func demoKind() (refresher.Kind, error) {
 	}, nil
 }
 
-func printIntro(w io.Writer, a Addrs, speed float64, clock *Clock) {
+func printIntro(w io.Writer, a Addrs, speed float64, clock *Clock, token string) {
 	fmt.Fprintf(w, `refresher demo: the whole loop in one process, the clock %gx faster (demo time now %s)
 
-  dashboard   %s
+  dashboard   %s   (token for its actions: %s)
   redis       redis-cli -p %s   (lists %s-input, %s-output, %s-dead)
   target      %s   (/ok, /flaky, /throttled, /slow, /missing, /down)
   database    %s   (table reports)
@@ -226,10 +234,30 @@ and yielding to the planned run, "throttled" waiting out its Retry-After,
 "slow" timing out and retrying, "missing" disabled with the reason its user
 would see, and "down" disabled once its retries are used up.
 Press Ctrl-C to stop.
-`, speed, clock.Now().Format("15:04"), a.Dashboard, portOf(a.Redis), Kind, Kind, Kind, a.Target, a.Database)
+`, speed, clock.Now().Format("15:04"), a.Dashboard, token, portOf(a.Redis), Kind, Kind, Kind, a.Target, a.Database)
 }
 
 func portOf(addr string) string {
 	_, port, _ := net.SplitHostPort(addr)
 	return port
+}
+
+// dashboard is the operator surface of the demo's kind, with a token made
+// for this run (printed at start) so that its actions work.
+func dashboard(svc *refresher.Service, store models.Store, rdb *redis.Client, clock *Clock, kind refresher.Kind, token string) (http.Handler, error) {
+	srv, err := operator.New(operator.Options{
+		Kinds: []operator.Kind{{
+			Name: kind.Name, Table: kind.Table, Lists: redisio.DefaultLists(kind.Name),
+			Schedule: kind.Schedule, Policy: kind.Policy,
+		}},
+		Store:    store,
+		Redis:    rdb,
+		Gatherer: svc.Metrics().Registry,
+		Tokens:   map[string]string{"demo": token},
+		Now:      clock.Now,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return srv.Handler(), nil
 }

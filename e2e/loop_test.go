@@ -19,6 +19,7 @@ import (
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
 	"github.com/refresher/refresher/refresher"
+	"github.com/refresher/refresher/schedule"
 	"github.com/refresher/refresher/worker"
 )
 
@@ -38,6 +39,45 @@ func (c *clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
+}
+
+// passes counts the dispatcher's passes (Hooks.AfterDispatch), so a test
+// waits for passes instead of sleeping.
+type passes struct {
+	mu   sync.Mutex
+	n    int
+	next chan struct{} // closed and replaced at each pass
+}
+
+func (p *passes) pass(string, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n++
+	close(p.next)
+	p.next = make(chan struct{})
+}
+
+// wait returns once n more passes have ended (the last n-1 of them started
+// after the call).
+func (p *passes) wait(t *testing.T, n int) {
+	t.Helper()
+	p.mu.Lock()
+	target := p.n + n
+	p.mu.Unlock()
+	timeout := time.After(15 * time.Second)
+	for {
+		p.mu.Lock()
+		done, next := p.n >= target, p.next
+		p.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-next:
+		case <-timeout:
+			t.Fatalf("%d dispatcher passes did not happen within 15s", n)
+		}
+	}
 }
 
 // The whole loop with the real service and the real reference worker: a
@@ -87,13 +127,15 @@ func TestWholeLoop(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	sched, err := policy.ParseSchedule("DTSTART;TZID=Europe/Berlin:20260101T140000\nRRULE:FREQ=DAILY")
+	sched, err := schedule.Parse("DTSTART;TZID=Europe/Berlin:20260101T140000\nRRULE:FREQ=DAILY")
 	require.NoError(t, err)
 	retry, err := policy.ParseRetry("delays:0s,1m,5m")
 	require.NoError(t, err)
 	lists := redisio.DefaultLists(prefix + "big_tables")
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	dispatched := &passes{next: make(chan struct{})}
 	svc, err := refresher.New(refresher.Config{
+		Hooks: refresher.Hooks{AfterDispatch: dispatched.pass},
 		Kinds: []refresher.Kind{{
 			Name:     "big_tables",
 			Table:    models.Table{Name: "big_tables", Key: "uid", Payload: []string{"input_url"}},
@@ -109,7 +151,7 @@ func TestWholeLoop(t *testing.T) {
 	require.NoError(t, err)
 	w, err := worker.New(worker.Config{
 		Kind: "big_tables", Redis: rdb, Input: lists.Input, Output: lists.Output,
-		HTTPTimeout: 5 * time.Second, Now: clk.Now, Logger: quiet,
+		HTTPTimeout: 5 * time.Second, AllowPrivateNetworks: true, Now: clk.Now, Logger: quiet, // the test server is on loopback
 	})
 	require.NoError(t, err)
 
@@ -140,7 +182,7 @@ func TestWholeLoop(t *testing.T) {
 	// The good URL: refreshed, next run at 14:00 Berlin = 13:00 UTC.
 	good := waitFor("good", "success", func(s policy.State) bool { return !s.LastSuccessAt.IsZero() })
 	require.True(t, good.RefreshAt.Equal(time.Date(2026, 11, 21, 13, 0, 0, 0, time.UTC)), "refresh_at %s", good.RefreshAt)
-	require.Equal(t, "fetched 8 bytes", good.Status)
+	require.Equal(t, "fetched", good.Status, "no size for a response from a non-public address")
 	require.Zero(t, good.AttemptNo)
 
 	// The broken URL: disabled at once with the user-friendly reason.
@@ -154,7 +196,8 @@ func TestWholeLoop(t *testing.T) {
 	th := waitFor("throttled", "first failure", func(s policy.State) bool { return s.LastError != "" })
 	require.True(t, th.RefreshAt.Equal(t0.Add(600*time.Second)), "refresh_at %s, want now+600s", th.RefreshAt)
 	clk.Advance(599 * time.Second)
-	time.Sleep(200 * time.Millisecond) // several dispatcher passes (MaxSleep 20ms)
+	dispatched.wait(t, 2) // the second pass ran at now+599s
+	require.False(t, state("throttled").Running(), "no attempt before Retry-After")
 	mu.Lock()
 	require.Equal(t, 1, throttled, "no request before Retry-After")
 	mu.Unlock()

@@ -1,7 +1,10 @@
--- The refresh columns of SPEC section 2, added to one kind's table.
+-- The refresh columns of the README's "The columns", added to one kind's
+-- table. It must agree with models.Schema, which a test checks
+-- (go test ./migrations -run TestRefreshColumnsMatchSchema -update rewrites
+-- it). An applied migration is never changed: a new column is a new file.
 --
 -- {{table}} is replaced by the kind's quoted table name. The runner
--- (models.Migrate) adds only the columns that do not exist yet, in one
+-- (refresher migrate) adds only the columns that do not exist yet, in one
 -- ALTER TABLE statement, so this migration also succeeds on a table whose
 -- application already created some or all of them (models.Refresh).
 -- All DATETIME columns hold UTC.

@@ -1,6 +1,7 @@
 package models
 
-// Names of the refresh columns (see the README's "The columns").
+// Names of the refresh columns; Schema describes them (see also the README's
+// "The columns").
 const (
 	ColRefreshAt      = "refresh_at"
 	ColAttemptUID     = "refresh_attempt_uid"
@@ -15,10 +16,3 @@ const (
 	ColLastError      = "refresh_last_error"
 	ColStatus         = "refresh_status"
 )
-
-// Columns lists the 12 refresh columns in the README's order.
-var Columns = []string{
-	ColRefreshAt, ColAttemptUID, ColAttemptAt, ColAttemptNo, ColTimeoutAt,
-	ColDisabledUntil, ColDisabledReason, ColRRule, ColFailingSince,
-	ColLastSuccessAt, ColLastError, ColStatus,
-}

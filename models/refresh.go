@@ -24,28 +24,28 @@ import (
 // the migrations as applied and changes nothing.
 type Refresh struct {
 	// RefreshAt is when the service acts on the row next; nil: nothing planned.
-	RefreshAt *time.Time `gorm:"column:refresh_at;type:datetime(6);index:idx_refresh_at" json:"refresh_at,omitempty"`
+	RefreshAt *time.Time `gorm:"column:refresh_at;precision:6;index" json:"refresh_at,omitempty"`
 	// RefreshAttemptUID is the xid of the running attempt; nil when none runs.
 	RefreshAttemptUID *string `gorm:"column:refresh_attempt_uid;type:char(20)" json:"refresh_attempt_uid,omitempty"`
 	// RefreshAttemptAt is when the last attempt started.
-	RefreshAttemptAt *time.Time `gorm:"column:refresh_attempt_at;type:datetime(6)" json:"refresh_attempt_at,omitempty"`
+	RefreshAttemptAt *time.Time `gorm:"column:refresh_attempt_at;precision:6" json:"refresh_attempt_at,omitempty"`
 	// RefreshAttemptNo counts starts since the last success. The tag says
 	// "integer" because GORM reads "int" as its generic integer type and
 	// sizes it from the Go field (BIGINT); "integer" reaches MySQL as INT.
 	RefreshAttemptNo int `gorm:"column:refresh_attempt_no;type:integer;not null;default:0" json:"refresh_attempt_no"`
 	// RefreshTimeoutAt is when the running attempt times out.
-	RefreshTimeoutAt *time.Time `gorm:"column:refresh_timeout_at;type:datetime(6)" json:"refresh_timeout_at,omitempty"`
+	RefreshTimeoutAt *time.Time `gorm:"column:refresh_timeout_at;precision:6" json:"refresh_timeout_at,omitempty"`
 	// RefreshDisabledUntilUpdate, when set, is when refresh was disabled until
 	// the user updates the model.
-	RefreshDisabledUntilUpdate *time.Time `gorm:"column:refresh_disabled_until_update;type:datetime(6)" json:"refresh_disabled_until_update,omitempty"`
+	RefreshDisabledUntilUpdate *time.Time `gorm:"column:refresh_disabled_until_update;precision:6" json:"refresh_disabled_until_update,omitempty"`
 	// RefreshDisabledUserFriendlyReason is the text for the application's UI.
 	RefreshDisabledUserFriendlyReason *string `gorm:"column:refresh_disabled_user_friendly_reason;type:varchar(1024)" json:"refresh_disabled_user_friendly_reason,omitempty"`
 	// RefreshRRule is this row's schedule; nil: the kind's default.
 	RefreshRRule *string `gorm:"column:refresh_rrule;type:text" json:"refresh_rrule,omitempty"`
 	// RefreshFailingSince is the start of the current run of failures.
-	RefreshFailingSince *time.Time `gorm:"column:refresh_failing_since;type:datetime(6)" json:"refresh_failing_since,omitempty"`
+	RefreshFailingSince *time.Time `gorm:"column:refresh_failing_since;precision:6" json:"refresh_failing_since,omitempty"`
 	// RefreshLastSuccessAt is the end of the last successful refresh.
-	RefreshLastSuccessAt *time.Time `gorm:"column:refresh_last_success_at;type:datetime(6)" json:"refresh_last_success_at,omitempty"`
+	RefreshLastSuccessAt *time.Time `gorm:"column:refresh_last_success_at;precision:6" json:"refresh_last_success_at,omitempty"`
 	// RefreshLastError is the last failure's technical reason.
 	RefreshLastError *string `gorm:"column:refresh_last_error;type:varchar(1024)" json:"refresh_last_error,omitempty"`
 	// RefreshStatus is the last status a worker reported for the running attempt.
@@ -89,20 +89,15 @@ func (r *Refresh) SetState(s policy.State) {
 // Rule returns refresh_rrule, "" when NULL (the kind's default schedule).
 func (r Refresh) Rule() string { return fromStringPtr(r.RefreshRRule) }
 
-// Enable is what the application does when the user saved the model (SPEC
-// section 3, enable): it clears the disabled columns, the attempt count, the
-// failing run and the running attempt's UID (a result of that attempt
-// becomes stale), and makes the row due at now. Exactly the columns SPEC
-// lists; the history columns (refresh_attempt_at, refresh_last_success_at,
-// refresh_last_error) stay.
+// Enable is what the application does when the user saved the model: it
+// applies policy.Enable, the same transition as `refresher enable`, so there
+// is one definition. It clears the disabled columns, the attempt count, the
+// failing run, the running attempt's UID and timeout (a result of that
+// attempt becomes stale), and makes the row due at now. The history columns
+// (refresh_attempt_at, refresh_last_success_at, refresh_last_error) and
+// refresh_status stay.
 func (r *Refresh) Enable(now time.Time) {
-	now = now.UTC()
-	r.RefreshDisabledUntilUpdate = nil
-	r.RefreshDisabledUserFriendlyReason = nil
-	r.RefreshAttemptNo = 0
-	r.RefreshFailingSince = nil
-	r.RefreshAttemptUID = nil
-	r.RefreshAt = &now
+	r.SetState(policy.Enable(r.State(), now.UTC()))
 }
 
 func fromTimePtr(t *time.Time) time.Time {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/refresher/refresher/policy"
+	"github.com/refresher/refresher/schedule"
 )
 
 func ExampleParseRetry() {
@@ -47,7 +48,7 @@ func ExampleBackoff_Pick() {
 
 func ExamplePolicy_Failure() {
 	// Every day at 14:00 UTC; an attempt may run for an hour.
-	sched, err := policy.ParseSchedule("DTSTART:20250101T140000Z\nRRULE:FREQ=DAILY")
+	sched, err := schedule.Parse("DTSTART:20250101T140000Z\nRRULE:FREQ=DAILY")
 	if err != nil {
 		panic(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/refresher/refresher/schedule"
 )
 
 // randomRule returns the text of a random valid-looking RRULE: a DTSTART in
@@ -92,7 +94,7 @@ func TestPropertyGuarantees(t *testing.T) {
 	parsed, retries, plannedBranches := 0, 0, 0
 	for range rules {
 		text := randomRule(rng)
-		sched, err := ParseSchedule(text)
+		sched, err := schedule.Parse(text)
 		if err != nil {
 			continue // the parser may reject rules it cannot evaluate cheaply
 		}

@@ -15,6 +15,12 @@ const (
 	DefaultKind           = "model"
 	DefaultTimeout        = time.Hour
 	DefaultDisabledReason = "Cannot refresh {kind} after {attempts} attempt(s)"
+	// DefaultPermanentReason is stored for a permanent failure whose worker
+	// sent no user_friendly_reason.
+	DefaultPermanentReason = "Cannot refresh {kind}: the source was rejected"
+	// DefaultMaxRetryAfter caps a worker's retry_after_seconds: 7 days, the
+	// reference worker's own cap on an HTTP Retry-After.
+	DefaultMaxRetryAfter = 7 * 24 * time.Hour
 )
 
 // Column sizes (in characters, as MySQL counts VARCHAR) of the strings the
@@ -40,6 +46,16 @@ type Policy struct {
 	// {kind} and {attempts} are replaced by Kind and the attempt number.
 	// Default: "Cannot refresh {kind} after {attempts} attempt(s)".
 	DisabledReason string
+	// PermanentReason is the reason stored when a worker reports a permanent
+	// failure without a user_friendly_reason; {kind} and {attempts} are
+	// replaced as in DisabledReason. The worker's technical reason is never
+	// shown to end users: it goes to refresh_last_error only.
+	// Default: "Cannot refresh {kind}: the source was rejected".
+	PermanentReason string
+	// MaxRetryAfter caps a worker's Retry-After (retry_after_seconds), so a
+	// buggy or hostile answer such as 9223372036 seconds cannot plan a row
+	// centuries ahead. Default: 7 days (168h).
+	MaxRetryAfter time.Duration
 }
 
 // WithDefaults returns p with every zero field set to its default.
@@ -50,6 +66,8 @@ func (p Policy) WithDefaults() Policy {
 		p.Retry = DefaultRetry
 	}
 	p.DisabledReason = cmp.Or(p.DisabledReason, DefaultDisabledReason)
+	p.PermanentReason = cmp.Or(p.PermanentReason, DefaultPermanentReason)
+	p.MaxRetryAfter = cmp.Or(p.MaxRetryAfter, DefaultMaxRetryAfter)
 	return p
 }
 
@@ -61,13 +79,18 @@ func (p Policy) Validate() error {
 	if p.Timeout < 0 {
 		return fmt.Errorf("Timeout cannot be negative (got %s)", p.Timeout)
 	}
-	for _, ph := range placeholderRE.FindAllString(p.DisabledReason, -1) {
-		if ph != "{kind}" && ph != "{attempts}" {
-			return fmt.Errorf("DisabledReason %q: unknown placeholder %s (use {kind} and {attempts})", p.DisabledReason, ph)
-		}
+	if p.MaxRetryAfter < 0 {
+		return fmt.Errorf("MaxRetryAfter cannot be negative (got %s)", p.MaxRetryAfter)
 	}
-	if n := utf8.RuneCountInString(p.DisabledReason); n > MaxDisabledReasonLen {
-		return fmt.Errorf("DisabledReason is %d characters long, longer than the column's %d", n, MaxDisabledReasonLen)
+	for _, r := range []struct{ field, text string }{{"DisabledReason", p.DisabledReason}, {"PermanentReason", p.PermanentReason}} {
+		for _, ph := range placeholderRE.FindAllString(r.text, -1) {
+			if ph != "{kind}" && ph != "{attempts}" {
+				return fmt.Errorf("%s %q: unknown placeholder %s (use {kind} and {attempts})", r.field, r.text, ph)
+			}
+		}
+		if n := utf8.RuneCountInString(r.text); n > MaxDisabledReasonLen {
+			return fmt.Errorf("%s is %d characters long, longer than the column's %d", r.field, n, MaxDisabledReasonLen)
+		}
 	}
 	return nil
 }
@@ -76,12 +99,14 @@ func (p Policy) Validate() error {
 type Failure struct {
 	// Reason is the technical reason, stored in refresh_last_error.
 	Reason string
-	// UserFriendlyReason is shown in the application's UI when Permanent.
+	// UserFriendlyReason is shown in the application's UI when Permanent;
+	// when empty, Policy.PermanentReason is shown instead (never Reason).
 	UserFriendlyReason string
 	// Permanent: the input itself is bad; retrying cannot help.
 	Permanent bool
 	// RetryAfter is the worker's Retry-After: nothing is scheduled earlier
-	// than now + RetryAfter. Negative counts as 0.
+	// than now + RetryAfter. Negative counts as 0; more than
+	// Policy.MaxRetryAfter counts as MaxRetryAfter.
 	RetryAfter time.Duration
 }
 
@@ -145,12 +170,14 @@ func (p Policy) Start(s State, now time.Time, uid string) State {
 	return s
 }
 
-// Success ends the current attempt successfully at now: the attempt and the
-// failing run are cleared, last_success_at = now and refresh_at is the first
-// occurrence of sched strictly after now (zero when the rule has none left).
-// The caller checks that the result belongs to the current attempt.
+// Success ends the current attempt successfully at now: the attempt, the
+// failing run and the status are cleared, last_success_at = now and
+// refresh_at is the first occurrence of sched strictly after now (zero when
+// the rule has none left). The caller checks that the result belongs to the
+// current attempt; Apply then stores the result's own status, if any.
 func Success(s State, now time.Time, sched Nexter) State {
 	s.AttemptUID = ""
+	s.Status = ""
 	s.TimeoutAt = time.Time{}
 	s.AttemptNo = 0
 	s.FailingSince = time.Time{}
@@ -161,7 +188,8 @@ func Success(s State, now time.Time, sched Nexter) State {
 }
 
 // Failure ends the current attempt with f at now and decides what comes next
-// (SPEC section 3): disable (permanent failure, or the retry policy gives up
+// (see the README's retry section): the status is cleared, f.Reason becomes
+// last_error; then disable (permanent failure, or the retry policy gives up
 // at attempt s.AttemptNo after failing since failing_since), or schedule the
 // retry aligned to sched. u in [0, 1) is the randomness for jitter (use 0
 // without jitter). The caller checks that f belongs to the current attempt.
@@ -176,15 +204,18 @@ func (p Policy) Failure(s State, now time.Time, f Failure, sched Nexter, u float
 	p = p.WithDefaults()
 	s.AttemptUID = ""
 	s.TimeoutAt = time.Time{}
+	s.Status = ""
 	s.LastError = Truncate(f.Reason, MaxLastErrorLen)
 	if s.FailingSince.IsZero() {
 		s.FailingSince = cmp.Or(s.AttemptAt, now)
 	}
 
 	if f.Permanent {
-		reason := cmp.Or(f.UserFriendlyReason, f.Reason)
+		reason := f.UserFriendlyReason
 		if strings.TrimSpace(reason) == "" {
-			reason = p.disabledReason(s.AttemptNo)
+			// The technical reason is for operators (last_error), not for
+			// the application's users.
+			reason = p.reason(p.PermanentReason, s.AttemptNo)
 		}
 		s = Disable(s, now, reason)
 		return s, Decision{Branch: BranchDisabled, Permanent: true, Reason: s.DisabledReason}
@@ -193,11 +224,11 @@ func (p Policy) Failure(s State, now time.Time, f Failure, sched Nexter, u float
 	n := max(s.AttemptNo, 1)
 	b := p.Retry.Delay(n, now.Sub(s.FailingSince))
 	if b.GiveUp {
-		s = Disable(s, now, p.disabledReason(n))
+		s = Disable(s, now, p.reason(p.DisabledReason, n))
 		return s, Decision{Branch: BranchDisabled, GaveUp: true, Reason: s.DisabledReason}
 	}
 
-	retryAfter := max(f.RetryAfter, 0)
+	retryAfter := min(max(f.RetryAfter, 0), p.MaxRetryAfter)
 	d := Decision{Backoff: b, Delay: max(b.Pick(u), retryAfter)}
 	d.RetryAt = now.Add(d.Delay)
 	if retryAfter > 0 {
@@ -273,10 +304,14 @@ func InvalidScheduleReason(err error) string {
 
 // DisableInvalidSchedule disables the model because its rule is unparsable
 // or empty (err from ParseSchedule; nil means empty), with
-// InvalidScheduleReason(err). A bad rule disables one model; it never fails
-// a batch.
+// InvalidScheduleReason(err) as the disabled reason and as last_error, so
+// operators see the parser's message too. A bad rule disables one model; it
+// never fails a batch. Due and Apply call it.
 func DisableInvalidSchedule(s State, now time.Time, err error) State {
-	return Disable(s, now, InvalidScheduleReason(err))
+	reason := InvalidScheduleReason(err)
+	s = Disable(s, now, reason)
+	s.LastError = Truncate(reason, MaxLastErrorLen)
+	return s
 }
 
 // Enable re-enables the model at now (the user saved it, or asked for a
@@ -294,8 +329,39 @@ func Enable(s State, now time.Time) State {
 	return s
 }
 
-func (p Policy) disabledReason(attempts int) string {
-	return strings.NewReplacer("{kind}", p.Kind, "{attempts}", strconv.Itoa(attempts)).Replace(p.DisabledReason)
+// reason fills the placeholders of a configured reason.
+// TriggerAction is what Trigger did.
+type TriggerAction string
+
+// The actions of Trigger.
+const (
+	// TriggerRunning: an attempt is running; the row was left alone.
+	TriggerRunning TriggerAction = "running"
+	// TriggerEnabled: the row was disabled and has been enabled (Enable).
+	TriggerEnabled TriggerAction = "enabled"
+	// TriggerDue: refresh_at = now; the failure counters are kept.
+	TriggerDue TriggerAction = "due"
+)
+
+// Trigger asks for a refresh at now (an operator's "refresh now"). A row
+// whose attempt runs is left alone, so no second attempt starts; a disabled
+// row is enabled (Enable: the user asked for a refresh); any other row is
+// made due at now and keeps its attempt count and failing run, so a failing
+// row still gives up when the retry policy says so.
+func Trigger(s State, now time.Time) (State, TriggerAction) {
+	switch {
+	case s.Running():
+		return s, TriggerRunning
+	case s.Disabled():
+		return Enable(s, now), TriggerEnabled
+	default:
+		s.RefreshAt = now
+		return s, TriggerDue
+	}
+}
+
+func (p Policy) reason(text string, attempts int) string {
+	return strings.NewReplacer("{kind}", p.Kind, "{attempts}", strconv.Itoa(attempts)).Replace(text)
 }
 
 // Truncate makes s valid UTF-8 (invalid bytes become U+FFFD) and at most n

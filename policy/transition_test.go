@@ -55,15 +55,18 @@ func TestPolicyDefaults(t *testing.T) {
 
 	p := Policy{}.WithDefaults()
 	require.Equal(t, Policy{
-		Kind:           "model",
-		Timeout:        time.Hour,
-		Retry:          DefaultRetry,
-		DisabledReason: "Cannot refresh {kind} after {attempts} attempt(s)",
+		Kind:            "model",
+		Timeout:         time.Hour,
+		Retry:           DefaultRetry,
+		DisabledReason:  "Cannot refresh {kind} after {attempts} attempt(s)",
+		PermanentReason: "Cannot refresh {kind}: the source was rejected",
+		MaxRetryAfter:   7 * 24 * time.Hour,
 	}, p)
 	require.NoError(t, p.Validate())
 	require.NoError(t, Policy{}.Validate())
 
-	custom := Policy{Kind: "big_tables", Timeout: time.Minute, Retry: mustRetry(t, "linear:unit=1m"), DisabledReason: "{kind}: {attempts}"}
+	custom := Policy{Kind: "big_tables", Timeout: time.Minute, Retry: mustRetry(t, "linear:unit=1m"), DisabledReason: "{kind}: {attempts}",
+		PermanentReason: "{kind} rejected", MaxRetryAfter: time.Hour}
 	require.Equal(t, custom, custom.WithDefaults())
 }
 
@@ -76,6 +79,9 @@ func TestPolicyValidate(t *testing.T) {
 	require.EqualError(t, Policy{DisabledReason: strings.Repeat("x", 1025)}.Validate(),
 		"DisabledReason is 1025 characters long, longer than the column's 1024")
 	require.NoError(t, Policy{DisabledReason: "{attempts} failures of {kind}"}.Validate())
+	require.EqualError(t, Policy{PermanentReason: "{model} rejected"}.Validate(),
+		`PermanentReason "{model} rejected": unknown placeholder {model} (use {kind} and {attempts})`)
+	require.EqualError(t, Policy{MaxRetryAfter: -time.Second}.Validate(), "MaxRetryAfter cannot be negative (got -1s)")
 }
 
 func TestTransitionStart(t *testing.T) {
@@ -120,8 +126,7 @@ func TestTransitionSuccess(t *testing.T) {
 	require.Equal(t, State{
 		RefreshAt:     at("2025-06-10T14:00:00Z"), // aligned to the rule, not now + timeout
 		AttemptAt:     at("2025-06-10T13:00:00Z"),
-		LastSuccessAt: now,
-		Status:        "almost",
+		LastSuccessAt: now, // the running attempt's status ends with it
 	}, got)
 
 	// Success exactly at an occurrence: the next one, strictly after.
@@ -307,15 +312,49 @@ func TestTransitionFailurePermanent(t *testing.T) {
 		DisabledReason: "Provided URL is invalid: https://example.com/broken",
 		FailingSince:   at("2025-06-10T12:00:00Z"),
 		LastError:      "GET https://example.com/broken: 404",
-		Status:         "fetching",
 	}, got)
 	require.True(t, got.Disabled())
 
-	// Without a user-friendly reason: the technical one, else the kind's.
-	_, d = p.Failure(s, now, Failure{Reason: "bad input", Permanent: true}, dailyAt{hour: 14}, 0)
-	require.Equal(t, "bad input", d.Reason)
-	_, d = p.Failure(s, now, Failure{Permanent: true}, dailyAt{hour: 14}, 0)
-	require.Equal(t, "Cannot refresh big_tables after 1 attempt(s)", d.Reason)
+	// Without a user-friendly reason: the kind's PermanentReason, never the
+	// technical reason, which stays in last_error for operators.
+	got, d = p.Failure(s, now, Failure{Reason: "bad input", Permanent: true}, dailyAt{hour: 14}, 0)
+	require.Equal(t, "Cannot refresh big_tables: the source was rejected", d.Reason)
+	require.Equal(t, "Cannot refresh big_tables: the source was rejected", got.DisabledReason)
+	require.Equal(t, "bad input", got.LastError)
+	_, d = p.Failure(s, now, Failure{Permanent: true, UserFriendlyReason: " "}, dailyAt{hour: 14}, 0)
+	require.Equal(t, "Cannot refresh big_tables: the source was rejected", d.Reason)
+	custom := Policy{Kind: "feeds", PermanentReason: "{kind} rejected after {attempts} attempt(s)"}
+	_, d = custom.Failure(s, now, Failure{Reason: "HTTP 404", Permanent: true}, dailyAt{hour: 14}, 0)
+	require.Equal(t, "feeds rejected after 1 attempt(s)", d.Reason)
+}
+
+// A Retry-After beyond MaxRetryAfter (default 7 days) is capped: a worker's
+// retry_after_seconds of 9223372036 once planned a row for the year 2319.
+func TestTransitionFailureCapsRetryAfter(t *testing.T) {
+	t.Parallel()
+
+	now := at("2025-06-10T12:00:10Z")
+	never := dailyAt{hour: 14, until: now} // no occurrence left: the retry decides
+	tests := []struct {
+		name       string
+		p          Policy
+		retryAfter time.Duration
+		want       time.Time
+	}{
+		{"absurd value, default cap", Policy{}, 9223372036 * time.Second, now.Add(7 * 24 * time.Hour)},
+		{"just above the default cap", Policy{}, 7*24*time.Hour + time.Second, now.Add(7 * 24 * time.Hour)},
+		{"at the default cap", Policy{}, 7 * 24 * time.Hour, now.Add(7 * 24 * time.Hour)},
+		{"below the cap", Policy{}, 2 * time.Hour, now.Add(2 * time.Hour)},
+		{"custom cap", Policy{MaxRetryAfter: time.Hour}, 2 * time.Hour, now.Add(time.Hour)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := failing(tt.p, at("2025-06-10T12:00:00Z"), 1)
+			got, d := tt.p.Failure(s, now, Failure{Reason: "HTTP 429", RetryAfter: tt.retryAfter}, never, 0)
+			require.Equal(t, BranchRetry, d.Branch)
+			require.Equal(t, tt.want, got.RefreshAt)
+		})
+	}
 }
 
 func TestTransitionFailureGivesUp(t *testing.T) {
@@ -435,11 +474,13 @@ func TestDisableInvalidSchedule(t *testing.T) {
 
 	now := at("2025-06-10T12:00:00Z")
 	s := DisableInvalidSchedule(State{RefreshAt: now}, now, errors.New(`RRULE: unknown FREQ "SOMETIMES"`))
-	require.Equal(t, State{DisabledAt: now, DisabledReason: `Invalid refresh schedule: RRULE: unknown FREQ "SOMETIMES"`}, s)
+	require.Equal(t, State{DisabledAt: now, DisabledReason: `Invalid refresh schedule: RRULE: unknown FREQ "SOMETIMES"`,
+		LastError: `Invalid refresh schedule: RRULE: unknown FREQ "SOMETIMES"`}, s) // last_error: operators see it too
 	require.Equal(t, "Invalid refresh schedule: empty rule", InvalidScheduleReason(nil))
 
 	s = DisableInvalidSchedule(State{}, now, errors.New(strings.Repeat("x", 2000)))
 	require.Equal(t, 1024, utf8.RuneCountInString(s.DisabledReason))
+	require.Equal(t, 1024, utf8.RuneCountInString(s.LastError))
 }
 
 func TestTruncate(t *testing.T) {
@@ -471,4 +512,25 @@ func TestTruncate(t *testing.T) {
 	s := failing(p, at("2025-06-10T12:00:00Z"), 1)
 	got, _ := p.Failure(s, at("2025-06-10T12:00:01Z"), Failure{Reason: strings.Repeat("ü", 5000)}, dailyAt{hour: 14}, 0)
 	require.Equal(t, 1024, utf8.RuneCountInString(got.LastError))
+}
+
+func TestTrigger(t *testing.T) {
+	t.Parallel()
+
+	now := at("2025-06-10T12:00:00Z")
+	running := State{RefreshAt: at("2025-06-10T13:00:00Z"), AttemptUID: "a", AttemptNo: 2, TimeoutAt: at("2025-06-10T13:00:00Z")}
+	got, act := Trigger(running, now)
+	require.Equal(t, TriggerRunning, act)
+	require.Equal(t, running, got, "a running attempt is left alone")
+
+	disabled := State{AttemptNo: 7, DisabledAt: at("2025-06-01T00:00:00Z"), DisabledReason: "gave up",
+		FailingSince: at("2025-05-31T00:00:00Z"), LastError: "HTTP 503"}
+	got, act = Trigger(disabled, now)
+	require.Equal(t, TriggerEnabled, act)
+	require.Equal(t, State{RefreshAt: now, LastError: "HTTP 503"}, got)
+
+	failing := State{RefreshAt: at("2025-06-10T14:00:00Z"), AttemptNo: 3, FailingSince: at("2025-06-10T09:00:00Z")}
+	got, act = Trigger(failing, now)
+	require.Equal(t, TriggerDue, act)
+	require.Equal(t, State{RefreshAt: now, AttemptNo: 3, FailingSince: at("2025-06-10T09:00:00Z")}, got, "counters kept")
 }

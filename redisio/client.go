@@ -10,11 +10,20 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// DefaultMaxBatchBytes is the default bound of the bytes one Fetch returns
+// (Config.MaxBatchBytes): 8 MiB.
+const DefaultMaxBatchBytes = 8 << 20
+
 // Config configures a Client. The zero Config is valid.
 type Config struct {
 	// MaxResultBytes is the size limit of one result message; larger ones go
 	// to the dead-letter list. Default DefaultMaxResultBytes (64 KiB).
 	MaxResultBytes int
+	// MaxBatchBytes bounds the bytes of the results one Fetch returns,
+	// whatever its max count: a fetch stops before the result that would
+	// exceed it (it always returns at least one). Default
+	// DefaultMaxBatchBytes (8 MiB); never below MaxResultBytes.
+	MaxBatchBytes int
 	// Now is the clock that stamps dead letters ("at"). Default time.Now.
 	Now func() time.Time
 }
@@ -22,6 +31,7 @@ type Config struct {
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
 	c.MaxResultBytes = cmp.Or(c.MaxResultBytes, DefaultMaxResultBytes)
+	c.MaxBatchBytes = cmp.Or(c.MaxBatchBytes, DefaultMaxBatchBytes)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -31,6 +41,9 @@ func (c Config) WithDefaults() Config {
 func (c Config) validate() error {
 	if c.MaxResultBytes < 0 {
 		return fmt.Errorf("MaxResultBytes is %d, want 0 (default %d) or more", c.MaxResultBytes, DefaultMaxResultBytes)
+	}
+	if c.MaxBatchBytes < 0 {
+		return fmt.Errorf("MaxBatchBytes is %d, want 0 (default %d) or more", c.MaxBatchBytes, DefaultMaxBatchBytes)
 	}
 	return nil
 }

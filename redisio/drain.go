@@ -1,20 +1,17 @@
 package redisio
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/refresher/refresher/internal/jsontext"
 )
 
 // DefaultHeartbeatTTL is the default lifetime of an instance's heartbeat key.
@@ -42,8 +39,14 @@ var ErrRecovered = errors.New("batch was taken back from the processing list bef
 
 // Message is one result taken from an output list.
 type Message struct {
-	// Raw is the message exactly as the worker pushed it.
+	// Raw is the message exactly as the worker pushed it; when the message
+	// is longer than the size limit, only its first ExcerptBytes (and a
+	// byte more, so that a cut character can be recognised): such a message
+	// is never copied whole out of Redis, and Err says it is too long.
 	Raw []byte
+	// Size is the length of the whole message in bytes (len(Raw) unless the
+	// message is over the limit).
+	Size int
 	// Result is the decoded message; zero when Err is set by decoding.
 	Result Result
 	// Err is why the message cannot be applied: a decode error (wrapping
@@ -52,6 +55,7 @@ type Message struct {
 	Err error
 
 	batch uint64 // token counter of the Fetch that returned it
+	sha1  string // hex SHA-1 of the whole message, set for an oversized one
 }
 
 // Drain takes results off one output list reliably, for one instance. It
@@ -87,15 +91,17 @@ type Message struct {
 // Fetch, Ack and Recover must be called from one goroutine (the poller);
 // Heartbeat may be called from any goroutine.
 type Drain struct {
-	c      *Client
-	lists  Lists
-	id     string
-	ttl    time.Duration
-	err    error  // configuration error, returned by every method
-	token  string // random per Drain; with seq it names a batch
-	seq    uint64 // counter of the batch in flight (0: none)
-	inBtch int    // number of messages of the batch in flight
-	keys   drainKeys
+	c       *Client
+	lists   Lists
+	id      string
+	ttl     time.Duration
+	limit   int // size limit of one result
+	maxDead int
+	err     error  // configuration error, returned by every method
+	token   string // random per Drain; with seq it names a batch
+	seq     uint64 // counter of the batch in flight (0: none)
+	inBtch  int    // number of messages of the batch in flight
+	keys    drainKeys
 }
 
 type drainKeys struct{ output, processing, heartbeat, batch, dead string }
@@ -104,12 +110,15 @@ type drainKeys struct{ output, processing, heartbeat, batch, dead string }
 // heartbeatTTL is how long the instance counts as alive after its last Fetch
 // or Heartbeat; 0 means DefaultHeartbeatTTL (30 s), and it must be at least
 // MinHeartbeatTTL (1 s). lists.Output and lists.Dead and instanceID must not
-// be empty. A configuration error is returned by every method of the Drain.
+// be empty, and lists.MaxDead and lists.MaxResultBytes must not be negative
+// (0 means their defaults). A configuration error is returned by every
+// method of the Drain.
 func (c *Client) Drain(lists Lists, instanceID string, heartbeatTTL time.Duration) *Drain {
 	if heartbeatTTL == 0 {
 		heartbeatTTL = DefaultHeartbeatTTL
 	}
-	d := &Drain{c: c, lists: lists, id: instanceID, ttl: heartbeatTTL}
+	d := &Drain{c: c, lists: lists, id: instanceID, ttl: heartbeatTTL,
+		limit: cmp.Or(lists.MaxResultBytes, c.cfg.MaxResultBytes), maxDead: cmp.Or(lists.MaxDead, DefaultMaxDead)}
 	var errs []error
 	if lists.Output == "" {
 		errs = append(errs, errors.New("output list name is empty"))
@@ -119,6 +128,12 @@ func (c *Client) Drain(lists Lists, instanceID string, heartbeatTTL time.Duratio
 	}
 	if instanceID == "" {
 		errs = append(errs, errors.New("instance ID is empty (use a stable, unique name such as the host name)"))
+	}
+	if lists.MaxDead < 0 {
+		errs = append(errs, fmt.Errorf("MaxDead is %d, want 0 (default %d) or more", lists.MaxDead, DefaultMaxDead))
+	}
+	if lists.MaxResultBytes < 0 {
+		errs = append(errs, fmt.Errorf("MaxResultBytes is %d, want 0 (default %d) or more", lists.MaxResultBytes, c.cfg.MaxResultBytes))
 	}
 	if heartbeatTTL < MinHeartbeatTTL {
 		errs = append(errs, fmt.Errorf("heartbeat TTL %s is shorter than %s", heartbeatTTL, MinHeartbeatTTL))
@@ -140,42 +155,90 @@ func (c *Client) Drain(lists Lists, instanceID string, heartbeatTTL time.Duratio
 	return d
 }
 
-// fetchScript refreshes the heartbeat, marks a new batch and tops the
-// processing list up to max from the head of the output list, then returns
-// the first max messages of the processing list: what a previous Fetch left
-// unacknowledged first, then new ones. It moves messages in slices of up to
-// 1000 (LRANGE, LTRIM, RPUSH: three commands per slice instead of one LMOVE
-// per message; 1000 stays well within Lua's stack for unpack).
+// fetchScript refreshes the heartbeat, marks a new batch and returns the
+// next batch: first the messages of the processing list (what a previous
+// Fetch left unacknowledged, read in place with LINDEX), then messages moved
+// one by one from the head of the output list to the tail of the processing
+// list (LMOVE), until it holds max messages or the next message would take
+// the batch over ARGV[5] bytes (a message moved but left out stays in the
+// processing list, at the head of the next batch).
 //
-// KEYS: output, processing, heartbeat, batch. ARGV: max, ttl ms, batch token.
+// A message longer than the size limit ARGV[4] is never returned: in its
+// place the script returns {size, sha1 hex, first ARGV[7] bytes}, from
+// which Fetch makes a Message with a decode error, so the poller dead-letters
+// it with its Ack like any other invalid result. Copying and hashing a huge
+// message blocks Redis for a while (about 5 ms per MB), so the script stops
+// after the oversized message that brings their total to ARGV[6] bytes.
+//
+// Under maxmemory the first write (the heartbeat's SET) is refused and the
+// script changes nothing; after it Redis lets every write of the script
+// through, so it never stops half-way.
+//
+// KEYS: output, processing, heartbeat, batch. ARGV: max, ttl ms, batch token,
+// size limit, batch bytes, oversized bytes, excerpt bytes.
 var fetchScript = redis.NewScript(`
 redis.call('SET', KEYS[3], '1', 'PX', ARGV[2])
-local max = tonumber(ARGV[1])
-local n = redis.call('LLEN', KEYS[2])
-while n < max do
-  local want = math.min(max - n, 1000)
-  local items = redis.call('LRANGE', KEYS[1], 0, want - 1)
-  if #items == 0 then break end
-  redis.call('LTRIM', KEYS[1], #items, -1)
-  redis.call('RPUSH', KEYS[2], unpack(items))
-  n = n + #items
-  if #items < want then break end
+local max, limit, budget = tonumber(ARGV[1]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local bigmax, excerpt = tonumber(ARGV[6]), tonumber(ARGV[7])
+local out, bytes, big = {}, 0, 0
+-- add returns true when e was added and the batch may grow, false when it
+-- was added and the batch is complete, nil when e does not fit.
+local function add(e)
+  local n = #e
+  if n > limit then
+    out[#out + 1] = {n, redis.sha1hex(e), string.sub(e, 1, excerpt)}
+    big = big + n
+    return big < bigmax
+  end
+  if #out > 0 and bytes + n > budget then return nil end
+  out[#out + 1] = e
+  bytes = bytes + n
+  return true
 end
-if n == 0 then return {} end
+local n = redis.call('LLEN', KEYS[2])
+local more = true
+local i = 0
+while i < n and #out < max do
+  more = add(redis.call('LINDEX', KEYS[2], i))
+  if not more then break end
+  i = i + 1
+end
+if more and i == n then
+  while #out < max do
+    local e = redis.call('LMOVE', KEYS[1], KEYS[2], 'LEFT', 'RIGHT')
+    if not e then break end
+    if not add(e) then break end
+  end
+end
+if #out == 0 then return {} end
 redis.call('SET', KEYS[4], ARGV[3])
-return redis.call('LRANGE', KEYS[2], 0, max - 1)
+return out
 `)
 
-// ackScript removes the first n messages of the processing list and pushes
-// the dead letters, if the batch is still the one in flight.
+// ackScript, if the batch is still the one in flight, pushes the dead
+// letters and caps the dead-letter list, then removes the first n messages
+// of the processing list. The pushes come first and the type of the dead
+// list is checked before any write, so a dead letter that cannot be written
+// (the key holds another type, or Redis is at maxmemory, which refuses the
+// first write of a script) leaves the batch in the processing list.
 //
-// KEYS: processing, batch, dead. ARGV: n, batch token, dead letters...
+// KEYS: processing, batch, dead. ARGV: n, batch token, max dead, dead letters...
 var ackScript = redis.NewScript(`
 if redis.call('GET', KEYS[2]) ~= ARGV[2] then return 0 end
 if redis.call('LLEN', KEYS[1]) < tonumber(ARGV[1]) then return 0 end
+if #ARGV > 3 then
+  local t = redis.call('TYPE', KEYS[3]).ok
+  if t ~= 'list' and t ~= 'none' then
+    return redis.error_reply('WRONGTYPE the dead-letter list ' .. KEYS[3] .. ' holds a ' .. t ..
+      ', not a list: rename or delete that key (the batch waits in the processing list until then)')
+  end
+  for i = 4, #ARGV, 1000 do
+    redis.call('RPUSH', KEYS[3], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+  end
+  redis.call('LTRIM', KEYS[3], -tonumber(ARGV[3]), -1)
+end
 redis.call('LTRIM', KEYS[1], ARGV[1], -1)
 redis.call('DEL', KEYS[2])
-for i = 3, #ARGV do redis.call('RPUSH', KEYS[3], ARGV[i]) end
 return 1
 `)
 
@@ -248,7 +311,8 @@ func (d *Drain) Fetch(ctx context.Context, max int, block time.Duration) ([]Mess
 func (d *Drain) fetchOnce(ctx context.Context, max int) ([]Message, error) {
 	res, err := fetchScript.Run(ctx, d.c.rdb,
 		[]string{d.keys.output, d.keys.processing, d.keys.heartbeat, d.keys.batch},
-		max, d.ttl.Milliseconds(), d.batchToken()).StringSlice()
+		max, d.ttl.Milliseconds(), d.batchToken(), d.limit, maxInt(d.c.cfg.MaxBatchBytes, d.limit),
+		maxOversizedPerFetch, ExcerptBytes+1).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("fetch up to %d results from %q: %w", max, d.lists.Output, err)
 	}
@@ -256,14 +320,28 @@ func (d *Drain) fetchOnce(ctx context.Context, max int) ([]Message, error) {
 		return nil, nil
 	}
 	msgs := make([]Message, len(res))
-	for i, s := range res {
-		m := Message{Raw: []byte(s), batch: d.seq}
-		m.Result, m.Err = DecodeResultLimit(m.Raw, d.c.cfg.MaxResultBytes)
+	for i, v := range res {
+		m := Message{batch: d.seq}
+		switch v := v.(type) {
+		case string:
+			m.Raw, m.Size = []byte(v), len(v)
+			m.Result, m.Err = DecodeResultLimit(m.Raw, d.limit)
+		case []any: // over the limit: {size, sha1, excerpt}
+			size, _ := v[0].(int64)
+			m.sha1, _ = v[1].(string)
+			excerpt, _ := v[2].(string)
+			m.Raw, m.Size = []byte(excerpt), int(size)
+			m.Err = invalid("message is %d bytes, the limit is %d", size, d.limit)
+		default:
+			return nil, fmt.Errorf("fetch from %q: unexpected reply of type %T", d.lists.Output, v)
+		}
 		msgs[i] = m
 	}
 	d.inBtch = len(msgs)
 	return msgs, nil
 }
+
+func maxInt(a, b int) int { return max(a, b) }
 
 func (d *Drain) batchToken() string {
 	return d.token + "-" + strconv.FormatUint(d.seq, 10)
@@ -271,12 +349,9 @@ func (d *Drain) batchToken() string {
 
 // Ack removes the batch of the last Fetch from the processing list after the
 // caller committed it, and in the same atomic step pushes one dead letter per
-// message of dead to the dead-letter list:
-//
-//	{"error":"<Err>","list":"<output list>","message":"<Raw as a string>","at":"2026-11-21T14:00:00Z"}
-//
-// ("message_base64" is added when Raw is not valid UTF-8, since JSON strings
-// cannot hold it exactly). msgs must be every message the last Fetch
+// message of dead to the dead-letter list (see AppendDeadLetter for its
+// format) and drops the oldest dead letters beyond Lists.MaxDead. msgs must
+// be every message the last Fetch
 // returned; dead is the subset that cannot be applied (decode errors, unknown
 // models), each with Err set. Ack of an abandoned batch (Fetch or Recover was
 // called since) is an error and changes nothing. If the batch was taken back
@@ -284,7 +359,10 @@ func (d *Drain) batchToken() string {
 // dead letters are written when the batch is fetched again).
 //
 // When Ack fails, the batch stays in the processing list: the next Fetch
-// returns it again, or Recover moves it back to the output list.
+// returns it again, or Recover moves it back to the output list. That
+// includes a dead letter that cannot be written (the dead-letter key holds a
+// string, Redis is at maxmemory): no dead letter is ever lost, the batch
+// waits.
 func (d *Drain) Ack(ctx context.Context, msgs, dead []Message) error {
 	if d.err != nil {
 		return d.err
@@ -307,8 +385,8 @@ func (d *Drain) Ack(ctx context.Context, msgs, dead []Message) error {
 			return fmt.Errorf("ack results of %q: a message is from an abandoned batch (Fetch or Recover was called since)", d.lists.Output)
 		}
 	}
-	args := make([]any, 0, 2+len(dead))
-	args = append(args, len(msgs), d.batchToken())
+	args := make([]any, 0, 3+len(dead))
+	args = append(args, len(msgs), d.batchToken(), d.maxDead)
 	at := d.c.cfg.Now().UTC().Format(time.RFC3339)
 	for _, m := range dead {
 		if m.batch != seq {
@@ -317,7 +395,7 @@ func (d *Drain) Ack(ctx context.Context, msgs, dead []Message) error {
 		if m.Err == nil {
 			return fmt.Errorf("ack results of %q: a dead message has no Err (say why it cannot be applied)", d.lists.Output)
 		}
-		args = append(args, deadLetter(m, d.lists.Output, at))
+		args = append(args, AppendDeadLetter(nil, m, d.lists.Output, at))
 	}
 	ok, err := ackScript.Run(ctx, d.c.rdb, []string{d.keys.processing, d.keys.batch, d.keys.dead}, args...).Int()
 	if err != nil {
@@ -328,25 +406,6 @@ func (d *Drain) Ack(ctx context.Context, msgs, dead []Message) error {
 		return fmt.Errorf("ack %d results of %q: %w", len(msgs), d.lists.Output, ErrRecovered)
 	}
 	return nil
-}
-
-// deadLetter encodes the dead-letter list entry of m.
-func deadLetter(m Message, list, at string) []byte {
-	b := make([]byte, 0, len(m.Raw)+256)
-	b = append(b, `{"error":`...)
-	b = jsontext.AppendString(b, m.Err.Error())
-	b = append(b, `,"list":`...)
-	b = jsontext.AppendString(b, list)
-	b = append(b, `,"message":`...)
-	b = jsontext.AppendString(b, string(m.Raw))
-	if !utf8.Valid(m.Raw) {
-		b = append(b, `,"message_base64":"`...)
-		b = base64.StdEncoding.AppendEncode(b, m.Raw)
-		b = append(b, '"')
-	}
-	b = append(b, `,"at":`...)
-	b = jsontext.AppendString(b, at)
-	return append(b, '}')
 }
 
 // Heartbeat tells other instances that this one is alive for the heartbeat

@@ -3,6 +3,8 @@ package redisio
 import (
 	"bufio"
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -236,9 +238,17 @@ func waitFor(t *testing.T, limit time.Duration, cond func() bool) {
 type deadLetterEntry struct {
 	Error         string `json:"error"`
 	List          string `json:"list"`
+	Size          int    `json:"size"`
+	SHA1          string `json:"sha1"`
+	Truncated     bool   `json:"truncated"`
 	Message       string `json:"message"`
 	MessageBase64 string `json:"message_base64"`
 	At            string `json:"at"`
+}
+
+func sha1hex(s string) string {
+	h := sha1.Sum([]byte(s))
+	return hex.EncodeToString(h[:])
 }
 
 // Garbage goes to the dead-letter list with the error, atomically with the
@@ -302,16 +312,29 @@ func TestGarbageGoesToDeadLetters(t *testing.T) {
 		require.True(t, strings.HasPrefix(e.Error, wantErrs[i]), "entry %d error %q", i, e.Error)
 		require.Equal(t, b.lists.Output, e.List)
 		require.Equal(t, "2026-11-21T14:00:00Z", e.At)
-		if i == 4 {
+		var raw string
+		switch i {
+		case 3: // over the limit: never left Redis whole
+			raw = huge
+			require.Equal(t, huge[:ExcerptBytes], e.Message)
+			require.True(t, e.Truncated)
+			require.Less(t, len(entries[i]), 8<<10)
+		case 4:
+			raw = "binary \xff\xfe"
 			require.Equal(t, "binary \ufffd\ufffd", e.Message)
 			require.Equal(t, "YmluYXJ5IP/+", e.MessageBase64)
-		} else {
-			require.Equal(t, string(dead[i].Raw), e.Message)
+		default:
+			raw = string(dead[i].Raw)
+			require.Equal(t, raw, e.Message)
 			require.Equal(t, "", e.MessageBase64)
+			require.False(t, e.Truncated)
 		}
+		require.Equal(t, len(raw), e.Size, "entry %d", i)
+		require.Equal(t, sha1hex(raw), e.SHA1, "entry %d", i)
 	}
 	require.True(t, strings.HasPrefix(entries[0], `{"error":"invalid result: message is not JSON`), entries[0])
-	require.True(t, strings.HasSuffix(entries[0], `,"list":"`+b.lists.Output+`","message":"not json at all","at":"2026-11-21T14:00:00Z"}`), entries[0])
+	require.True(t, strings.HasSuffix(entries[0], `,"list":"`+b.lists.Output+`","size":15,"sha1":"`+sha1hex("not json at all")+
+		`","truncated":false,"message":"not json at all","at":"2026-11-21T14:00:00Z"}`), entries[0])
 
 	// The pipeline goes on.
 	require.NoError(t, b.rdb.RPush(ctx, b.lists.Output, result(2)).Err())

@@ -2,15 +2,34 @@ package redisio
 
 import "strings"
 
-// Lists names the three Redis lists of one kind (SPEC section 5).
+// DefaultMaxDead is the default cap of a dead-letter list (Lists.MaxDead).
+const DefaultMaxDead = 10_000
+
+// Lists names the three Redis lists of one kind (SPEC section 5) and bounds
+// what the drain of its output list takes in and keeps.
+//
+// Every list name must be unique: no two kinds may share a list, and a kind's
+// input, output and dead lists must differ. A dead list that is another
+// kind's output list makes messages go round forever; an output list shared
+// by two kinds dead-letters the other kind's results as unknown models.
 type Lists struct {
 	// Input is where the dispatcher pushes jobs; workers pop from its left
 	// (LPOP/BLPOP), so jobs are served first in, first out.
 	Input string
 	// Output is where workers push results (RPUSH) and the poller drains them.
 	Output string
-	// Dead receives every result that cannot be applied, with the reason.
+	// Dead receives every result that cannot be applied, with the reason
+	// (see Drain.Ack for the dead-letter format).
 	Dead string
+	// MaxDead caps the dead-letter list: after each push the oldest entries
+	// beyond MaxDead are dropped in the same atomic step. Default
+	// DefaultMaxDead (10,000); it must not be negative.
+	MaxDead int
+	// MaxResultBytes is the size limit of one result on Output; a larger one
+	// is never returned whole by Fetch (only its first 4 KiB, size and hash)
+	// and goes to the dead-letter list. Default: the Client's
+	// Config.MaxResultBytes (64 KiB); it must not be negative.
+	MaxResultBytes int
 }
 
 // DefaultLists returns the default list names of a kind:

@@ -19,7 +19,7 @@ type Change struct {
 	Note string
 }
 
-// Enable re-enables models as if the user had saved them (SPEC enable):
+// Enable re-enables models as if the user had saved them (policy.Enable):
 // disabled state and counters are cleared, a running attempt becomes stale,
 // and the refresh is due at now.
 func Enable(ctx context.Context, store models.Store, t models.Table, keys []string, now time.Time) ([]Change, error) {
@@ -32,20 +32,20 @@ func Enable(ctx context.Context, store models.Store, t models.Table, keys []stri
 	})
 }
 
-// Trigger asks for a refresh now. A model whose attempt runs is left alone;
-// a disabled model is enabled (the user asked for a refresh); any other is
-// made due at now, keeping its failure counters.
+// Trigger asks for a refresh now (policy.Trigger): a model whose attempt
+// runs is left alone; a disabled model is enabled (the user asked for a
+// refresh); any other is made due at now, keeping its failure counters.
 func Trigger(ctx context.Context, store models.Store, t models.Table, keys []string, now time.Time) ([]Change, error) {
 	return change(ctx, store, t, keys, func(st policy.State) (policy.State, string) {
-		switch {
-		case st.Running():
-			return st, fmt.Sprintf("attempt %s is running (times out at %s); left alone",
+		after, action := policy.Trigger(st, now)
+		switch action {
+		case policy.TriggerRunning:
+			return after, fmt.Sprintf("attempt %s is running (times out at %s); left alone",
 				st.AttemptUID, st.TimeoutAt.Format(time.RFC3339))
-		case st.Disabled():
-			return policy.Enable(st, now), "was disabled; enabled, refresh due now"
+		case policy.TriggerEnabled:
+			return after, "was disabled; enabled, refresh due now"
 		default:
-			st.RefreshAt = now
-			return st, "refresh due now"
+			return after, "refresh due now"
 		}
 	})
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
+	"github.com/refresher/refresher/schedule"
 )
 
 // t0 is the tests' "now": a Saturday, before the daily 14:00 occurrence.
@@ -48,6 +49,51 @@ func (c *testClock) Advance(d time.Duration) time.Time {
 	return c.now
 }
 
+// passSignal counts the dispatcher's passes (Hooks.AfterDispatch) and lets
+// a test wait for the next ones without sleeping.
+type passSignal struct {
+	mu   sync.Mutex
+	n    int
+	next chan struct{} // closed and replaced at each pass
+}
+
+func (p *passSignal) pass() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n++
+	if p.next != nil {
+		close(p.next)
+	}
+	p.next = make(chan struct{})
+}
+
+// wait returns once n more passes have finished, all of which started after
+// the call but the first; it fails the test after 10s.
+func (p *passSignal) wait(t *testing.T, n int) {
+	t.Helper()
+	p.mu.Lock()
+	target := p.n + n
+	p.mu.Unlock()
+	timeout := time.After(10 * time.Second)
+	for {
+		p.mu.Lock()
+		if p.n >= target {
+			p.mu.Unlock()
+			return
+		}
+		if p.next == nil {
+			p.next = make(chan struct{})
+		}
+		next := p.next
+		p.mu.Unlock()
+		select {
+		case <-next:
+		case <-timeout:
+			t.Fatalf("%d dispatcher passes did not happen within 10s", n)
+		}
+	}
+}
+
 // testBundle is one test's database, Redis prefix, kind and service config.
 type testBundle struct {
 	t     *testing.T
@@ -58,6 +104,8 @@ type testBundle struct {
 	clock *testClock
 	kind  Kind
 	cfg   Config
+	// passes counts the dispatcher passes of the service start runs.
+	passes passSignal
 }
 
 type setupOpts struct {
@@ -83,7 +131,7 @@ func setup(t *testing.T, o setupOpts) *testBundle {
 	if o.rule == "" {
 		o.rule = dailyAt14
 	}
-	sched, err := policy.ParseSchedule(o.rule)
+	sched, err := schedule.Parse(o.rule)
 	require.NoError(t, err)
 	retry := policy.DefaultRetry
 	if o.retry != "" {
@@ -117,11 +165,7 @@ func setup(t *testing.T, o setupOpts) *testBundle {
 // the test ends, and returns it.
 func (b *testBundle) start(mod func(*Config)) *Service {
 	b.t.Helper()
-	cfg := b.cfg
-	if mod != nil {
-		mod(&cfg)
-	}
-	svc, err := New(cfg, b.store, b.rio)
+	svc, err := New(b.config(mod), b.store, b.rio)
 	require.NoError(b.t, err)
 	require.NoError(b.t, svc.Check(context.Background()))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -136,6 +180,23 @@ func (b *testBundle) start(mod func(*Config)) *Service {
 		}
 	})
 	return svc
+}
+
+// config returns the bundle's config as changed by mod, with a hook that
+// counts dispatcher passes in b.passes.
+func (b *testBundle) config(mod func(*Config)) Config {
+	cfg := b.cfg
+	if mod != nil {
+		mod(&cfg)
+	}
+	hook := cfg.Hooks.AfterDispatch
+	cfg.Hooks.AfterDispatch = func(kind string, started int) {
+		b.passes.pass()
+		if hook != nil {
+			hook(kind, started)
+		}
+	}
+	return cfg
 }
 
 // insert creates models due at t0 with the given uids.
@@ -171,17 +232,14 @@ func (b *testBundle) popJob() redisio.Job {
 	return job
 }
 
-// noJob checks that no job arrives for a while (the dispatcher has passed
-// several times in it).
-func (b *testBundle) noJob(wait time.Duration) {
+// noJob checks that no job is pushed in the next two dispatcher passes (the
+// second of which starts after the call, at the clock's current time).
+func (b *testBundle) noJob() {
 	b.t.Helper()
-	deadline := time.Now().Add(wait)
-	for time.Now().Before(deadline) {
-		n, err := b.rdb.LLen(context.Background(), b.kind.Lists.Input).Result()
-		require.NoError(b.t, err)
-		require.Zero(b.t, n, "unexpected job on %s", b.kind.Lists.Input)
-		time.Sleep(10 * time.Millisecond)
-	}
+	b.passes.wait(b.t, 2)
+	n, err := b.rdb.LLen(context.Background(), b.kind.Lists.Input).Result()
+	require.NoError(b.t, err)
+	require.Zero(b.t, n, "unexpected job on %s", b.kind.Lists.Input)
 }
 
 // send pushes a result as a worker would.

@@ -11,6 +11,7 @@ import (
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
+	"github.com/refresher/refresher/schedule"
 )
 
 // Defaults of Config.
@@ -34,7 +35,7 @@ type Kind struct {
 	// Lists are the Redis lists. Default redisio.DefaultLists(Name).
 	Lists redisio.Lists
 	// Schedule is the rule of rows whose refresh_rrule is NULL. Required.
-	Schedule *policy.Schedule
+	Schedule *schedule.Schedule
 	// Policy holds the attempt timeout, retry policy and disabled reason.
 	Policy policy.Policy
 	// MaxQueued pauses dispatching while the input list holds more jobs.
@@ -71,6 +72,10 @@ type Config struct {
 	Metrics *Metrics
 	// Hooks are test signals; the zero value costs nothing.
 	Hooks Hooks
+	// LogInterval is how often each kind logs one line of its activity
+	// (attempts started, results applied, failures, ...), when it had any.
+	// Default 1m.
+	LogInterval time.Duration
 }
 
 // WithDefaults returns a copy of c with every unset value defaulted.
@@ -80,6 +85,7 @@ func (c Config) WithDefaults() Config {
 	c.FetchBlock = cmp.Or(c.FetchBlock, DefaultFetchBlock)
 	c.Heartbeat = cmp.Or(c.Heartbeat, DefaultHeartbeat)
 	c.OpTimeout = cmp.Or(c.OpTimeout, DefaultOpTimeout)
+	c.LogInterval = cmp.Or(c.LogInterval, DefaultLogInterval)
 	if c.Clock == nil {
 		c.Clock = SystemClock{}
 	}

@@ -147,17 +147,14 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 			d.cursor = time.Time{}
 		}
 		for i := range rows {
-			if s, ok := d.decide(&rows[i], now); ok {
-				d.starts = append(d.starts, s)
-				d.jobs = append(d.jobs, d.job(rows[i]))
-			}
+			d.decide(&rows[i], now)
 		}
 		return tx.Save(bctx, k.Table, rows)
 	})
 	if err != nil {
 		return 0, false, false, fmt.Errorf("claim due rows of %s: %w", k.Table.Name, err)
 	}
-	d.tally.flush(d.metrics, k.Name, "timeout") // committed: counted once
+	d.tally.flush(d.metrics, d.activity, k.Name) // committed: counted once
 	full = claimed == d.cfg.BatchSize
 	jobs := d.jobs
 	if len(jobs) == 0 {
@@ -179,6 +176,7 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	}
 	d.setQueued(queued)
 	d.metrics.Started.WithLabelValues(k.Name).Add(float64(len(jobs)))
+	d.activity.addStarted(len(jobs))
 	return len(jobs), full, false, nil
 }
 
@@ -209,34 +207,19 @@ func (d *dispatcher) setQueued(n int64) {
 	d.metrics.Queued.WithLabelValues(d.kind.Name).Set(float64(n))
 }
 
-// decide applies the dispatcher's transitions to one claimed row in place:
-// an invalid schedule disables, a timed-out attempt fails, and a due row
-// that runs nothing starts. ok reports a start.
-func (d *dispatcher) decide(row *models.Row, now time.Time) (s started, ok bool) {
+// decide applies policy.Due to one claimed row in place and keeps the
+// attempt it started, if any, with its job.
+func (d *dispatcher) decide(row *models.Row, now time.Time) {
 	sched, err := d.schedules.get(row.Rule)
-	if err != nil {
-		d.tally.invalid++
-		row.State = policy.Disable(row.State, now, policy.InvalidScheduleReason(err))
-		return started{}, false
+	var dec policy.DueDecision
+	row.State, dec = d.kind.Policy.Due(row.State, now, sched, err, xid.NewWithTime(now).String(), d.rand())
+	d.tally.due(row.Key, dec)
+	if dec.Action == policy.DueStarted {
+		before := *row
+		before.State = dec.BeforeStart
+		d.starts = append(d.starts, started{before: before, uid: dec.AttemptUID})
+		d.jobs = append(d.jobs, d.job(*row))
 	}
-	if row.State.Disabled() {
-		// The application set refresh_at on a disabled row without enabling
-		// it: nothing to plan until it is enabled.
-		row.State.RefreshAt = time.Time{}
-		return started{}, false
-	}
-	if row.State.Running() {
-		var dec policy.Decision
-		row.State, dec = d.kind.Policy.TimedOut(row.State, now, sched, d.rand())
-		d.tally.decisions[dec.Branch.String()]++
-	}
-	if row.State.RefreshAt.IsZero() || row.State.RefreshAt.After(now) || row.State.Disabled() {
-		return started{}, false
-	}
-	before := *row
-	uid := xid.NewWithTime(now).String()
-	row.State = d.kind.Policy.Start(row.State, now, uid)
-	return started{before: before, uid: uid}, true
 }
 
 // job builds the message for a row whose attempt just started.

@@ -28,6 +28,7 @@ import (
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
+	"github.com/refresher/refresher/schedule"
 )
 
 // killChildEnv carries the childSpec (JSON) to a child process that runs a
@@ -92,7 +93,7 @@ func runChild(spec childSpec) error {
 	}
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()
-	sched, err := policy.ParseSchedule(spec.Rule)
+	sched, err := schedule.Parse(spec.Rule)
 	if err != nil {
 		return err
 	}
@@ -247,7 +248,7 @@ func TestKilledServiceLosesNoResult(t *testing.T) {
 
 	// Every model reaches a success and waits for its next occurrence, and
 	// no result is left in Redis.
-	sched, err := policy.ParseSchedule(killRule)
+	sched, err := schedule.Parse(killRule)
 	require.NoError(t, err)
 	var why string
 	deadline := time.Now().Add(killTimeout + 15*time.Second)
@@ -319,7 +320,7 @@ type attemptEnd struct {
 // killSettled returns "" when every model is idle after a success with
 // refresh_at on an occurrence of sched, and no result waits in Redis;
 // otherwise what is not so.
-func (b *testBundle) killSettled(uids []string, sched *policy.Schedule) string {
+func (b *testBundle) killSettled(uids []string, sched *schedule.Schedule) string {
 	states := b.states(uids)
 	for _, uid := range uids {
 		st := states[uid]

@@ -18,6 +18,11 @@ type kindRunner struct {
 	log     *slog.Logger
 	metrics *Metrics
 	hooks   Hooks
+	// activity sums the kind's work for its periodic log line.
+	activity *activity
+	// fatal stops the service and makes Run return err: for an error no
+	// retry can fix (see Service). Outages are retried, never fatal.
+	fatal func(err error)
 }
 
 // rand returns the jitter draw for one failure.

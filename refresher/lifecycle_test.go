@@ -48,7 +48,7 @@ func TestModelLifecycle(t *testing.T) {
 	require.True(t, st.TimeoutAt.IsZero())
 
 	// Nothing more until 14:00; at 14:00 the next attempt starts.
-	b.noJob(300 * time.Millisecond)
+	b.noJob()
 	b.clock.Advance(14*time.Hour - 10*time.Hour - 5*time.Minute)
 	job2 := b.popJob()
 	require.Equal(t, 1, job2.AttemptNo)
@@ -79,7 +79,7 @@ func TestFailuresDisableAndEnable(t *testing.T) {
 	fail(j2, "HTTP 502")
 	st = b.waitFor("m1", "second failure", func(s policy.State) bool { return !s.Running() })
 	require.True(t, st.RefreshAt.Equal(t0.Add(time.Minute)), "delays[1] = 1m: refresh_at %s", st.RefreshAt)
-	b.noJob(200 * time.Millisecond)
+	b.noJob()
 
 	b.clock.Advance(time.Minute)
 	j3 := b.popJob()
@@ -92,7 +92,7 @@ func TestFailuresDisableAndEnable(t *testing.T) {
 	require.Empty(t, st.AttemptUID)
 	require.Equal(t, "HTTP 503", st.LastError)
 	waitCounter(t, func() float64 { return decisions(svc, "disabled", "worker") }, 1, "disabled decision counted")
-	b.noJob(200 * time.Millisecond)
+	b.noJob()
 
 	// The user fixes the model: enable makes it due now, counters reset.
 	changes, err := Enable(context.Background(), b.store, b.kind.Table, []string{"m1"}, b.clock.Now())
@@ -155,7 +155,7 @@ func TestTimeoutIsRetried(t *testing.T) {
 	b.insert("m1")
 	svc := b.start(nil)
 	j1 := b.popJob()
-	b.noJob(200 * time.Millisecond)
+	b.noJob()
 
 	b.clock.Advance(10 * time.Minute)
 	j2 := b.popJob()

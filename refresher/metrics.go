@@ -13,7 +13,8 @@ type Metrics struct {
 	// Started counts attempts started, by kind.
 	Started *prometheus.CounterVec
 	// Results counts results by kind, type and outcome (applied, stale,
-	// unknown_model, invalid).
+	// unknown_model). A result read at or after its attempt's timeout_at is
+	// not applied and counts as stale.
 	Results *prometheus.CounterVec
 	// Decisions counts failure decisions by kind and branch (retry, planned,
 	// disabled) and by cause (worker, timeout).
@@ -55,4 +56,37 @@ func NewMetrics() *Metrics {
 	}
 	r.MustRegister(m.Queued, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// The label values of the metrics, every one of which is initialised at 0
+// for every kind so that a series exists before its first event (rate() and
+// absent() alerts see it from the start).
+var (
+	resultTypes      = []string{"success", "failure", "status"}
+	resultOutcomes   = []string{"applied", "stale", "unknown_model"}
+	decisionBranches = []string{"retry", "planned", "disabled"}
+	decisionCauses   = []string{"worker", "timeout"}
+	loops            = []string{"dispatch", "poll"}
+)
+
+// initKind creates every series of kind at 0.
+func (m *Metrics) initKind(kind string) {
+	m.Started.WithLabelValues(kind)
+	for _, typ := range resultTypes {
+		for _, outcome := range resultOutcomes {
+			m.Results.WithLabelValues(kind, typ, outcome)
+		}
+	}
+	for _, branch := range decisionBranches {
+		for _, cause := range decisionCauses {
+			m.Decisions.WithLabelValues(kind, branch, cause)
+		}
+	}
+	m.PushFailures.WithLabelValues(kind)
+	m.DeadLetters.WithLabelValues(kind)
+	m.InvalidSchedules.WithLabelValues(kind)
+	for _, loop := range loops {
+		m.Errors.WithLabelValues(kind, loop)
+	}
+	m.Queued.WithLabelValues(kind)
 }

@@ -1,41 +1,83 @@
 package refresher
 
 import (
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 )
 
-// passesIn starts a service (MaxSleep 100ms, changed by mod) and returns
-// its count of dispatcher passes.
-func passesIn(b *testBundle, mod func(*Config)) *atomic.Int64 {
-	var passes atomic.Int64
-	b.start(func(c *Config) {
-		c.MaxSleep = 100 * time.Millisecond
-		c.Hooks.AfterDispatch = func(string, int) { passes.Add(1) }
-		if mod != nil {
-			mod(c)
-		}
-	})
-	return &passes
+// passLog records when each dispatcher pass ended and how many attempts it
+// started.
+type passLog struct {
+	mu      sync.Mutex
+	at      []time.Time
+	started []int
 }
 
-// A due row the dispatcher cannot claim (its key is NULL, so no result could
-// name it) must not make the loop spin: passes stay paced.
+func (l *passLog) hook(_ string, started int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.at = append(l.at, time.Now()) // pacing is measured on the wall clock
+	l.started = append(l.started, started)
+}
+
+// since returns the passes from index i on.
+func (l *passLog) since(i int) (at []time.Time, started []int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]time.Time(nil), l.at[i:]...), append([]int(nil), l.started[i:]...)
+}
+
+func (l *passLog) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.at)
+}
+
+// requireGaps checks that consecutive passes are at least min apart.
+func requireGaps(t *testing.T, at []time.Time, min time.Duration, what string) {
+	t.Helper()
+	for i := 1; i < len(at); i++ {
+		require.GreaterOrEqual(t, at[i].Sub(at[i-1]), min, "%s: passes %d and %d", what, i-1, i)
+	}
+}
+
+// A due row the dispatcher cannot claim must not make the loop spin: passes
+// are at least minSleep (20ms) apart. Two such rows: one whose key is NULL
+// (no result could name it), one another transaction holds locked (SKIP
+// LOCKED passes over it while NextDue still sees it due).
 func TestDispatcherDoesNotSpinOnUnclaimableRows(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{})
-	_, err := b.db.Exec("ALTER TABLE items MODIFY uid CHAR(20) NULL")
-	require.NoError(t, err)
-	_, err = b.db.Exec("INSERT INTO items (uid, refresh_at) VALUES (NULL, ?)", t0)
-	require.NoError(t, err)
-	passes := passesIn(b, nil)
-	time.Sleep(500 * time.Millisecond)
-	n := passes.Load()
-	require.LessOrEqual(t, n, int64(30), "dispatcher passes in 500ms (a pass every 20ms at most)")
-	require.Positive(t, n)
+	for _, tc := range []string{"null key", "locked"} {
+		t.Run(tc, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, setupOpts{})
+			if tc == "null key" {
+				_, err := b.db.Exec("ALTER TABLE items MODIFY uid CHAR(20) NULL")
+				require.NoError(t, err)
+				_, err = b.db.Exec("INSERT INTO items (uid, refresh_at) VALUES (NULL, ?)", t0)
+				require.NoError(t, err)
+			} else {
+				b.insert("held")
+				tx, err := b.db.Begin()
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = tx.Rollback() })
+				_, err = tx.Exec("SELECT id FROM items WHERE uid = 'held' FOR UPDATE")
+				require.NoError(t, err)
+			}
+			var log passLog
+			b.start(func(c *Config) {
+				c.MaxSleep = 100 * time.Millisecond
+				c.Hooks.AfterDispatch = log.hook
+			})
+			b.passes.wait(t, 6)
+			at, started := log.since(0)
+			requireGaps(t, at, 20*time.Millisecond, "the row is due but cannot be claimed (minSleep)")
+			require.Equal(t, make([]int, len(started)), started)
+		})
+	}
 }
 
 // While the input list holds MaxQueued jobs or more, nothing is dispatched
@@ -45,17 +87,21 @@ func TestBackpressure(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{timeout: time.Hour})
 	b.insert("a", "b", "c")
-	passes := passesIn(b, func(c *Config) { c.Kinds[0].MaxQueued = 2 })
-	deadline := time.Now().Add(10 * time.Second)
-	for b.llen(b.kind.Lists.Input) < 3 {
-		require.True(t, time.Now().Before(deadline), "first batch not pushed")
-		time.Sleep(10 * time.Millisecond)
-	}
+	var log passLog
+	b.start(func(c *Config) {
+		c.MaxSleep = 100 * time.Millisecond
+		c.Kinds[0].MaxQueued = 2
+		c.Hooks.AfterDispatch = log.hook
+	})
+	pollList(t, func() bool { return b.llen(b.kind.Lists.Input) >= 3 }, "first batch pushed")
+	b.passes.wait(t, 1) // the pass that pushed has ended
 	b.insert("d", "e")
-	start := passes.Load()
-	time.Sleep(500 * time.Millisecond)
-	require.LessOrEqual(t, passes.Load()-start, int64(8), "throttled passes in 500ms with MaxSleep 100ms")
-	require.EqualValues(t, 3, b.llen(b.kind.Lists.Input), "nothing dispatched while the list is full")
+	from := log.len()
+	b.passes.wait(t, 4)
+	at, started := log.since(from)
+	require.Equal(t, make([]int, len(started)), started, "nothing dispatched while the list is full")
+	requireGaps(t, at, 100*time.Millisecond, "throttled passes wait MaxSleep")
+	require.EqualValues(t, 3, b.llen(b.kind.Lists.Input))
 
 	for range 3 {
 		b.popJob()
@@ -79,17 +125,17 @@ func TestBackpressureCountsOwnPushes(t *testing.T) {
 		c.MaxSleep = 50 * time.Millisecond
 		c.Kinds[0].MaxQueued = 20
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for b.llen(b.kind.Lists.Input) < 20 {
-		require.True(t, time.Now().Before(deadline), "first two batches not pushed")
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(300 * time.Millisecond)
+	pollList(t, func() bool { return b.llen(b.kind.Lists.Input) >= 20 }, "first two batches pushed")
+	b.passes.wait(t, 3)
 	require.EqualValues(t, 20, b.llen(b.kind.Lists.Input), "dispatched past MaxQueued")
 
 	b.popJobs(15)
-	for b.llen(b.kind.Lists.Input) < 15 {
-		require.True(t, time.Now().Before(deadline), "dispatching did not resume")
-		time.Sleep(10 * time.Millisecond)
-	}
+	pollList(t, func() bool { return b.llen(b.kind.Lists.Input) >= 15 }, "dispatching resumed")
+}
+
+// pollList waits up to 10s for cond, a condition on Redis that no hook
+// signals (workers are the test itself).
+func pollList(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	eventually(t, 10*time.Second, what, cond)
 }

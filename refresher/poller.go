@@ -139,6 +139,7 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 	}
 	p.requeue = false
 	p.metrics.DeadLetters.WithLabelValues(p.kind.Name).Add(float64(len(dead)))
+	p.activity.addDead(len(dead))
 	for _, m := range dead {
 		p.log.Warn("dead letter", "list", p.kind.Lists.Dead, "err", m.Err)
 	}
@@ -182,14 +183,15 @@ func (p *poller) applyBatch(ctx context.Context, msgs []redisio.Message) (dead [
 				dead = append(dead, m)
 				continue
 			}
-			if row.State.AttemptUID == "" || row.State.AttemptUID != m.Result.AttemptUID {
-				p.tally.result(m.Result.Type, "stale")
+			sched, serr := p.schedules.get(row.Rule)
+			st, dec := p.kind.Policy.Apply(row.State, policyResult(m.Result), now, sched, serr, p.rand())
+			p.tally.apply(m.Result.UID, m.Result.Type, dec)
+			if dec.Outcome == policy.OutcomeStale {
 				continue
 			}
-			row.State = p.apply(row, m.Result, now)
+			row.State = st
 			rows[m.Result.UID] = row
 			changed[m.Result.UID] = struct{}{}
-			p.tally.result(m.Result.Type, "applied")
 			if at := row.State.RefreshAt; !at.IsZero() && (earliest.IsZero() || at.Before(earliest)) {
 				earliest = at
 			}
@@ -211,7 +213,7 @@ func (p *poller) applyBatch(ctx context.Context, msgs []redisio.Message) (dead [
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	p.tally.flush(p.metrics, p.kind.Name, "worker") // committed: counted once
+	p.tally.flush(p.metrics, p.activity, p.kind.Name) // committed: counted once
 	return dead, earliest, nil
 }
 
@@ -249,32 +251,17 @@ func (p *poller) class(err error) models.ErrorClass {
 	return p.store.Classify(err)
 }
 
-// apply takes the transition of one current result.
-func (p *poller) apply(row models.Row, r redisio.Result, now time.Time) policy.State {
-	sched, err := p.schedules.get(row.Rule)
-	if err != nil {
-		p.tally.invalid++
-		return policy.Disable(row.State, now, policy.InvalidScheduleReason(err))
-	}
-	st := row.State
-	if r.Status != "" {
-		// Any result may carry a status text for the UI ("fetched 1234
-		// bytes"); it stays after the attempt ends.
-		st = policy.SetStatus(st, r.Status)
-	}
-	switch r.Type {
-	case redisio.ResultSuccess:
-		return policy.Success(st, now, sched)
-	case redisio.ResultStatus:
-		return st
-	default: // failure; the codec admits no other type
-		st, dec := p.kind.Policy.Failure(st, now, policy.Failure{
-			Reason:             r.Reason,
-			UserFriendlyReason: r.UserFriendlyReason,
-			Permanent:          r.Permanent,
-			RetryAfter:         time.Duration(r.RetryAfterSeconds) * time.Second,
-		}, sched, p.rand())
-		p.tally.decisions[dec.Branch.String()]++
-		return st
+// policyResult converts a decoded result to the policy's. The codec bounds
+// retry_after_seconds so that the duration cannot overflow; the policy caps
+// it (Policy.MaxRetryAfter).
+func policyResult(r redisio.Result) policy.Result {
+	return policy.Result{
+		AttemptUID:         r.AttemptUID,
+		Type:               policy.ResultType(r.Type),
+		Reason:             r.Reason,
+		UserFriendlyReason: r.UserFriendlyReason,
+		Permanent:          r.Permanent,
+		RetryAfter:         time.Duration(r.RetryAfterSeconds) * time.Second,
+		Status:             r.Status,
 	}
 }

@@ -3,6 +3,7 @@ package refresher
 import (
 	"cmp"
 	"context"
+	"crypto/sha1"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -39,11 +40,7 @@ type running struct {
 // ends.
 func (b *testBundle) runOn(ctx context.Context, store models.Store, rio *redisio.Client, mod func(*Config)) *running {
 	b.t.Helper()
-	cfg := b.cfg
-	if mod != nil {
-		mod(&cfg)
-	}
-	svc, err := New(cfg, store, rio)
+	svc, err := New(b.config(mod), store, rio)
 	require.NoError(b.t, err)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -204,6 +201,9 @@ type deadLetterEntry struct {
 	List          string `json:"list"`
 	Message       string `json:"message"`
 	MessageBase64 string `json:"message_base64"`
+	Size          int    `json:"size"`
+	SHA1          string `json:"sha1"`
+	Truncated     bool   `json:"truncated"`
 	At            string `json:"at"`
 }
 
@@ -242,11 +242,9 @@ func TestGarbageResultsAreDeadLettered(t *testing.T) {
 
 	b.waitFor("m1", "status after garbage", func(s policy.State) bool { return s.Status == "after garbage" })
 	// The dead letters are written when the batch is acknowledged, just
-	// after the commit.
-	eventually(t, 10*time.Second, "dead letters written", func() bool {
-		return b.llen(b.kind.Lists.Dead) >= int64(len(garbage))
-	})
-	require.Equal(t, float64(len(garbage)), toFloat(svc.Metrics().DeadLetters.WithLabelValues("items")))
+	// after the commit, and counted just after that.
+	waitCounter(t, func() float64 { return toFloat(svc.Metrics().DeadLetters.WithLabelValues("items")) },
+		float64(len(garbage)), "dead letters counted")
 	require.Equal(t, 1.0, results(svc, "success", "unknown_model")())
 
 	dead, err := b.rdb.LRange(context.Background(), b.kind.Lists.Dead, 0, -1).Result()
@@ -258,12 +256,21 @@ func TestGarbageResultsAreDeadLettered(t *testing.T) {
 		require.Contains(t, d.Error, garbage[i].err, "dead letter %d", i)
 		require.Equal(t, b.kind.Lists.Output, d.List)
 		require.NotEmpty(t, d.At)
+		// A dead letter keeps the message, or its first 4 KiB, with the
+		// whole message's size and SHA-1.
+		want := garbage[i].raw
+		if len(want) > redisio.ExcerptBytes {
+			want = want[:redisio.ExcerptBytes]
+		}
+		require.Equal(t, len(garbage[i].raw), d.Size, "dead letter %d size", i)
+		require.Equal(t, len(garbage[i].raw) > redisio.ExcerptBytes, d.Truncated, "dead letter %d truncated", i)
+		require.Equal(t, fmt.Sprintf("%x", sha1.Sum([]byte(garbage[i].raw))), d.SHA1, "dead letter %d sha1", i)
 		if d.MessageBase64 != "" {
 			msg, err := base64.StdEncoding.DecodeString(d.MessageBase64)
 			require.NoError(t, err)
-			require.Equal(t, garbage[i].raw, string(msg), "dead letter %d keeps the message", i)
+			require.Equal(t, want, string(msg), "dead letter %d keeps the message", i)
 		} else {
-			require.Equal(t, garbage[i].raw, d.Message, "dead letter %d keeps the message", i)
+			require.Equal(t, want, d.Message, "dead letter %d keeps the message", i)
 		}
 	}
 	require.Zero(t, b.llen(b.kind.Lists.Output))
@@ -318,7 +325,7 @@ func TestTwoDispatchersNeverStartTheSameModelTwice(t *testing.T) {
 			jobs[job.UID] = job
 		}
 	}
-	b.noJob(200 * time.Millisecond)
+	b.noJob()
 
 	startedA := toFloat(a.Metrics().Started.WithLabelValues("items"))
 	startedB := toFloat(c.Metrics().Started.WithLabelValues("items"))
@@ -464,7 +471,7 @@ func TestPollerCrashAfterCommitBeforeAck(t *testing.T) {
 	require.Equal(t, applied, b.states(uids), "nothing changed twice")
 	require.Zero(t, b.llen(b.kind.Lists.Processing("a")))
 	require.Zero(t, b.llen(b.kind.Lists.Output))
-	b.noJob(100 * time.Millisecond)
+	b.noJob()
 }
 
 // A push that fails (Redis gone between the commit and the push) undoes its
@@ -516,7 +523,7 @@ func TestRedisDownDuringPushUndoesAttempts(t *testing.T) {
 		require.Equal(t, j.AttemptUID, b.state(j.UID).AttemptUID)
 	}
 	require.Equal(t, float64(len(uids)), toFloat(r.svc.Metrics().Started.WithLabelValues("items")))
-	b.noJob(100 * time.Millisecond)
+	b.noJob()
 }
 
 // Redis down for a while: results workers push meanwhile are applied when

@@ -4,7 +4,10 @@ import (
 	"time"
 
 	"github.com/refresher/refresher/policy"
+	"github.com/refresher/refresher/schedule"
 )
+
+var _ policy.Nexter = (*schedule.Schedule)(nil)
 
 // schedules hands out the schedule of each row for one loop (not safe for
 // concurrent use: the dispatcher and the poller each have their own). Within
@@ -12,25 +15,30 @@ import (
 // schedule remembers its last Next call and computes Next(now) once per
 // batch instead of once per row.
 type schedules struct {
-	kindDefault *policy.Schedule
-	memo        map[*policy.Schedule]*memoNext
+	kindDefault *schedule.Schedule
+	cache       *schedule.Cache // parsed refresh_rrule texts; made on first use
+	memo        map[*schedule.Schedule]*memoNext
 }
 
-// maxMemo bounds the memo; rows with rules of their own each add one entry.
+// maxMemo bounds the memo and the parse cache; rows with rules of their own
+// each add one entry.
 const maxMemo = 4096
 
 // get returns the rule of a row: its own refresh_rrule, or the kind's
-// default when that is NULL. Parsed schedules are cached by package policy.
+// default when that is NULL.
 func (s *schedules) get(rule string) (policy.Nexter, error) {
 	sched := s.kindDefault
 	if rule != "" {
+		if s.cache == nil {
+			s.cache = schedule.NewCache(maxMemo)
+		}
 		var err error
-		if sched, err = policy.ParseSchedule(rule); err != nil {
+		if sched, err = s.cache.Parse(rule); err != nil {
 			return nil, err
 		}
 	}
 	if s.memo == nil || len(s.memo) >= maxMemo {
-		s.memo = make(map[*policy.Schedule]*memoNext)
+		s.memo = make(map[*schedule.Schedule]*memoNext)
 	}
 	m := s.memo[sched]
 	if m == nil {
@@ -42,7 +50,7 @@ func (s *schedules) get(rule string) (policy.Nexter, error) {
 
 // memoNext is a schedule that remembers its last answer.
 type memoNext struct {
-	s           *policy.Schedule
+	s           *schedule.Schedule
 	after, next time.Time
 	ok          bool
 }

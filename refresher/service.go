@@ -5,12 +5,52 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/redisio"
 )
 
 // Service runs the dispatcher and the poller of every configured kind.
+//
+// # Errors: fatal or retried
+//
+// A misconfiguration is fatal: the service cannot work until an operator
+// changes the config or the database, so Run returns it and the process
+// exits with the message. It is found before any loop starts: New refuses an
+// invalid Config (including the kinds' Redis lists and the heartbeat), and
+// Run calls Check itself, so no caller can forget it: a missing table, key,
+// payload or refresh column stops Run before the first claim. (An unknown
+// database URL scheme, or a driver that cannot do what the config asks,
+// fails earlier, in models/stores.Open.) A loop that panics is a bug and
+// fatal too: Run stops the others in order and returns the panic as an
+// error.
+//
+// An outage is retried: a database or Redis that does not answer, a lost
+// connection, a deadlock. The loops log it, back off (up to 5s) and try
+// again for as long as it lasts; at start, Run retries Check while the
+// database does not answer (Ping fails). A table the service may not write
+// (missing privilege, read-only server) found after start is treated as an
+// outage too: its results wait in Redis, and each retry logs how to fix it.
+//
+// # Shutdown
+//
+// Run is the one owner of shutdown, in this order:
+//
+//  1. the signal: Run's context is cancelled (cmd/refresher cancels it on
+//     SIGINT or SIGTERM), or a loop fails fatally;
+//  2. the dispatchers stop: each finishes the batch in hand (commit, then
+//     push, or undo) with a context that is not cancelled, bounded by
+//     OpTimeout, and claims nothing more;
+//  3. only when every dispatcher has stopped are the pollers told to stop,
+//     so that results of the last jobs that arrive meanwhile are applied;
+//     each finishes its batch in hand (apply, commit, acknowledge in Redis);
+//     a blocking fetch is cut short;
+//  4. Run returns; its caller, which opened them, closes Redis and then the
+//     database (cmd/refresher does, with defers).
+//
+// Nothing is lost if the process dies at any step instead (see the package
+// doc).
 type Service struct {
 	cfg   Config
 	store models.Store
@@ -18,12 +58,31 @@ type Service struct {
 }
 
 // New checks cfg and returns a Service on the given database and Redis.
+// An invalid Config (see Service) is an error here, before anything runs.
 func New(cfg Config, store models.Store, rdb *redisio.Client) (*Service, error) {
 	cfg = cfg.WithDefaults()
-	if err := cfg.validate(); err != nil {
+	if err := errors.Join(cfg.validate(), validateLists(cfg)); err != nil {
 		return nil, fmt.Errorf("refresher config: %w", err)
 	}
+	for _, k := range cfg.Kinds {
+		cfg.Metrics.initKind(k.Name)
+	}
 	return &Service{cfg: cfg, store: store, rdb: rdb}, nil
+}
+
+// validateLists checks what each kind's Redis drain needs, which the drain
+// would otherwise return from every call for ever.
+func validateLists(cfg Config) error {
+	var errs []error
+	if cfg.Heartbeat < redisio.MinHeartbeatTTL {
+		errs = append(errs, fmt.Errorf("Heartbeat %s is shorter than %s: results of a live instance would be taken over", cfg.Heartbeat, redisio.MinHeartbeatTTL))
+	}
+	for _, k := range cfg.Kinds {
+		if k.Lists.Input == "" || k.Lists.Output == "" || k.Lists.Dead == "" {
+			errs = append(errs, fmt.Errorf("kind %q: Lists needs Input, Output and Dead list names (got %+v); leave Lists empty for the defaults", k.Name, k.Lists))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Metrics returns the service's metrics.
@@ -31,7 +90,7 @@ func (s *Service) Metrics() *Metrics { return s.cfg.Metrics }
 
 // Check verifies that every kind's table has its key, payload and refresh
 // columns, so a misconfiguration fails at start with a clear message rather
-// than in every batch.
+// than in every batch. Run calls it.
 func (s *Service) Check(ctx context.Context) error {
 	var errs []error
 	for _, k := range s.cfg.Kinds {
@@ -42,25 +101,105 @@ func (s *Service) Check(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Run runs every kind's dispatcher and poller until ctx is cancelled, then
-// waits for each loop to finish the batch in hand. It returns nil after a
-// clean shutdown.
+// checkAtStart runs Check until it passes, or fails while the database
+// answers (a misconfiguration: returned), or ctx is cancelled. While the
+// database does not answer (Ping fails) it retries with a backoff of up to
+// 5s: an outage at start is waited out, like one later.
+func (s *Service) checkAtStart(ctx context.Context) error {
+	backoff := time.Duration(0)
+	for {
+		err := s.Check(ctx)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return nil // stopped before starting: a clean shutdown
+		}
+		pctx, cancel := context.WithTimeout(ctx, s.cfg.OpTimeout)
+		pingErr := s.store.Ping(pctx)
+		cancel()
+		if pingErr == nil {
+			return err
+		}
+		backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
+		s.cfg.Logger.Error("database does not answer; retrying the start-up check", "err", pingErr, "retry_in", backoff)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Run checks the kinds' tables (see Check), then runs every kind's
+// dispatcher and poller until ctx is cancelled or a loop fails fatally, and
+// stops them in the order the Service doc gives. It returns nil after a
+// clean shutdown, the misconfiguration Check found, or the first fatal
+// error of a loop.
 func (s *Service) Run(ctx context.Context) error {
-	var wg sync.WaitGroup
+	if err := s.checkAtStart(ctx); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	// The pollers outlive the dispatchers: their context is cancelled only
+	// after every dispatcher returned.
+	pollCtx, stopPollers := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopPollers()
+
+	var (
+		mu         sync.Mutex
+		firstFatal error
+	)
+	fatal := func(err error) {
+		mu.Lock()
+		if firstFatal == nil {
+			firstFatal = err
+			s.cfg.Logger.Error("fatal error: stopping", "err", err)
+		}
+		mu.Unlock()
+		stop()
+	}
+	guard := func(what string, loop func()) func() {
+		return func() {
+			defer func() {
+				if p := recover(); p != nil {
+					fatal(fmt.Errorf("%s: panic: %v", what, p))
+				}
+			}()
+			loop()
+		}
+	}
+
+	var dispatchers, pollers sync.WaitGroup
 	for _, k := range s.cfg.Kinds {
 		r := &kindRunner{
 			cfg: s.cfg, kind: k, store: s.store, rdb: s.rdb, clock: s.cfg.Clock,
 			log: s.cfg.Logger.With("kind", k.Name), metrics: s.cfg.Metrics, hooks: s.cfg.Hooks,
+			activity: &activity{},
+			fatal:    fatal,
 		}
 		wake := make(chan struct{}, 1)
 		d := &dispatcher{kindRunner: r, wake: wake, schedules: schedules{kindDefault: k.Schedule}}
 		p := &poller{kindRunner: r, wake: wake, drain: s.rdb.Drain(k.Lists, s.cfg.InstanceID, s.cfg.Heartbeat),
 			schedules: schedules{kindDefault: k.Schedule}}
-		wg.Go(func() { d.loop(ctx) })
-		wg.Go(func() { p.loop(ctx) })
+		dispatchers.Go(guard("kind "+k.Name+": dispatcher", func() { d.loop(runCtx) }))
+		pollers.Go(guard("kind "+k.Name+": poller", func() { p.loop(pollCtx) }))
+		dispatchers.Go(guard("kind "+k.Name+": activity log", func() { r.activity.loop(runCtx, r.log, s.cfg.LogInterval) }))
 	}
 	s.cfg.Logger.Info("refresher running", "kinds", len(s.cfg.Kinds), "instance", s.cfg.InstanceID)
-	wg.Wait()
+
+	<-runCtx.Done()
+	dispatchers.Wait()
+	stopPollers()
+	pollers.Wait()
 	s.cfg.Logger.Info("refresher stopped")
-	return nil
+	mu.Lock()
+	defer mu.Unlock()
+	return firstFatal
 }

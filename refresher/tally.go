@@ -1,5 +1,7 @@
 package refresher
 
+import "github.com/refresher/refresher/policy"
+
 // tally holds the counts of one batch (of the poller or the dispatcher)
 // until its transaction commits,
 // so that a batch whose commit fails, and which comes back from the
@@ -7,32 +9,82 @@ package refresher
 // again after its commit counts its results as stale the second time, which
 // they are.)
 type tally struct {
-	results   map[[2]string]int // by result type and outcome
-	decisions map[string]int    // failure decisions by branch
+	results   map[[2]string]int // by result type and outcome label (late counts as stale)
+	decisions map[[2]string]int // failure decisions by branch and cause (worker, timeout)
+	late      int               // results read at or after their timeout_at
+	disabled  int               // rows disabled (any cause)
 	invalid   int               // rows disabled for an invalid schedule
+	// invalidKey and invalidErr are the batch's first invalid schedule, for
+	// the log.
+	invalidKey, invalidErr string
 }
 
 func (t *tally) reset() {
 	if t.results == nil {
-		t.results, t.decisions = map[[2]string]int{}, map[string]int{}
+		t.results, t.decisions = map[[2]string]int{}, map[[2]string]int{}
 	}
 	clear(t.results)
 	clear(t.decisions)
-	t.invalid = 0
+	t.late, t.disabled, t.invalid = 0, 0, 0
+	t.invalidKey, t.invalidErr = "", ""
 }
 
 func (t *tally) result(typ, outcome string) { t.results[[2]string{typ, outcome}]++ }
 
-// flush adds the batch's counts to the metrics of kind; cause labels the
-// failure decisions ("worker" for the poller, "timeout" for the dispatcher).
-func (t *tally) flush(m *Metrics, kind, cause string) {
+func (t *tally) decision(d policy.Decision, cause string) {
+	t.decisions[[2]string{d.Branch.String(), cause}]++
+	if d.Branch == policy.BranchDisabled {
+		t.disabled++
+	}
+}
+
+func (t *tally) invalidSchedule(key, err string) {
+	if t.invalid == 0 {
+		t.invalidKey, t.invalidErr = key, err
+	}
+	t.invalid++
+	t.disabled++
+}
+
+// due counts what the dispatcher did with one row.
+func (t *tally) due(key string, d policy.DueDecision) {
+	if d.Action == policy.DueInvalidSchedule {
+		t.invalidSchedule(key, d.ScheduleError)
+	}
+	if d.TimedOut {
+		t.decision(d.Timeout, "timeout")
+	}
+}
+
+// apply counts what the poller did with one result of type typ.
+func (t *tally) apply(key, typ string, d policy.ApplyDecision) {
+	t.result(typ, d.Outcome.Metric())
+	if d.Outcome == policy.OutcomeLate {
+		t.late++
+	}
+	if d.InvalidSchedule {
+		t.invalidSchedule(key, d.ScheduleError)
+	}
+	if d.Failed {
+		cause := "worker"
+		if d.TimedOut {
+			cause = "timeout"
+		}
+		t.decision(d.Failure, cause)
+	}
+}
+
+// flush adds the batch's counts to the metrics of kind and to its activity
+// log.
+func (t *tally) flush(m *Metrics, a *activity, kind string) {
 	for k, n := range t.results {
 		m.Results.WithLabelValues(kind, k[0], k[1]).Add(float64(n))
 	}
-	for branch, n := range t.decisions {
-		m.Decisions.WithLabelValues(kind, branch, cause).Add(float64(n))
+	for k, n := range t.decisions {
+		m.Decisions.WithLabelValues(kind, k[0], k[1]).Add(float64(n))
 	}
 	if t.invalid > 0 {
 		m.InvalidSchedules.WithLabelValues(kind).Add(float64(t.invalid))
 	}
+	a.add(t)
 }

@@ -34,6 +34,10 @@ type Outcome struct {
 	RetryAfter string
 	// Bytes is the size of the body read.
 	Bytes int64
+	// NonPublic is true when a response came from an address that is not
+	// public (allowed by AllowPrivateNetworks or AllowNetworks): its size is
+	// then kept out of the status users see.
+	NonPublic bool
 	// Timeout is the time limit of the GET, used in the reason of a timeout.
 	Timeout time.Duration
 }
@@ -44,7 +48,13 @@ type Outcome struct {
 //   - a malformed URL (unparsable, not http or https, no host), an
 //     unresolvable host (DNS "no such host"), HTTP 404 or 410: permanent
 //     failure with user_friendly_reason "Provided URL is invalid: <url>";
-//   - HTTP 2xx: success with status "fetched <n> bytes";
+//   - an address the AddressPolicy refused (also after a redirect):
+//     permanent failure with user_friendly_reason "Provided URL is not
+//     allowed: <url>", which names neither the address nor the port;
+//   - HTTP 2xx: success with status "fetched <n> bytes", or just "fetched"
+//     when the response came from a non-public address;
+//   - a body over the size limit, a DNS timeout or server failure: failure
+//     (the retry policy applies);
 //   - HTTP 429 or 503 with a Retry-After in seconds or as an HTTP date
 //     (relative to now, rounded up to a whole second, capped at
 //     MaxRetryAfter): failure with retry_after_seconds;
@@ -63,11 +73,28 @@ func Classify(o Outcome, now time.Time) redisio.Result {
 	}
 	prefix := "GET " + o.URL + ": "
 	if o.Err != nil {
-		var dnsErr *net.DNSError
+		var (
+			dnsErr   *net.DNSError
+			refused  *NotAllowedError
+			tooLarge *BodyTooLargeError
+		)
 		switch {
+		case errors.As(o.Err, &refused):
+			return redisio.Result{
+				Type:               redisio.ResultFailure,
+				Permanent:          true,
+				Reason:             prefix + "refused: the address is not public (" + refused.Class + "); allow it with the worker's allow_private_networks or allow_networks",
+				UserFriendlyReason: "Provided URL is not allowed: " + o.URL,
+			}
+		case errors.As(o.Err, &tooLarge):
+			return failure(prefix + tooLarge.Error())
 		case errors.As(o.Err, &dnsErr) && dnsErr.IsNotFound:
 			invalid.Reason = prefix + "no such host " + dnsErr.Name
 			return invalid
+		case errors.As(o.Err, &dnsErr):
+			// A DNS timeout or server failure says nothing about the URL:
+			// retry.
+			return failure(prefix + "cannot resolve " + dnsErr.Name + ": " + dnsErr.Err)
 		case isTimeout(o.Err):
 			return failure(prefix + "timeout after " + o.Timeout.String())
 		default:
@@ -77,6 +104,9 @@ func Classify(o Outcome, now time.Time) redisio.Result {
 	httpReason := prefix + "HTTP " + o.Status
 	switch code := o.StatusCode; {
 	case code >= 200 && code <= 299:
+		if o.NonPublic {
+			return redisio.Result{Type: redisio.ResultSuccess, Status: "fetched"}
+		}
 		return redisio.Result{Type: redisio.ResultSuccess, Status: fmt.Sprintf("fetched %d bytes", o.Bytes)}
 	case code == http.StatusNotFound || code == http.StatusGone:
 		invalid.Reason = httpReason
@@ -91,6 +121,14 @@ func Classify(o Outcome, now time.Time) redisio.Result {
 	default:
 		return failure(httpReason)
 	}
+}
+
+// BodyTooLargeError is the error of a response body over the worker's
+// MaxBodyBytes.
+type BodyTooLargeError struct{ Limit int64 }
+
+func (e *BodyTooLargeError) Error() string {
+	return fmt.Sprintf("response body is larger than the limit of %d bytes (raise the worker's max_body_bytes to allow it)", e.Limit)
 }
 
 func failure(reason string) redisio.Result {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"testing"
 	"time"
@@ -34,6 +35,10 @@ func TestClassify(t *testing.T) {
 		Err: &net.DNSError{Err: "no such host", Name: "nope.invalid", IsNotFound: true}}}
 	dnsTemporary := &url.Error{Op: "Get", URL: u, Err: &net.OpError{Op: "dial", Net: "tcp",
 		Err: &net.DNSError{Err: "server misbehaving", Name: "example.com", IsTemporary: true}}}
+	dnsTimeout := &url.Error{Op: "Get", URL: u, Err: &net.OpError{Op: "dial", Net: "tcp",
+		Err: &net.DNSError{Err: "i/o timeout", Name: "example.com", IsTimeout: true}}}
+	notAllowed := &url.Error{Op: "Get", URL: "http://169.254.169.254/", Err: &net.OpError{Op: "dial", Net: "tcp",
+		Err: &NotAllowedError{Addr: netip.MustParseAddr("169.254.169.254"), Class: "link-local"}}}
 	refused := &url.Error{Op: "Get", URL: u, Err: errors.New("dial tcp 127.0.0.1:1: connect: connection refused")}
 
 	tests := []struct {
@@ -56,7 +61,17 @@ func TestClassify(t *testing.T) {
 		{"unresolvable host", Outcome{URL: "https://nope.invalid/", Err: dnsNotFound},
 			invalid("https://nope.invalid/", "GET https://nope.invalid/: no such host nope.invalid")},
 		{"DNS server failure is not permanent", Outcome{URL: u, Err: dnsTemporary},
-			fail("GET "+u+": dial tcp: lookup example.com: server misbehaving", 0)},
+			fail("GET "+u+": cannot resolve example.com: server misbehaving", 0)},
+		{"DNS timeout is not permanent", Outcome{URL: u, Err: dnsTimeout, Timeout: 30 * time.Second},
+			fail("GET "+u+": cannot resolve example.com: i/o timeout", 0)},
+		{"address not allowed", Outcome{URL: "http://metadata.example/", Err: notAllowed},
+			redisio.Result{Type: redisio.ResultFailure, Permanent: true,
+				Reason:             "GET http://metadata.example/: refused: the address is not public (link-local); allow it with the worker's allow_private_networks or allow_networks",
+				UserFriendlyReason: "Provided URL is not allowed: http://metadata.example/"}},
+		{"body over the limit", Outcome{URL: u, StatusCode: 200, Status: "200 OK", Bytes: 1001, Err: &BodyTooLargeError{Limit: 1000}},
+			fail("GET "+u+": response body is larger than the limit of 1000 bytes (raise the worker's max_body_bytes to allow it)", 0)},
+		{"200 from a non-public address hides the size", Outcome{URL: u, StatusCode: 200, Status: "200 OK", Bytes: 1234, NonPublic: true},
+			redisio.Result{Type: redisio.ResultSuccess, Status: "fetched"}},
 		{"connection refused", Outcome{URL: u, Err: refused},
 			fail("GET "+u+": dial tcp 127.0.0.1:1: connect: connection refused", 0)},
 		{"timeout", Outcome{URL: u, Err: &url.Error{Op: "Get", URL: u, Err: context.DeadlineExceeded}, Timeout: 30 * time.Second},

@@ -7,8 +7,11 @@
 //     free slots, so a busy worker takes jobs in batches;
 //  2. drop a job whose timeout_at has passed: the service has already
 //     counted that attempt as timed out, so its result would be stale;
-//  3. do the job: an HTTP GET of payload.input_url with a time limit
-//     (Fetch), turned into a result by the pure function Classify;
+//  3. do the job: an HTTP GET of payload.input_url with a time limit and a
+//     body size limit (Fetch), turned into a result by the pure function
+//     Classify. input_url is end-user input: the GET connects only to
+//     public addresses unless the configuration allows others (see
+//     AddressPolicy);
 //  4. push the JSON result onto the kind's output list (default
 //     "<kind>-output") with RPUSH.
 //
@@ -29,6 +32,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptrace"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,8 +45,9 @@ import (
 
 // Defaults of Config.
 const (
-	ConcurrencyDefault = 4
-	HTTPTimeoutDefault = 30 * time.Second
+	ConcurrencyDefault  = 4
+	HTTPTimeoutDefault  = 30 * time.Second
+	MaxBodyBytesDefault = 100 << 20 // 100 MB
 )
 
 // pollTimeout is the BLPOP timeout. go-redis does not interrupt a blocking
@@ -71,8 +77,19 @@ type Config struct {
 	Concurrency int
 	// HTTPTimeout limits one GET, body included. Default 30s.
 	HTTPTimeout time.Duration
+	// MaxBodyBytes limits the size of one response body: a larger one is a
+	// failure. Default MaxBodyBytesDefault (100 MB).
+	MaxBodyBytes int64
+	// AllowPrivateNetworks and AllowNetworks let the default HTTPClient
+	// connect to addresses that are not public (see AddressPolicy). By
+	// default every such address is refused: input_url is end-user input.
+	AllowPrivateNetworks bool
+	AllowNetworks        []netip.Prefix
 	// HTTPClient does the GETs; its own Timeout should be zero (HTTPTimeout
-	// applies). Default: a client with http.DefaultTransport.
+	// applies). Default: a client whose transport is NewTransport with the
+	// AddressPolicy of AllowPrivateNetworks and AllowNetworks. A client
+	// given here is used as it is: build its transport with NewTransport to
+	// keep the address checks.
 	HTTPClient *http.Client
 	// Now is the clock that decides whether a job expired and reads
 	// Retry-After dates. Default time.Now.
@@ -88,8 +105,9 @@ func (c Config) WithDefaults() Config {
 	c.Output = cmp.Or(c.Output, c.Kind+"-output")
 	c.Concurrency = cmp.Or(c.Concurrency, ConcurrencyDefault)
 	c.HTTPTimeout = cmp.Or(c.HTTPTimeout, HTTPTimeoutDefault)
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, MaxBodyBytesDefault)
 	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{}
+		c.HTTPClient = &http.Client{Transport: NewTransport(c.addressPolicy())}
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -100,6 +118,10 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
+func (c Config) addressPolicy() AddressPolicy {
+	return AddressPolicy{AllowPrivateNetworks: c.AllowPrivateNetworks, AllowNetworks: c.AllowNetworks}
+}
+
 func (c Config) validate() error {
 	switch {
 	case c.Kind == "":
@@ -108,6 +130,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("worker: Concurrency must be at least 1, not %d", c.Concurrency)
 	case c.HTTPTimeout < 0:
 		return fmt.Errorf("worker: HTTPTimeout must be positive, not %s", c.HTTPTimeout)
+	case c.MaxBodyBytes < 1:
+		return fmt.Errorf("worker: MaxBodyBytes must be positive, not %d", c.MaxBodyBytes)
 	}
 	return nil
 }
@@ -267,15 +291,27 @@ func (w *Worker) Process(ctx context.Context, job redisio.Job) (res redisio.Resu
 	return res, true
 }
 
-// Fetch GETs rawURL within the HTTP timeout and reads the whole body. It
-// does not send a request to a URL that ValidateURL rejects.
-func (w *Worker) Fetch(ctx context.Context, rawURL string) Outcome {
-	o := Outcome{URL: rawURL, Timeout: w.cfg.HTTPTimeout}
+// Fetch GETs rawURL within the HTTP timeout and reads the whole body, up
+// to MaxBodyBytes. It does not send a request to a URL that ValidateURL
+// rejects. A connection the address policy refuses ends the GET with a
+// *NotAllowedError (logged with its address; users never see it).
+func (w *Worker) Fetch(ctx context.Context, rawURL string) (o Outcome) {
+	o = Outcome{URL: rawURL, Timeout: w.cfg.HTTPTimeout}
 	if ValidateURL(rawURL) != nil {
 		return o // Classify reports the malformed URL
 	}
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.HTTPTimeout)
 	defer cancel()
+	// Note whether any hop (redirects included) was served from a
+	// non-public address the policy allowed: such a response's size is not
+	// shown to users.
+	var nonPublic atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		if ap, err := netip.ParseAddrPort(info.Conn.RemoteAddr().String()); err != nil || AddressClass(ap.Addr()) != "" {
+			nonPublic.Store(true)
+		}
+	}})
+	defer func() { o.NonPublic = nonPublic.Load() }()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		o.Err = err
@@ -285,13 +321,28 @@ func (w *Worker) Fetch(ctx context.Context, rawURL string) Outcome {
 	resp, err := w.cfg.HTTPClient.Do(req)
 	if err != nil {
 		o.Err = err
+		var refused *NotAllowedError
+		if errors.As(err, &refused) {
+			w.cfg.Logger.Warn("refuse to connect to a non-public address", "url", rawURL, "addr", refused.Addr, "class", refused.Class)
+		}
 		return o
 	}
 	defer resp.Body.Close()
 	o.StatusCode, o.Status, o.RetryAfter = resp.StatusCode, resp.Status, resp.Header.Get("Retry-After")
-	o.Bytes, err = io.Copy(io.Discard, resp.Body)
-	if err != nil {
+	// The size limit applies to the body of a success: another status
+	// decides the result on its own, so its body is read only up to the
+	// limit, and a longer one is not an error.
+	success := resp.StatusCode >= 200 && resp.StatusCode <= 299
+	if success && resp.ContentLength > w.cfg.MaxBodyBytes {
+		o.Err = &BodyTooLargeError{Limit: w.cfg.MaxBodyBytes}
+		return o
+	}
+	o.Bytes, err = io.Copy(io.Discard, io.LimitReader(resp.Body, w.cfg.MaxBodyBytes+1))
+	switch {
+	case err != nil:
 		o.Err = fmt.Errorf("read body: %w", err)
+	case success && o.Bytes > w.cfg.MaxBodyBytes:
+		o.Err = &BodyTooLargeError{Limit: w.cfg.MaxBodyBytes}
 	}
 	return o
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/refresher/refresher/policy"
+	"github.com/refresher/refresher/schedule"
 	"github.com/spf13/cobra"
 )
 
@@ -63,7 +64,7 @@ is simulated at the range's lower bound. Times are printed in UTC.`,
 // runExplain parses the options, simulates and prints; now is the default
 // of --from.
 func runExplain(o explainOptions, now time.Time, out io.Writer) error {
-	sched, err := policy.ParseSchedule(o.schedule)
+	sched, err := schedule.Parse(o.schedule)
 	if err != nil {
 		return oneLine(fmt.Errorf("--schedule: %w", err))
 	}

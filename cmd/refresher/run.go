@@ -12,11 +12,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/refresher/refresher/config"
 	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/operator"
+	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
 	"github.com/refresher/refresher/refresher"
 )
@@ -58,18 +60,19 @@ func runService(ctx context.Context, c *config.Config, store models.Store, log *
 	if err != nil {
 		return err
 	}
-	if err := svc.Check(ctx); err != nil {
-		return err
-	}
-	if c.Metrics != "" {
-		ln, err := net.Listen("tcp", c.Metrics)
+	if addr := c.HTTPAddr(); addr != "" {
+		srv, err := operatorServer(ctx, c, store, rdb, svc, log)
 		if err != nil {
-			return fmt.Errorf("listen for metrics on %q: %w (change \"metrics:\" or REFRESHER_METRICS)", c.Metrics, err)
+			return err
 		}
-		srv := metricsServer(c.Metrics, svc)
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("listen on %q: %w (change \"http:\" or REFRESHER_HTTP; \"off\" for no server)", addr, err)
+		}
+		log.Info("operator dashboard and API", "url", "http://"+ln.Addr().String()+"/", "read_only", len(c.APITokens) == 0)
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("metrics server stopped", "addr", c.Metrics, "err", err)
+				log.Error("HTTP server stopped", "addr", addr, "err", err)
 			}
 		}()
 		defer srv.Close()
@@ -103,10 +106,33 @@ func exitOnSecondSignal(sig <-chan os.Signal, done <-chan struct{}, log *slog.Lo
 	}
 }
 
-// metricsServer serves /metrics (Prometheus) and /healthz.
-func metricsServer(addr string, svc *refresher.Service) *http.Server {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(svc.Metrics().Registry, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	return &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+// operatorServer is the one HTTP server: /metrics, /healthz, /readyz, the
+// API and the dashboard (package operator), and it starts the alert gauges.
+// It refuses a non-loopback address without a token.
+func operatorServer(ctx context.Context, c *config.Config, store models.Store, rdb *redis.Client,
+	svc *refresher.Service, log *slog.Logger) (*http.Server, error) {
+	addr := c.HTTPAddr()
+	if !operator.IsLoopback(addr) && len(c.APITokens) == 0 {
+		return nil, fmt.Errorf("http: %q accepts connections from other machines, but no API token is configured: %s; or listen on 127.0.0.1 only", addr, operator.NoTokenHelp)
+	}
+	kinds := make([]operator.Kind, len(c.Kinds))
+	gk := make([]refresher.GaugeKind, len(c.Kinds))
+	for i := range c.Kinds {
+		k := &c.Kinds[i]
+		kinds[i] = operator.Kind{Name: k.Name, Table: table(k), Lists: redisio.Lists{Input: k.Input, Output: k.Output, Dead: k.Dead},
+			Schedule: k.ScheduleParsed, Policy: policy.Policy{Kind: k.Name, Timeout: k.Timeout.D(), Retry: k.RetryParsed, DisabledReason: k.DisabledReason},
+			LateAfter: k.LateAfter.D(), Priority: k.Priority}
+		gk[i] = refresher.GaugeKind{Name: k.Name, Table: table(k), Lists: kinds[i].Lists, LateAfter: k.LateAfter.D(), Priority: k.Priority}
+	}
+	if insp, ok := store.(models.Inspector); ok {
+		g := refresher.NewGauges(svc.Metrics().Registry, refresher.GaugeConfig{Kinds: gk, Inspector: insp, Redis: rdb,
+			Interval: c.GaugeInterval.D(), Logger: log})
+		go g.Run(ctx)
+	}
+	op, err := operator.New(operator.Options{Kinds: kinds, Store: store, Redis: rdb, Gatherer: svc.Metrics().Registry,
+		Tokens: c.APITokens, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	return &http.Server{Addr: addr, Handler: op.Handler(), ReadHeaderTimeout: 5 * time.Second}, nil
 }

@@ -47,7 +47,7 @@ func startRun(t *testing.T) *exec.Cmd {
 	cfg = []byte(strings.Replace(string(cfg), "  - name: big_tables\n",
 		fmt.Sprintf("  - name: big_tables\n    input: %[1]sin\n    output: %[1]sout\n    dead: %[1]sdead\n", prefix), 1))
 	path := filepath.Join(t.TempDir(), "run.yml")
-	require.NoError(t, os.WriteFile(path, append(cfg, []byte("redis: "+testenv.RedisURL()+"\n")...), 0o600))
+	require.NoError(t, os.WriteFile(path, append(cfg, []byte("redis: "+testenv.RedisURL()+"\nhttp: 127.0.0.1:0\n")...), 0o600))
 
 	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "run", "--config", path)
 	cmd.Env = append(os.Environ(), "REFRESHER_TEST_MAIN=1")

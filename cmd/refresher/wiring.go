@@ -32,10 +32,12 @@ func serviceConfig(c *config.Config, log *slog.Logger) refresher.Config {
 			Lists:    redisio.Lists{Input: k.Input, Output: k.Output, Dead: k.Dead},
 			Schedule: k.ScheduleParsed,
 			Policy: policy.Policy{
-				Kind:           k.Name,
-				Timeout:        k.Timeout.D(),
-				Retry:          k.RetryParsed,
-				DisabledReason: k.DisabledReason,
+				Kind:            k.Name,
+				Timeout:         k.Timeout.D(),
+				Retry:           k.RetryParsed,
+				DisabledReason:  k.DisabledReason,
+				PermanentReason: k.PermanentReason,
+				MaxRetryAfter:   k.MaxRetryAfter.D(),
 			},
 			MaxQueued: k.MaxQueued,
 		}

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -27,40 +30,78 @@ func init() { commands = append(commands, newWorkerCmd) }
 // A configuration file is one more source of the same shape (Redis URL, and
 // the list names of the --kind), placed after the defaults so that the
 // environment and the flags still override it.
+//
+// AllowPrivateNetworks is on when any source turns it on; AllowNetworks of
+// a later source replaces an earlier one's.
 type workerSettings struct {
-	Kind        string
-	RedisURL    string
-	Input       string // "" means worker's default "<kind>-input"
-	Output      string // "" means worker's default "<kind>-output"
-	Concurrency int
-	HTTPTimeout time.Duration
+	Kind                 string
+	RedisURL             string
+	Input                string // "" means worker's default "<kind>-input"
+	Output               string // "" means worker's default "<kind>-output"
+	Concurrency          int
+	HTTPTimeout          time.Duration
+	MaxBodyBytes         int64
+	AllowPrivateNetworks bool
+	AllowNetworks        []netip.Prefix
 }
 
 // workerDefaults are the settings when nothing else is given.
 func workerDefaults() workerSettings {
 	return workerSettings{
-		RedisURL:    "redis://127.0.0.1:6379/0",
-		Concurrency: worker.ConcurrencyDefault,
-		HTTPTimeout: worker.HTTPTimeoutDefault,
+		RedisURL:     "redis://127.0.0.1:6379/0",
+		Concurrency:  worker.ConcurrencyDefault,
+		HTTPTimeout:  worker.HTTPTimeoutDefault,
+		MaxBodyBytes: worker.MaxBodyBytesDefault,
 	}
 }
 
-// workerEnv reads the environment variables the worker shares with the
-// service: REFRESHER_REDIS.
-func workerEnv(getenv func(string) string) workerSettings {
-	return workerSettings{RedisURL: getenv("REFRESHER_REDIS")}
+// workerEnv reads the environment variables of the worker: REFRESHER_REDIS
+// (shared with the service), REFRESHER_WORKER_ALLOW_PRIVATE_NETWORKS (true
+// or false), REFRESHER_WORKER_ALLOW_NETWORKS (comma-separated CIDRs) and
+// REFRESHER_WORKER_MAX_BODY_BYTES.
+func workerEnv(getenv func(string) string) (workerSettings, error) {
+	s := workerSettings{RedisURL: getenv("REFRESHER_REDIS")}
+	if v := getenv("REFRESHER_WORKER_ALLOW_PRIVATE_NETWORKS"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return s, fmt.Errorf("worker: REFRESHER_WORKER_ALLOW_PRIVATE_NETWORKS: %q is not true or false", v)
+		}
+		s.AllowPrivateNetworks = b
+	}
+	if v := getenv("REFRESHER_WORKER_ALLOW_NETWORKS"); v != "" {
+		nets, err := config.ParseNetworks(strings.Split(v, ","))
+		if err != nil {
+			return s, fmt.Errorf("worker: REFRESHER_WORKER_ALLOW_NETWORKS: %w", err)
+		}
+		s.AllowNetworks = nets
+	}
+	if v := getenv("REFRESHER_WORKER_MAX_BODY_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			return s, fmt.Errorf("worker: REFRESHER_WORKER_MAX_BODY_BYTES: %q is not a positive number of bytes", v)
+		}
+		s.MaxBodyBytes = n
+	}
+	return s, nil
 }
 
 // overlay returns s with every field that o sets replaced by o's.
 func (s workerSettings) overlay(o workerSettings) workerSettings {
-	return workerSettings{
-		Kind:        cmp.Or(o.Kind, s.Kind),
-		RedisURL:    cmp.Or(o.RedisURL, s.RedisURL),
-		Input:       cmp.Or(o.Input, s.Input),
-		Output:      cmp.Or(o.Output, s.Output),
-		Concurrency: cmp.Or(o.Concurrency, s.Concurrency),
-		HTTPTimeout: cmp.Or(o.HTTPTimeout, s.HTTPTimeout),
+	r := workerSettings{
+		Kind:                 cmp.Or(o.Kind, s.Kind),
+		RedisURL:             cmp.Or(o.RedisURL, s.RedisURL),
+		Input:                cmp.Or(o.Input, s.Input),
+		Output:               cmp.Or(o.Output, s.Output),
+		Concurrency:          cmp.Or(o.Concurrency, s.Concurrency),
+		HTTPTimeout:          cmp.Or(o.HTTPTimeout, s.HTTPTimeout),
+		MaxBodyBytes:         cmp.Or(o.MaxBodyBytes, s.MaxBodyBytes),
+		AllowPrivateNetworks: o.AllowPrivateNetworks || s.AllowPrivateNetworks,
+		AllowNetworks:        s.AllowNetworks,
 	}
+	if o.AllowNetworks != nil {
+		r.AllowNetworks = o.AllowNetworks
+	}
+	return r
 }
 
 func (s workerSettings) validate() error {
@@ -71,6 +112,8 @@ func (s workerSettings) validate() error {
 		return fmt.Errorf("worker: --concurrency must be at least 1, not %d", s.Concurrency)
 	case s.HTTPTimeout <= 0:
 		return fmt.Errorf("worker: --http-timeout must be positive, not %s", s.HTTPTimeout)
+	case s.MaxBodyBytes < 1:
+		return fmt.Errorf("worker: --max-body-bytes must be positive, not %d", s.MaxBodyBytes)
 	}
 	return nil
 }
@@ -78,6 +121,7 @@ func (s workerSettings) validate() error {
 func newWorkerCmd() *cobra.Command {
 	var flags workerSettings
 	var configPath string
+	var allowNetworks []string
 	cmd := &cobra.Command{
 		Use:   "worker --kind NAME",
 		Short: "Run the reference worker: GET each job's input_url and report the result",
@@ -91,19 +135,42 @@ JSON result onto the kind's output list:
   429 or 503 with Retry-After  failure with retry_after_seconds
   anything else, a timeout     failure with a short technical reason
 
+  a non-public address          permanent failure,
+    (unless allowed)             "Provided URL is not allowed: <url>"
+  a body over --max-body-bytes failure
+
+input_url is end-user input, so the worker refuses to connect to loopback,
+private, link-local and other non-public addresses, also after a redirect or
+when a public name resolves to one. --allow-private-networks (every such
+address) or --allow-networks 10.1.0.0/16 (just those) lifts that, for input
+files served inside your network. Proxy environment variables are ignored.
+
 Jobs whose timeout_at has passed are dropped. On SIGTERM it stops popping,
 finishes the jobs in hand and pushes their results.
 
-With --config, the Redis URL and the kind's list names come from the
-service's configuration file. Environment: REFRESHER_REDIS (the Redis URL;
---redis wins over it, and it wins over the file).`,
+With --config, the Redis URL, the kind's list names and the "worker:"
+section (allow_private_networks, allow_networks, max_body_bytes) come from
+the service's configuration file. Environment: REFRESHER_REDIS (the Redis
+URL), REFRESHER_WORKER_ALLOW_PRIVATE_NETWORKS (true or false),
+REFRESHER_WORKER_ALLOW_NETWORKS (comma-separated CIDRs),
+REFRESHER_WORKER_MAX_BODY_BYTES. Flags win over the environment, and it
+wins over the file.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			file, err := workerFile(configPath, flags.Kind)
 			if err != nil {
 				return err
 			}
-			s := workerDefaults().overlay(file).overlay(workerEnv(os.Getenv)).overlay(flags)
+			env, err := workerEnv(os.Getenv)
+			if err != nil {
+				return err
+			}
+			nets, err := config.ParseNetworks(allowNetworks)
+			if err != nil {
+				return fmt.Errorf("worker: --allow-networks: %w", err)
+			}
+			flags.AllowNetworks = nets
+			s := workerDefaults().overlay(file).overlay(env).overlay(flags)
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			return runWorker(cmd.Context(), s, log)
 		},
@@ -116,6 +183,9 @@ service's configuration file. Environment: REFRESHER_REDIS (the Redis URL;
 	f.StringVar(&flags.Output, "output", "", `list to push results to (default "<kind>-output")`)
 	f.IntVar(&flags.Concurrency, "concurrency", 0, fmt.Sprintf("jobs done at once (default %d)", worker.ConcurrencyDefault))
 	f.DurationVar(&flags.HTTPTimeout, "http-timeout", 0, fmt.Sprintf("time limit of one GET, body included (default %s)", worker.HTTPTimeoutDefault))
+	f.Int64Var(&flags.MaxBodyBytes, "max-body-bytes", 0, fmt.Sprintf("size limit of one response body; a larger one is a failure (default %d, 100 MB)", worker.MaxBodyBytesDefault))
+	f.BoolVar(&flags.AllowPrivateNetworks, "allow-private-networks", false, "allow input URLs on loopback, private, link-local and other non-public addresses (refused by default: input_url is end-user input)")
+	f.StringSliceVar(&allowNetworks, "allow-networks", nil, "allow input URLs on these networks only, in CIDR notation, e.g. 10.1.0.0/16 (comma-separated or repeated)")
 	return cmd
 }
 
@@ -133,7 +203,12 @@ func workerFile(path, kind string) (workerSettings, error) {
 	if err != nil {
 		return workerSettings{}, fmt.Errorf("worker: %w", err)
 	}
-	return workerSettings{RedisURL: c.Redis, Input: k.Input, Output: k.Output}, nil
+	nets, err := c.Worker.Networks()
+	if err != nil {
+		return workerSettings{}, fmt.Errorf("worker: %s: worker.allow_networks: %w", path, err)
+	}
+	return workerSettings{RedisURL: c.Redis, Input: k.Input, Output: k.Output, MaxBodyBytes: c.Worker.MaxBodyBytes,
+		AllowPrivateNetworks: c.Worker.AllowPrivateNetworks, AllowNetworks: nets}, nil
 }
 
 // runWorker connects to Redis and runs the worker until ctx is cancelled.
@@ -151,13 +226,16 @@ func runWorker(ctx context.Context, s workerSettings, log *slog.Logger) error {
 		return fmt.Errorf("worker: connect to Redis at %s: %w (is redis-server running?)", opt.Addr, err)
 	}
 	w, err := worker.New(worker.Config{
-		Kind:        s.Kind,
-		Redis:       rdb,
-		Input:       s.Input,
-		Output:      s.Output,
-		Concurrency: s.Concurrency,
-		HTTPTimeout: s.HTTPTimeout,
-		Logger:      log,
+		Kind:                 s.Kind,
+		Redis:                rdb,
+		Input:                s.Input,
+		Output:               s.Output,
+		Concurrency:          s.Concurrency,
+		HTTPTimeout:          s.HTTPTimeout,
+		MaxBodyBytes:         s.MaxBodyBytes,
+		AllowPrivateNetworks: s.AllowPrivateNetworks,
+		AllowNetworks:        s.AllowNetworks,
+		Logger:               log,
 	})
 	if err != nil {
 		return err

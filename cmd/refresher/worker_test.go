@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"testing"
@@ -27,16 +28,30 @@ func TestWorkerSettings(t *testing.T) {
 		want  workerSettings
 	}{
 		{"defaults", nil, workerSettings{Kind: "big_tables"},
-			workerSettings{Kind: "big_tables", RedisURL: "redis://127.0.0.1:6379/0", Concurrency: 4, HTTPTimeout: 30 * time.Second}},
-		{"environment", map[string]string{"REFRESHER_REDIS": "redis://redis:6379/1"}, workerSettings{Kind: "k"},
-			workerSettings{Kind: "k", RedisURL: "redis://redis:6379/1", Concurrency: 4, HTTPTimeout: 30 * time.Second}},
-		{"flags win", map[string]string{"REFRESHER_REDIS": "redis://redis:6379/1"},
-			workerSettings{Kind: "k", RedisURL: "redis://other:6379/2", Input: "in", Output: "out", Concurrency: 9, HTTPTimeout: time.Second},
-			workerSettings{Kind: "k", RedisURL: "redis://other:6379/2", Input: "in", Output: "out", Concurrency: 9, HTTPTimeout: time.Second}},
+			workerSettings{Kind: "big_tables", RedisURL: "redis://127.0.0.1:6379/0", Concurrency: 4, HTTPTimeout: 30 * time.Second, MaxBodyBytes: 100 << 20}},
+		{"environment", map[string]string{"REFRESHER_REDIS": "redis://redis:6379/1", "REFRESHER_WORKER_ALLOW_PRIVATE_NETWORKS": "true",
+			"REFRESHER_WORKER_ALLOW_NETWORKS": "10.1.0.0/16, fd00::/8", "REFRESHER_WORKER_MAX_BODY_BYTES": "2048"}, workerSettings{Kind: "k"},
+			workerSettings{Kind: "k", RedisURL: "redis://redis:6379/1", Concurrency: 4, HTTPTimeout: 30 * time.Second, MaxBodyBytes: 2048,
+				AllowPrivateNetworks: true, AllowNetworks: []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16"), netip.MustParsePrefix("fd00::/8")}}},
+		{"flags win", map[string]string{"REFRESHER_REDIS": "redis://redis:6379/1", "REFRESHER_WORKER_ALLOW_NETWORKS": "10.1.0.0/16"},
+			workerSettings{Kind: "k", RedisURL: "redis://other:6379/2", Input: "in", Output: "out", Concurrency: 9, HTTPTimeout: time.Second,
+				MaxBodyBytes: 10, AllowNetworks: []netip.Prefix{netip.MustParsePrefix("10.2.0.0/16")}},
+			workerSettings{Kind: "k", RedisURL: "redis://other:6379/2", Input: "in", Output: "out", Concurrency: 9, HTTPTimeout: time.Second,
+				MaxBodyBytes: 10, AllowNetworks: []netip.Prefix{netip.MustParsePrefix("10.2.0.0/16")}}},
 	}
 	for _, tt := range tests {
-		got := workerDefaults().overlay(workerEnv(env(tt.env))).overlay(tt.flags)
+		e, err := workerEnv(env(tt.env))
+		require.NoError(t, err)
+		got := workerDefaults().overlay(e).overlay(tt.flags)
 		require.Equal(t, tt.want, got, tt.name)
+	}
+	for name, val := range map[string]string{
+		"REFRESHER_WORKER_ALLOW_PRIVATE_NETWORKS": "yes please",
+		"REFRESHER_WORKER_ALLOW_NETWORKS":         "10.0.0.0/8,intranet",
+		"REFRESHER_WORKER_MAX_BODY_BYTES":         "100MB",
+	} {
+		_, err := workerEnv(env(map[string]string{name: val}))
+		require.ErrorContains(t, err, "worker: "+name+": ", name)
 	}
 }
 
@@ -51,6 +66,9 @@ func TestWorkerCommandErrors(t *testing.T) {
 		{[]string{"worker", "--kind", "k", "--http-timeout", "-1s"}, "worker: --http-timeout must be positive, not -1s"},
 		{[]string{"worker", "--kind", "k", "--redis", "http://127.0.0.1:6379"}, "worker: read Redis URL: redis: invalid URL scheme: http (use e.g. redis://127.0.0.1:6379/0)"},
 		{[]string{"worker", "--kind", "k", "extra"}, `unknown command "extra" for "refresher worker"`},
+		{[]string{"worker", "--kind", "k", "--max-body-bytes", "-1"}, "worker: --max-body-bytes must be positive, not -1"},
+		{[]string{"worker", "--kind", "k", "--allow-networks", "10.0.0.0/8,10.1.0.0/99"},
+			`worker: --allow-networks: "10.1.0.0/99" is not a network in CIDR notation (use e.g. 10.1.0.0/16 or fd00:1::/48)`},
 	} {
 		err := run(context.Background(), tt.args, io.Discard, io.Discard)
 		require.EqualError(t, err, tt.err, "refresher %v", tt.args)
@@ -78,7 +96,8 @@ func TestWorkerCommand(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"worker", "--kind", "big_tables", "--redis", testenv.RedisURL(),
-			"--input", input, "--output", output, "--concurrency", "2", "--http-timeout", "5s"}, io.Discard, &stderr)
+			"--input", input, "--output", output, "--concurrency", "2", "--http-timeout", "5s",
+			"--allow-networks", "127.0.0.0/8,::1/128", "--max-body-bytes", "12"}, io.Discard, &stderr)
 	}()
 
 	for _, job := range []redisio.Job{
@@ -100,7 +119,7 @@ func TestWorkerCommand(t *testing.T) {
 		got[res.UID] = res
 	}
 	require.Equal(t, map[string]redisio.Result{
-		"1": {UID: "1", AttemptUID: "a1", Type: redisio.ResultSuccess, Status: "fetched 12 bytes"},
+		"1": {UID: "1", AttemptUID: "a1", Type: redisio.ResultSuccess, Status: "fetched"},
 		"2": {UID: "2", AttemptUID: "a2", Type: redisio.ResultFailure, Permanent: true,
 			Reason:             "GET " + srv.URL + "/missing: HTTP 404 Not Found",
 			UserFriendlyReason: "Provided URL is invalid: " + srv.URL + "/missing"},
@@ -131,10 +150,15 @@ kinds:
     schedule: "RRULE:FREQ=DAILY"
     input: bt-in
     output: bt-out
+worker:
+  allow_private_networks: true
+  allow_networks: [10.1.0.0/16]
+  max_body_bytes: 5000
 `), 0o600))
 	file, err := workerFile(path, "big_tables")
 	require.NoError(t, err)
-	require.Equal(t, workerSettings{RedisURL: "redis://files-redis:6379/3", Input: "bt-in", Output: "bt-out"}, file)
+	require.Equal(t, workerSettings{RedisURL: "redis://files-redis:6379/3", Input: "bt-in", Output: "bt-out", MaxBodyBytes: 5000,
+		AllowPrivateNetworks: true, AllowNetworks: []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16")}}, file)
 
 	got := workerDefaults().overlay(file).overlay(workerSettings{Kind: "big_tables", Output: "flag-out"})
 	require.Equal(t, "redis://files-redis:6379/3", got.RedisURL)

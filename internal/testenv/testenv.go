@@ -8,6 +8,8 @@
 //
 //	REFRESHER_TEST_MYSQL  base DSN, default "root:@tcp(127.0.0.1:3306)/"
 //	REFRESHER_TEST_REDIS  Redis URL, default "redis://127.0.0.1:6379/0"
+//	REFRESHER_TEST_POSTGRES  PostgreSQL URL (see PostgresURL), default
+//	                      "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 package testenv
 
 import (

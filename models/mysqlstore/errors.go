@@ -19,7 +19,7 @@ import (
 //     limit;
 //   - ValueRefused: SQL state class 22 (data exception: 1366 incorrect
 //     string value, 1406 data too long, 1264 out of range, 1292 incorrect
-//     datetime), 1267/1270/1271 illegal mix of collations (a key the key
+//     datetime), 1267/1270/1271 illegal mix of collations and 1977 cannot convert (a key the key
 //     column's character set cannot compare), 1048 NULL in a NOT NULL
 //     column, 1644 and SQL state 45000 (an application trigger's SIGNAL),
 //     3819/4025 a CHECK constraint, 3140 invalid JSON;
@@ -44,7 +44,7 @@ func classify(err error) models.ErrorClass {
 	switch me.Number {
 	case 1205, 1213, 1040, 1053, 1927, 1969, 3024:
 		return models.Transient
-	case 1366, 1406, 1264, 1292, 1267, 1270, 1271, 1048, 1644, 3819, 4025, 3140:
+	case 1366, 1406, 1264, 1292, 1267, 1270, 1271, 1977, 1048, 1644, 3819, 4025, 3140:
 		return models.ValueRefused
 	}
 	return models.TableRefused

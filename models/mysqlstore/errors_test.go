@@ -28,6 +28,7 @@ func TestClassify(t *testing.T) {
 		{"other", errors.New("dial tcp: connection refused"), models.Transient},
 		{"illegal mix of collations", &mysql.MySQLError{Number: 1270, SQLState: state("HY000")}, models.ValueRefused},
 		{"illegal mix of collations 1271", &mysql.MySQLError{Number: 1271, SQLState: state("HY000")}, models.ValueRefused},
+		{"cannot convert character", &mysql.MySQLError{Number: 1977, SQLState: state("HY000")}, models.ValueRefused},
 		{"wrapped incorrect string", fmt.Errorf("lock rows: %w", &mysql.MySQLError{Number: 1366, SQLState: state("22007")}), models.ValueRefused},
 		{"incorrect string, HY000", &mysql.MySQLError{Number: 1366, SQLState: state("HY000")}, models.ValueRefused},
 		{"trigger SIGNAL", &mysql.MySQLError{Number: 1644, SQLState: state("45000")}, models.ValueRefused},

@@ -29,7 +29,7 @@ func TestRefreshGORMAutoMigrate(t *testing.T) {
 	must(t, gdb.AutoMigrate(&BigTable{}))
 
 	eq(t, refreshColumnsOf(t, db, "big_tables"), specColumns, "columns GORM created")
-	eq(t, hasIndexOn(t, db, "big_tables", "refresh_at"), []string{"idx_refresh_at"}, "index GORM created")
+	eq(t, hasIndexOn(t, db, "big_tables", "refresh_at"), []string{"idx_big_tables_refresh_at"}, "index GORM created")
 	gormDDL := showCreate(t, db, "big_tables")
 	must(t, gdb.AutoMigrate(&BigTable{}))
 	eq(t, showCreate(t, db, "big_tables"), gormDDL, "a second AutoMigrate changed the table")
@@ -84,6 +84,7 @@ func TestRefreshGORMAutoMigrate(t *testing.T) {
 	got := lockAll(t, s, tbl, "m1")["m1"].State
 	want := fullState(1)
 	want.DisabledAt, want.DisabledReason, want.AttemptNo, want.FailingSince, want.AttemptUID = time.Time{}, "", 0, time.Time{}, ""
+	want.TimeoutAt = time.Time{} // a running attempt's timeout goes with it
 	want.RefreshAt = now.Add(time.Hour)
 	eq(t, got, want, "state after Enable")
 }

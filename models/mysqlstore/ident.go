@@ -29,21 +29,18 @@ func quoteIdent(name string) (string, error) {
 	return "`" + strings.ReplaceAll(name, "`", "``") + "`", nil
 }
 
-// Limits of the MySQL column types (the same as models.Schema's).
-const (
-	maxReasonLen          = 1024 // VARCHAR(1024) of the reason and error columns
-	maxStatusLen          = 255  // VARCHAR(255) of refresh_status
-	attemptUIDLen         = 20   // CHAR(20): an xid
-	placeholdersPerSelect = 5000 // keys per LockByKeys query
-)
+// placeholdersPerSelect is the most keys one LockByKeys query carries.
+const placeholdersPerSelect = 5000
 
-// numStateColumns is the number of stateColumns.
-const numStateColumns = 11
+// numStateColumns is the number of models.StateColumns (11).
+var numStateColumns = len(models.StateColumns)
 
-// stateColumns are the 11 columns the service writes: all but refresh_rrule,
-// which belongs to the application (the service only reads it).
-var stateColumns = [numStateColumns]string{
-	models.ColRefreshAt, models.ColAttemptUID, models.ColAttemptAt, models.ColAttemptNo, models.ColTimeoutAt,
-	models.ColDisabledUntil, models.ColDisabledReason, models.ColFailingSince,
-	models.ColLastSuccessAt, models.ColLastError, models.ColStatus,
-}
+// attemptUIDColumn describes refresh_attempt_uid, which guards SaveIfAttempt.
+var attemptUIDColumn = func() *models.Column {
+	for i := range models.StateColumns {
+		if models.StateColumns[i].Name == models.ColAttemptUID {
+			return &models.StateColumns[i]
+		}
+	}
+	panic("models.StateColumns has no " + models.ColAttemptUID)
+}()

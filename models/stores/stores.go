@@ -10,6 +10,8 @@ import (
 
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/models/mysqlstore"
+	"github.com/refresher/refresher/models/pgstore"
+	"github.com/refresher/refresher/models/sqlitestore"
 )
 
 // Options tune the connections of a Store.
@@ -23,7 +25,7 @@ type Options struct {
 const DefaultMaxConnections = 16
 
 // Schemes lists the URL schemes Open knows, for error messages.
-const Schemes = "mysql://user:pass@host:3306/app, postgres://user:pass@host:5432/app, sqlite:///path/app.db"
+const Schemes = "mysql://user:pass@host:3306/app, postgres://user:pass@host:5432/app, sqlite:///path/app.db (or sqlite://relative.db, sqlite::memory:)"
 
 // Open opens and pings the database named by raw: a URL whose scheme names
 // the driver (see Schemes), or a go-sql-driver DSN without a scheme
@@ -32,6 +34,16 @@ const Schemes = "mysql://user:pass@host:3306/app, postgres://user:pass@host:5432
 func Open(ctx context.Context, raw string, o Options) (models.Store, error) {
 	if o.MaxConnections <= 0 {
 		o.MaxConnections = DefaultMaxConnections
+	}
+	if rest, ok := strings.CutPrefix(raw, "sqlite:"); ok {
+		// sqlite:///abs/app.db, sqlite://app.db (relative to the working
+		// directory), sqlite::memory: (a private in-memory database, for
+		// tests). One instance per file; MaxConnections does not apply.
+		path := strings.TrimPrefix(rest, "//")
+		if path == "" {
+			return nil, fmt.Errorf("database URL %q names no file: use sqlite:///abs/path/app.db, sqlite://relative.db or sqlite::memory:", raw)
+		}
+		return sqlitestore.Open(ctx, path)
 	}
 	scheme, _, hasScheme := strings.Cut(raw, "://")
 	if !hasScheme || strings.ContainsAny(scheme, "@/(") {
@@ -46,6 +58,8 @@ func Open(ctx context.Context, raw string, o Options) (models.Store, error) {
 		db.SetMaxOpenConns(o.MaxConnections)
 		db.SetMaxIdleConns(o.MaxConnections)
 		return mysqlstore.New(db), nil
+	case "postgres", "postgresql":
+		return pgstore.Open(ctx, raw, o.MaxConnections)
 	}
 	return nil, fmt.Errorf("database URL: unknown scheme %q: use one of %s (or a go-sql-driver DSN for MySQL)", scheme, Schemes)
 }

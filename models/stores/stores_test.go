@@ -21,3 +21,24 @@ func TestOpenUnknownScheme(t *testing.T) {
 		t.Errorf("error shows the password: %v", err)
 	}
 }
+
+func TestOpenSQLite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	for _, raw := range []string{"sqlite://" + dir + "/app.db", "sqlite::memory:", "sqlite://:memory:"} {
+		s, err := Open(ctx, raw, Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		if err := s.Ping(ctx); err != nil {
+			t.Fatalf("%s: ping: %v", raw, err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatalf("%s: close: %v", raw, err)
+		}
+	}
+	if _, err := Open(ctx, "sqlite://", Options{}); err == nil || !strings.Contains(err.Error(), "names no file") {
+		t.Fatalf("sqlite:// without a path: %v", err)
+	}
+}

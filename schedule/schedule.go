@@ -1,11 +1,10 @@
-package policy
+package schedule
 
 import (
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -34,9 +33,7 @@ type Schedule struct {
 	rdates  []time.Time // sorted instants, EXDATEs removed
 }
 
-var _ Nexter = (*Schedule)(nil)
-
-// ParseSchedule parses RFC 5545 text: an optional DTSTART (UTC with a trailing
+// Parse parses RFC 5545 text: an optional DTSTART (UTC with a trailing
 // Z, floating (read as UTC), or with TZID=Zone/Name), one RRULE, and optional
 // EXDATE and RDATE lines (comma-separated lists, optionally with TZID). Lines
 // are separated by real line breaks or by the two characters `\n`. A missing
@@ -46,24 +43,20 @@ var _ Nexter = (*Schedule)(nil)
 // produce an occurrence, are rejected. The error text says what is wrong and
 // how to fix it, in words suitable after "Invalid refresh schedule: ".
 //
-// Results are cached by text (at most scheduleCacheSize entries), so parsing
-// the same text again is cheap.
-func ParseSchedule(text string) (*Schedule, error) {
-	if e, ok := scheduleCache.get(text); ok {
-		return e.s, e.err
-	}
-	s, err := parseSchedule(text)
-	scheduleCache.put(text, cacheEntry{s, err})
-	return s, err
+// Parse does not cache; a caller that parses the same texts again and again
+// keeps a Cache.
+func Parse(text string) (*Schedule, error) {
+	return parse(text)
 }
 
-func parseSchedule(text string) (*Schedule, error) {
+func parse(text string) (*Schedule, error) {
 	p, err := parseText(text)
 	if err != nil {
 		return nil, err
 	}
 	eng, err := newEngine(&p.rule, p.startWall)
-	if err != nil {
+	var empty *emptyRuleError
+	if err != nil && !errors.As(err, &empty) {
 		return nil, err
 	}
 	s := &Schedule{loc: p.loc, eng: eng, until: p.rule.until}
@@ -73,40 +66,89 @@ func parseSchedule(text string) (*Schedule, error) {
 			s.rdates = append(s.rdates, r)
 		}
 	}
-	bound := time.Time{}
-	if !s.until.IsZero() {
-		// Every occurrence at or before UNTIL has a wall clock before this.
-		bound = wallOf(s.until, s.loc).Add(26 * time.Hour)
+	ruleErr := err // why the RRULE alone gives nothing
+	if eng != nil {
+		ruleErr = s.measureRule(p)
 	}
-	it := eng.iter(p.startWall, bound)
-	first, ok := it()
-	if ok && !s.until.IsZero() {
-		if inst, _ := wallToInstant(first, s.loc); inst.After(s.until) {
-			ok = false
+	if ruleErr != nil {
+		var far *tooFarError
+		if len(s.rdates) == 0 || errors.As(ruleErr, &far) {
+			return nil, ruleErr
 		}
-	}
-	if !ok && len(s.rdates) == 0 {
-		if !s.until.IsZero() {
-			return nil, fmt.Errorf("the rule has no occurrence between DTSTART %s and UNTIL %s; move UNTIL later or DTSTART earlier",
-				p.startWall.Format("2006-01-02 15:04:05"), s.until.Format("2006-01-02 15:04:05Z"))
-		}
-		return nil, errors.New("the rule never produces an occurrence; its BYxxx parts exclude each other (e.g. BYMONTH=2;BYMONTHDAY=30) or never meet DTSTART's INTERVAL grid")
-	}
-	if c := p.rule.count; c > 0 && ok {
-		last := first
-		for i := 1; i < c; i++ {
-			w, ok := it()
-			if !ok {
-				break
-			}
-			last = w
-		}
-		s.endWall = last
-	} else if !s.until.IsZero() {
-		s.endWall = bound
+		// The set is the RDATEs alone (RFC 5545 section 3.8.5).
+		s.eng, s.endWall = nil, time.Time{}
 	}
 	s.text = normalizedText(p)
 	return s, nil
+}
+
+// tooFarError says that a rule's first occurrence could not be found within
+// the cost bound (maxSpanDays).
+type tooFarError struct{ msg string }
+
+func (e *tooFarError) Error() string { return e.msg }
+
+// measureRule finds the rule's first occurrence and, for COUNT, its last
+// (s.endWall). It returns why the rule gives no occurrence, or nil.
+func (s *Schedule) measureRule(p *parsed) error {
+	bound := time.Time{}
+	if !s.until.IsZero() {
+		// Every occurrence at or before UNTIL has a wall clock before this.
+		bound = wallOf(s.until, s.loc).Add(maxOffsetSpread)
+		s.endWall = bound
+	}
+	it := s.eng.iter(p.startWall, bound)
+	inSet := func(w time.Time) (inst time.Time, in, past bool) {
+		inst, pushed := wallToInstant(w, s.loc)
+		if !s.until.IsZero() && inst.After(s.until) {
+			return inst, false, !pushed
+		}
+		return inst, !s.excluded(inst), false
+	}
+	kept := false // an occurrence that no EXDATE removes
+	var last time.Time
+	n := 0
+	for {
+		w, ok := it.next()
+		if !ok {
+			break
+		}
+		_, in, past := inSet(w)
+		if past {
+			break
+		}
+		n++
+		last = w
+		kept = kept || in
+		if p.rule.count > 0 {
+			if n == p.rule.count {
+				break
+			}
+			continue
+		}
+		// Without COUNT, stop once some occurrence is kept; EXDATEs can
+		// remove at most maxDates of them.
+		if kept || n > maxDates {
+			kept = true
+			break
+		}
+	}
+	if p.rule.count > 0 && n > 0 {
+		s.endWall = last
+	}
+	switch {
+	case n == 0 && it.tooFar && s.eng.anyDayPasses():
+		return &tooFarError{fmt.Sprintf("the rule has no occurrence within %d years of DTSTART %s, the most the service computes; make it more frequent (e.g. fewer BYxxx parts or a smaller INTERVAL)",
+			maxSpanDays/365, p.startWall.Format("2006-01-02 15:04:05"))}
+	case n == 0 && !s.until.IsZero():
+		return fmt.Errorf("the rule has no occurrence between DTSTART %s and UNTIL %s; move UNTIL later or DTSTART earlier",
+			p.startWall.Format("2006-01-02 15:04:05"), s.until.Format("2006-01-02 15:04:05Z"))
+	case n == 0:
+		return errors.New("the rule never produces an occurrence; its BYxxx parts exclude each other (e.g. BYMONTH=2;BYMONTHDAY=30) or never meet DTSTART's INTERVAL grid")
+	case !kept:
+		return errors.New("EXDATE removes every occurrence of the rule; remove some EXDATE values, or add RDATE values")
+	}
+	return nil
 }
 
 func sortedUnique(ts []time.Time) []time.Time {
@@ -124,10 +166,13 @@ func (s *Schedule) excluded(t time.Time) bool {
 // zero time when there is none. It never panics and its cost does not grow
 // with DTSTART's age.
 func (s *Schedule) Next(after time.Time) time.Time {
-	if s == nil || s.eng == nil || after.Year() > maxYear {
+	if s == nil || after.Year() > maxYear {
 		return time.Time{}
 	}
-	best := s.nextRule(after)
+	var best time.Time
+	if s.eng != nil {
+		best = s.nextRule(after)
+	}
 	i, found := slices.BinarySearchFunc(s.rdates, after, func(a, b time.Time) int { return a.Compare(b) })
 	if found {
 		i++
@@ -156,7 +201,7 @@ func (s *Schedule) nextRule(after time.Time) time.Time {
 	it := s.eng.iter(from, s.endWall)
 	var best time.Time
 	for {
-		w, ok := it()
+		w, ok := it.next()
 		if !ok {
 			break
 		}
@@ -189,7 +234,7 @@ func (s *Schedule) nextRule(after time.Time) time.Time {
 
 // String returns the normalized text: DTSTART (always present), RRULE with
 // its parts in a fixed order, then EXDATE and RDATE lines, separated by "\n".
-// ParseSchedule(s.String()) describes the same schedule.
+// Parse(s.String()) describes the same schedule.
 func (s *Schedule) String() string {
 	if s == nil {
 		return ""
@@ -223,42 +268,4 @@ func dateLine(name, text string) string {
 		return name + ";" + text
 	}
 	return name + ":" + text
-}
-
-// scheduleCacheSize bounds the parse cache. The service parses each row's
-// refresh_rrule on every transition; most rows share a few texts.
-const scheduleCacheSize = 4096
-
-type cacheEntry struct {
-	s   *Schedule
-	err error
-}
-
-type parseCache struct {
-	mu sync.Mutex
-	m  map[string]cacheEntry
-}
-
-var scheduleCache = &parseCache{m: map[string]cacheEntry{}}
-
-func (c *parseCache) get(text string) (cacheEntry, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[text]
-	return e, ok
-}
-
-func (c *parseCache) put(text string, e cacheEntry) {
-	if len(text) > 4096 {
-		return // do not let a few huge texts fill memory
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.m) >= scheduleCacheSize {
-		for k := range c.m { // drop an arbitrary entry
-			delete(c.m, k)
-			break
-		}
-	}
-	c.m[text] = e
 }

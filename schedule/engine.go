@@ -1,4 +1,4 @@
-package policy
+package schedule
 
 import (
 	"errors"
@@ -51,12 +51,13 @@ type engine struct {
 
 	// days x times strategy (byDays true)
 	byDays  bool
-	days    rrule.ROption // FREQ=DAILY with the date filters
-	hours   []int         // allowed hours, sorted
+	hours   []int // allowed hours, sorted
 	minutes []int
 	seconds []int
-	unit    int // seconds in one FREQ unit: 3600, 60 or 1
-	phase   int // DTSTART's index (hour, minute or second of day) modulo interval
+	unit    int   // seconds in one FREQ unit: 3600, 60 or 1
+	units   int   // FREQ units in a day: 24, 1440 or 86400
+	start0  int64 // DTSTART's FREQ unit index since 1970-01-01T00:00 (floating)
+	filter  dayFilter
 	gridIt  bool
 	isHour  [24]bool
 	isMin   [60]bool
@@ -81,6 +82,17 @@ func toWeekdays(days []nthWeekday, numbered bool) []rrule.Weekday {
 		}
 	}
 	return out
+}
+
+// emptyRuleError says that the RRULE alone never produces an occurrence.
+// The schedule is still valid when RDATEs give occurrences (RFC 5545
+// section 3.8.5: the set is RRULE + RDATE - EXDATE).
+type emptyRuleError struct{ msg string }
+
+func (e *emptyRuleError) Error() string { return e.msg }
+
+func emptyRule(format string, args ...any) error {
+	return &emptyRuleError{fmt.Sprintf(format, args...)}
 }
 
 // newEngine builds the engine for a validated rule. It returns an error when
@@ -152,14 +164,14 @@ func newEngine(spec *ruleSpec, start time.Time) (*engine, error) {
 	}
 	units := secondsPerDay / e.unit
 	idx0 := e.index(start.Hour(), start.Minute(), start.Second())
-	e.phase = idx0 % r.interval
-	if units%r.interval == 0 && len(r.bysetpos) == 0 {
-		e.byDays = true
-		e.days = rrule.ROption{
-			Freq: rrule.DAILY, Interval: 1, Bymonth: r.bymonth, Bymonthday: r.bymonthday,
-			Byyearday: r.byyearday, Byweekno: r.byweekno, Byweekday: toWeekdays(r.byday, false),
-			Byhour: []int{0}, Byminute: []int{0}, Bysecond: []int{0}, Wkst: weekdays[r.wkst],
-		}
+	e.units = units
+	e.start0 = floorDiv(start.Unix(), int64(e.unit))
+	e.filter = newDayFilter(r)
+	// The INTERVAL grid repeats every lcm(INTERVAL, units) units, so a day's
+	// grid points follow from the day number alone (phaseOf); no rule walks
+	// its periods one by one.
+	e.byDays = true
+	{
 		for _, h := range e.hours {
 			e.isHour[h] = true
 		}
@@ -171,15 +183,17 @@ func newEngine(spec *ruleSpec, start time.Time) (*engine, error) {
 		}
 		// Enumerate the grid when it is sparser than the BYxxx product.
 		e.gridIt = units/r.interval < len(e.hours)*len(e.minutes)*len(e.seconds)
-		if _, ok := e.firstTimeOfDay(0); !ok {
-			return nil, fmt.Errorf("RRULE: no time of day matches; with FREQ=%s;INTERVAL=%d starting at %s, BYHOUR/BYMINUTE/BYSECOND select times the rule never reaches (pick values on the %s grid of DTSTART)",
+	}
+	if units%r.interval == 0 {
+		if _, ok := e.firstTimeOfDay(0, e.phaseOf(0)); !ok {
+			return nil, emptyRule("RRULE: no time of day matches; with FREQ=%s;INTERVAL=%d starting at %s, BYHOUR/BYMINUTE/BYSECOND select times the rule never reaches (pick values on the %s grid of DTSTART)",
 				freqText[r.freq], r.interval, start.Format("15:04:05"), freqText[r.freq])
 		}
 		return e, nil
 	}
-	// rrule-go's inner loop steps the period index by INTERVAL modulo one
-	// day until the hour (and minute, second) filters match; it never ends
-	// when no allowed index is reachable from DTSTART's.
+	// Otherwise the grid moves from day to day: index i of a day is on it
+	// on some day iff i - DTSTART's index is a multiple of
+	// gcd(INTERVAL, units). No allowed index at all means no occurrence.
 	g := gcd(r.interval, units)
 	reach := false
 	hs, ms, ss := e.hours, []int{0}, []int{0}
@@ -199,20 +213,27 @@ func newEngine(spec *ruleSpec, start time.Time) (*engine, error) {
 		}
 	}
 	if !reach {
-		return nil, fmt.Errorf("RRULE: FREQ=%s;INTERVAL=%d starting at %s never reaches the BYHOUR/BYMINUTE/BYSECOND values given; change DTSTART or INTERVAL so the values lie on its grid",
+		return nil, emptyRule("RRULE: FREQ=%s;INTERVAL=%d starting at %s never reaches the BYHOUR/BYMINUTE/BYSECOND values given; change DTSTART or INTERVAL so the values lie on its grid",
 			freqText[r.freq], r.interval, start.Format("15:04:05"))
 	}
 	return e, nil
 }
 
-// foldSubDailySetPos rewrites BYSETPOS on an HOURLY or MINUTELY rule into
-// BYMINUTE/BYSECOND. Each such period holds the same set of times (BYMINUTE x
-// BYSECOND within the hour, BYSECOND within the minute), so BYSETPOS always
-// picks the same ones. Left to rrule-go, a position beyond the set would make
+// foldSubDailySetPos rewrites BYSETPOS on an HOURLY, MINUTELY or SECONDLY
+// rule into BYMINUTE/BYSECOND. Each such period holds the same set of times
+// (BYMINUTE x BYSECOND within the hour, BYSECOND within the minute, the one
+// second of a SECONDLY period), so BYSETPOS always picks the same ones. Left to rrule-go, a position beyond the set would make
 // it walk every period until year 9999.
 func foldSubDailySetPos(spec *ruleSpec, start time.Time) (*ruleSpec, error) {
 	r := *spec
 	r.bysetpos = nil
+	if r.freq == rrule.SECONDLY {
+		// Each period holds at most its one second: only 1 and -1 pick it.
+		if slices.Contains(spec.bysetpos, 1) || slices.Contains(spec.bysetpos, -1) {
+			return &r, nil
+		}
+		return nil, emptyRule("RRULE: BYSETPOS picks nothing: each FREQ=SECONDLY period holds only 1 time; use BYSETPOS=1 or -1, or drop it")
+	}
 	minutes := []int{start.Minute()} // MINUTELY: the set is BYSECOND alone
 	if r.freq == rrule.HOURLY && len(r.byminute) > 0 {
 		minutes = r.byminute
@@ -239,7 +260,7 @@ func foldSubDailySetPos(spec *ruleSpec, start time.Time) (*ruleSpec, error) {
 		}
 	}
 	if len(picked) == 0 {
-		return nil, fmt.Errorf("RRULE: BYSETPOS picks nothing: each FREQ=%s period holds only %d time(s); use positions from 1 to %d or -%d to -1",
+		return nil, emptyRule("RRULE: BYSETPOS picks nothing: each FREQ=%s period holds only %d time(s); use positions from 1 to %d or -%d to -1",
 			freqText[r.freq], len(set), len(set), len(set))
 	}
 	var pm, ps []int
@@ -282,18 +303,41 @@ func (e *engine) index(h, m, s int) int {
 	return (h*3600 + m*60 + s) / e.unit
 }
 
-func (e *engine) onGrid(h, m, s int) bool {
-	return e.index(h, m, s)%e.interval == e.phase
+// phaseOf returns the grid index of the first grid point of a day (day 0
+// is 1970-01-01), or a value of at least e.units when the day holds none.
+// Index i of that day is on the grid iff i = phase + k*INTERVAL.
+func (e *engine) phaseOf(day int64) int {
+	d := (e.start0 - day*int64(e.units)) % int64(e.interval)
+	if d < 0 {
+		d += int64(e.interval)
+	}
+	return int(d)
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
 }
 
 // firstTimeOfDay returns the first occurrence time of day (seconds since
 // midnight) at or after tod, for the days x times strategy.
-func (e *engine) firstTimeOfDay(tod int) (int, bool) {
+func (e *engine) firstTimeOfDay(tod, phase int) (int, bool) {
+	if phase >= e.units {
+		return 0, false
+	}
 	if e.gridIt {
 		step := e.interval * e.unit
 		// grid points: phase*unit + k*step, each then combined with the
 		// finer fields that the period holds.
-		for base := e.phase * e.unit; base < secondsPerDay; base += step {
+		base := phase * e.unit
+		if tod > base+e.unit {
+			// Skip the grid points that end before tod.
+			base += (tod - base - e.unit) / step * step
+		}
+		for ; base < secondsPerDay; base += step {
 			h, m, s := base/3600, base/60%60, base%60
 			switch e.unit {
 			case 1:
@@ -334,7 +378,7 @@ func (e *engine) firstTimeOfDay(tod int) (int, bool) {
 				continue
 			}
 			for _, s := range e.seconds {
-				if t := h*3600 + m*60 + s; t >= tod && e.onGrid(h, m, s) {
+				if t := h*3600 + m*60 + s; t >= tod && (e.index(h, m, s)-phase)%e.interval == 0 {
 					return t, true
 				}
 			}
@@ -400,11 +444,26 @@ func (e *engine) shiftYears(d time.Time) int {
 	return 400 * m
 }
 
+// maxSpanDays bounds the days one search of a sub-daily rule looks at: its
+// cost is at most this many days (each a few nanoseconds to a microsecond).
+// A rule whose next occurrence lies further away is reported as too far
+// (occIter.tooFar), not as ended.
+const maxSpanDays = 36525 // 100 years
+
+// occIter yields wall-clock occurrences in ascending order.
+type occIter struct {
+	next func() (time.Time, bool)
+	// tooFar is set when next gave up after maxSpanDays days without an
+	// occurrence, rather than at the rule's end.
+	tooFar bool
+}
+
+func none() (time.Time, bool) { return time.Time{}, false }
+
 // iter returns the wall-clock occurrences at or after about from (it may
 // yield a few earlier ones), in ascending order, ending at or before bound
 // when bound is not zero.
-func (e *engine) iter(from, bound time.Time) func() (time.Time, bool) {
-	none := func() (time.Time, bool) { return time.Time{}, false }
+func (e *engine) iter(from, bound time.Time) *occIter {
 	if e.byDays {
 		return e.iterDays(from, bound)
 	}
@@ -420,50 +479,75 @@ func (e *engine) iter(from, bound time.Time) func() (time.Time, bool) {
 	}
 	r, err := rrule.NewRRule(opt)
 	if err != nil {
-		return none // validated at parse time; not expected
+		return &occIter{next: none} // validated at parse time; not expected
 	}
 	next := r.Iterator()
-	return func() (time.Time, bool) {
+	return &occIter{next: func() (time.Time, bool) {
 		t, ok := next()
 		if !ok {
 			return time.Time{}, false
 		}
 		return t.AddDate(-shift, 0, 0), true
-	}
+	}}
 }
 
-func (e *engine) iterDays(from, bound time.Time) func() (time.Time, bool) {
-	none := func() (time.Time, bool) { return time.Time{}, false }
+// iterDays yields a sub-daily rule's occurrences day by day: the days that
+// pass the date filters (dayFilter), each combined with its grid points
+// (phaseOf) and the times of day.
+func (e *engine) iterDays(from, bound time.Time) *occIter {
+	it := &occIter{next: none}
 	if from.Before(e.start) {
 		from = e.start
 	}
 	day := from.Truncate(24 * time.Hour)
-	shift := e.shiftYears(day)
-	opt := e.days
-	opt.Dtstart = day.AddDate(shift, 0, 0)
-	if !bound.IsZero() {
-		opt.Until = bound.Truncate(24*time.Hour).AddDate(shift, 0, 0)
+	lastDay := day.AddDate(0, 0, maxSpanDays)
+	if b := bound.Truncate(24 * time.Hour); !bound.IsZero() && b.Before(lastDay) {
+		lastDay = b
 	}
-	r, err := rrule.NewRRule(opt)
-	if err != nil {
-		return none
+	// Days are numbered from 1970-01-01. With at most one grid point a day
+	// (INTERVAL of a day or more), step from grid day to grid day;
+	// otherwise from day to day. Either way skip months BYMONTH excludes.
+	d := floorDiv(day.Unix(), secondsPerDay) - 1
+	last := floorDiv(lastDay.Unix(), secondsPerDay)
+	sparse := e.interval >= e.units
+	nextDay := func() (time.Time, bool) {
+		d++
+		for d <= last {
+			if sparse {
+				if p := e.phaseOf(d); p >= e.units {
+					// The next grid point is p units after this day's start.
+					d += int64(p / e.units)
+					continue
+				}
+			}
+			t := time.Unix(d*secondsPerDay, 0).UTC()
+			if skip := e.filter.skip(t); skip > 0 {
+				d += int64(skip)
+				continue
+			}
+			return t, true
+		}
+		return time.Time{}, false
 	}
-	nextDay := r.Iterator()
 	var cur time.Time // current day, zero before the first
 	tod := 0          // next time of day to look at
-	return func() (time.Time, bool) {
+	phase := 0        // cur's first grid index
+	it.next = func() (time.Time, bool) {
 		for {
 			if cur.IsZero() || tod >= secondsPerDay {
 				d, ok := nextDay()
 				if !ok {
+					// Stopped by lastDay rather than by the bound: too far.
+					it.tooFar = bound.IsZero() || lastDay.Before(bound.Truncate(24*time.Hour))
 					return time.Time{}, false
 				}
-				cur, tod = d.AddDate(-shift, 0, 0), 0
+				cur, tod = d, 0
+				phase = e.phaseOf(floorDiv(cur.Unix(), secondsPerDay))
 				if cur.Equal(day) {
 					tod = int(from.Sub(day) / time.Second)
 				}
 			}
-			t, ok := e.firstTimeOfDay(tod)
+			t, ok := e.firstTimeOfDay(tod, phase)
 			if !ok {
 				tod = secondsPerDay
 				continue
@@ -476,7 +560,99 @@ func (e *engine) iterDays(from, bound time.Time) func() (time.Time, bool) {
 			return w, true
 		}
 	}
+	return it
 }
 
 // weekdayIndex converts Go's Sunday=0 to Monday=0.
 func weekdayIndex(t time.Time) int { return (int(t.Weekday()) + 6) % 7 }
+
+// dayFilter holds the date filters a sub-daily rule can have: BYMONTH,
+// BYMONTHDAY, BYYEARDAY and BYDAY without numbers (RFC 5545 allows no
+// others below FREQ=WEEKLY).
+type dayFilter struct {
+	month             [13]bool
+	anyMonth          bool
+	monthDay, negMDay [32]bool // negMDay[1] is the last day of the month
+	anyMonthDay       bool
+	yearDay, negYDay  [367]bool
+	anyYearDay        bool
+	weekday           [7]bool // Monday = 0
+	anyWeekday        bool
+}
+
+func newDayFilter(r *ruleSpec) dayFilter {
+	var f dayFilter
+	for _, m := range r.bymonth {
+		f.month[m], f.anyMonth = true, true
+	}
+	for _, d := range r.bymonthday {
+		if d > 0 {
+			f.monthDay[d] = true
+		} else {
+			f.negMDay[-d] = true
+		}
+		f.anyMonthDay = true
+	}
+	for _, d := range r.byyearday {
+		if d > 0 {
+			f.yearDay[d] = true
+		} else {
+			f.negYDay[-d] = true
+		}
+		f.anyYearDay = true
+	}
+	for _, d := range r.byday {
+		f.weekday[d.Day], f.anyWeekday = true, true
+	}
+	return f
+}
+
+// anyDayPasses reports whether some day passes a sub-daily rule's date
+// filters. They repeat every 400 years (146,097 days), so one such span
+// decides; it costs at most a few milliseconds and runs only when a rule's
+// first occurrence was not found.
+func (e *engine) anyDayPasses() bool {
+	if !e.byDays {
+		return true
+	}
+	t0 := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	for d := 0; d < 146097; {
+		skip := e.filter.skip(t0.AddDate(0, 0, d))
+		if skip == 0 {
+			return true
+		}
+		d += skip
+	}
+	return false
+}
+
+// skip returns 0 when day t (midnight, UTC) passes the filters, else how
+// many days may be skipped: to the next month when BYMONTH excludes t's.
+func (f *dayFilter) skip(t time.Time) int {
+	y, m, d := t.Date()
+	if f.anyMonth && !f.month[m] {
+		return daysIn(y, m) - d + 1
+	}
+	if f.anyWeekday && !f.weekday[weekdayIndex(t)] {
+		return 1
+	}
+	if f.anyMonthDay && !f.monthDay[d] && !f.negMDay[daysIn(y, m)-d+1] {
+		return 1
+	}
+	if f.anyYearDay {
+		yd := t.YearDay()
+		yearLen := 365
+		if daysIn(y, time.February) == 29 {
+			yearLen = 366
+		}
+		if !f.yearDay[yd] && !f.negYDay[yearLen-yd+1] {
+			return 1
+		}
+	}
+	return 0
+}
+
+// daysIn returns the number of days of month m in year y.
+func daysIn(y int, m time.Month) int {
+	return time.Date(y, m+1, 0, 0, 0, 0, 0, time.UTC).Day()
+}

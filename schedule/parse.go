@@ -1,4 +1,4 @@
-package policy
+package schedule
 
 import (
 	"errors"
@@ -53,13 +53,6 @@ var freqText = map[rrule.Frequency]string{
 var weekdayNames = []string{"MO", "TU", "WE", "TH", "FR", "SA", "SU"}
 
 var weekdays = []rrule.Weekday{rrule.MO, rrule.TU, rrule.WE, rrule.TH, rrule.FR, rrule.SA, rrule.SU}
-
-// rulePartOrder is the order of RRULE parts in the normalized text.
-var rulePartOrder = []string{
-	"FREQ", "INTERVAL", "COUNT", "UNTIL", "WKST", "BYMONTH", "BYWEEKNO",
-	"BYYEARDAY", "BYMONTHDAY", "BYDAY", "BYEASTER", "BYHOUR", "BYMINUTE",
-	"BYSECOND", "BYSETPOS",
-}
 
 // nthWeekday is one BYDAY value: N is 0 for "every such weekday".
 type nthWeekday struct {
@@ -237,17 +230,15 @@ func splitContentLine(line string) (name, params, value string, err error) {
 }
 
 // parseParams reads `TZID=Europe/Berlin;VALUE=DATE-TIME`. It returns the zone
-// (nil when no TZID) and its name.
-func parseParams(name, params string) (*time.Location, string, error) {
-	var loc *time.Location
-	var zone string
+// (nil when no TZID), its name, and whether VALUE=DATE was given.
+func parseParams(name, params string) (loc *time.Location, zone string, date bool, err error) {
 	if params == "" {
-		return nil, "", nil
+		return nil, "", false, nil
 	}
 	for _, p := range strings.Split(params, ";") {
 		k, v, ok := strings.Cut(p, "=")
 		if !ok {
-			return nil, "", fmt.Errorf("%s: parameter %q has no '='; write e.g. %s;TZID=Europe/Berlin:20240101T090000", name, truncate(p, 30), name)
+			return nil, "", false, fmt.Errorf("%s: parameter %q has no '='; write e.g. %s;TZID=Europe/Berlin:20240101T090000", name, truncate(p, 30), name)
 		}
 		switch strings.ToUpper(strings.TrimSpace(k)) {
 		case "TZID":
@@ -255,18 +246,22 @@ func parseParams(name, params string) (*time.Location, string, error) {
 			v = strings.TrimPrefix(v, "/")
 			l, err := loadLocation(v)
 			if err != nil {
-				return nil, "", fmt.Errorf("%s: unknown time zone TZID=%q; use an IANA name such as Europe/Berlin, America/New_York or UTC", name, truncate(v, 40))
+				return nil, "", false, fmt.Errorf("%s: unknown time zone TZID=%q; use an IANA name such as Europe/Berlin, America/New_York or UTC", name, truncate(v, 40))
 			}
 			loc, zone = l, v
 		case "VALUE":
-			if !strings.EqualFold(strings.TrimSpace(v), "DATE-TIME") {
-				return nil, "", fmt.Errorf("%s: VALUE=%s is not supported; give a date and time such as 20240101T090000", name, truncate(v, 20))
+			switch strings.ToUpper(strings.TrimSpace(v)) {
+			case "DATE-TIME":
+			case "DATE":
+				date = true
+			default:
+				return nil, "", false, fmt.Errorf("%s: VALUE=%s is not supported; give a date-time such as 20240101T090000 or, with VALUE=DATE, a date such as 20240101", name, truncate(v, 20))
 			}
 		default:
-			return nil, "", fmt.Errorf("%s: unknown parameter %q; only TZID (e.g. TZID=Europe/Berlin) is supported", name, truncate(k, 20))
+			return nil, "", false, fmt.Errorf("%s: unknown parameter %q; only TZID (e.g. TZID=Europe/Berlin) is supported", name, truncate(k, 20))
 		}
 	}
-	return loc, zone, nil
+	return loc, zone, date, nil
 }
 
 // parseDateTime reads 20240101T090000 (floating), 20240101T090000Z (UTC) or
@@ -314,9 +309,23 @@ func plainParseError(err error) string {
 	return "out of range"
 }
 
+// checkDate rejects a VALUE=DATE value that is not a plain date. An all-day
+// value means midnight (00:00:00) of that date in its TZID, or in the rule's
+// zone without one (UTC when the rule is floating); an EXDATE date removes
+// the occurrence at that instant only, not the whole day.
+func checkDate(name, v string, date bool) error {
+	if date && len(strings.TrimSpace(v)) != 8 {
+		return fmt.Errorf("%s: VALUE=DATE needs a date such as 20240101, not %q", name, truncate(v, 30))
+	}
+	return nil
+}
+
 func (p *parsed) parseStart(params, value string) error {
-	loc, zone, err := parseParams("DTSTART", params)
+	loc, zone, date, err := parseParams("DTSTART", params)
 	if err != nil {
+		return err
+	}
+	if err := checkDate("DTSTART", value, date); err != nil {
 		return err
 	}
 	wall, utc, err := parseDateTime("DTSTART", value)
@@ -340,7 +349,7 @@ func (p *parsed) parseStart(params, value string) error {
 
 // parseDateList reads an EXDATE or RDATE value list and returns instants.
 func (p *parsed) parseDateList(name, params, value string) ([]time.Time, []string, error) {
-	loc, zone, err := parseParams(name, params)
+	loc, zone, date, err := parseParams(name, params)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -350,6 +359,9 @@ func (p *parsed) parseDateList(name, params, value string) ([]time.Time, []strin
 		v = strings.TrimSpace(v)
 		if v == "" {
 			continue
+		}
+		if err := checkDate(name, v, date); err != nil {
+			return nil, nil, err
 		}
 		wall, utc, err := parseDateTime(name, v)
 		if err != nil {
@@ -386,7 +398,6 @@ func (p *parsed) parseDateList(name, params, value string) ([]time.Time, []strin
 
 func parseRule(text string, p *parsed) (ruleSpec, error) {
 	r := ruleSpec{interval: 1, seen: map[string]bool{}}
-	freqSeen := false
 	for _, part := range strings.Split(text, ";") {
 		part = strings.TrimSpace(part)
 		if part == "" {
@@ -402,57 +413,16 @@ func parseRule(text string, p *parsed) (ruleSpec, error) {
 			return r, fmt.Errorf("RRULE: %s is given twice; keep one", k)
 		}
 		r.seen[k] = true
-		var err error
-		switch k {
-		case "FREQ":
-			f, ok := freqNames[v]
-			if !ok {
-				return r, fmt.Errorf("RRULE: unknown FREQ %q (use SECONDLY, MINUTELY, HOURLY, DAILY, WEEKLY, MONTHLY or YEARLY)", truncate(v, 20))
-			}
-			r.freq, freqSeen = f, true
-		case "INTERVAL":
-			r.interval, err = parsePositive(k, v)
-		case "COUNT":
-			r.count, err = parsePositive(k, v)
-			if err == nil && r.count > maxCount {
-				err = fmt.Errorf("RRULE: COUNT=%d is too large; use at most %d, or UNTIL", r.count, maxCount)
-			}
-		case "UNTIL":
-			r.untilText = v
-		case "WKST":
-			i := slices.Index(weekdayNames, v)
-			if i < 0 {
-				err = fmt.Errorf("RRULE: WKST=%q is not a weekday (use MO, TU, WE, TH, FR, SA or SU)", truncate(v, 10))
-			}
-			r.wkst, r.wkstSet = i, true
-		case "BYMONTH":
-			r.bymonth, err = parseIntList(k, v, 1, 12, false, "1 (January) to 12 (December)")
-		case "BYWEEKNO":
-			r.byweekno, err = parseIntList(k, v, 1, 53, true, "1 to 53 or -53 to -1")
-		case "BYYEARDAY":
-			r.byyearday, err = parseIntList(k, v, 1, 366, true, "1 to 366 or -366 to -1")
-		case "BYMONTHDAY":
-			r.bymonthday, err = parseIntList(k, v, 1, 31, true, "1 to 31 or -31 to -1 (-1 is the last day of the month)")
-		case "BYDAY":
-			r.byday, err = parseByDay(v)
-		case "BYEASTER":
-			r.byeaster, err = parseIntList(k, v, -80, 250, false, "-80 to 250 (days relative to Easter Sunday)")
-		case "BYHOUR":
-			r.byhour, err = parseIntList(k, v, 0, 23, false, "0 to 23")
-		case "BYMINUTE":
-			r.byminute, err = parseIntList(k, v, 0, 59, false, "0 to 59")
-		case "BYSECOND":
-			r.bysecond, err = parseIntList(k, v, 0, 59, false, "0 to 59 (leap second 60 is not supported)")
-		case "BYSETPOS":
-			r.bysetpos, err = parseIntList(k, v, 1, 366, true, "1 to 366 or -366 to -1")
-		default:
-			return r, fmt.Errorf("RRULE: unknown part %q (use FREQ, INTERVAL, COUNT, UNTIL, WKST, BYMONTH, BYWEEKNO, BYYEARDAY, BYMONTHDAY, BYDAY, BYHOUR, BYMINUTE, BYSECOND, BYSETPOS)", truncate(k, 20))
+		part, ok := rulePartByName(k)
+		if !ok {
+			return r, fmt.Errorf("RRULE: unknown part %q (use %s)", truncate(k, 20), rulePartNames())
 		}
+		err := part.parse(&r, v)
 		if err != nil {
 			return r, err
 		}
 	}
-	if !freqSeen {
+	if !r.seen["FREQ"] {
 		return r, errors.New("RRULE: FREQ is missing; start the rule with FREQ=, e.g. RRULE:FREQ=DAILY;BYHOUR=14")
 	}
 	if r.untilText != "" {
@@ -579,18 +549,12 @@ func (r *ruleSpec) validate() error {
 			!r.seen["BYDAY"] && !r.seen["BYHOUR"] && !r.seen["BYMINUTE"] && !r.seen["BYSECOND"] && !r.seen["BYEASTER"] {
 			return errors.New("RRULE: BYSETPOS needs another BYxxx part to pick from, e.g. FREQ=MONTHLY;BYDAY=MO,TU,WE,TH,FR;BYSETPOS=-1 (last workday)")
 		}
-		if r.freq == rrule.SECONDLY {
-			return errors.New("RRULE: BYSETPOS cannot be used with FREQ=SECONDLY (each period holds one second); drop it")
-		}
 	}
 	if r.freq <= rrule.DAILY {
 		n := max(len(r.byhour), 1) * max(len(r.byminute), 1) * max(len(r.bysecond), 1)
 		if n > maxTimesPerDay {
 			return fmt.Errorf("RRULE: BYHOUR, BYMINUTE and BYSECOND give %d times per day, more than %d; use FREQ=MINUTELY or FREQ=HOURLY for dense schedules", n, maxTimesPerDay)
 		}
-	}
-	if r.freq == rrule.SECONDLY && 86400%r.interval != 0 && r.hasDayFilter() {
-		return fmt.Errorf("RRULE: FREQ=SECONDLY with INTERVAL=%d (not a divisor of 86400) cannot be combined with BYMONTH, BYMONTHDAY, BYYEARDAY or BYDAY; use an INTERVAL that divides a day, or FREQ=MINUTELY", r.interval)
 	}
 	return nil
 }
@@ -600,70 +564,13 @@ func (r *ruleSpec) hasDayFilter() bool {
 		len(r.bymonthday) > 0 || len(r.byday) > 0 || len(r.byeaster) > 0
 }
 
-// text returns the rule in normalized form.
+// text returns the rule in normalized form: its parts in the order of
+// ruleParts, each as written by the part's text function.
 func (r *ruleSpec) text(floating bool) string {
 	var parts []string
-	ints := func(xs []int) string {
-		s := make([]string, len(xs))
-		for i, x := range xs {
-			s[i] = strconv.Itoa(x)
-		}
-		return strings.Join(s, ",")
-	}
-	for _, k := range rulePartOrder {
-		var v string
-		switch k {
-		case "FREQ":
-			v = freqText[r.freq]
-		case "INTERVAL":
-			if r.interval > 1 {
-				v = strconv.Itoa(r.interval)
-			}
-		case "COUNT":
-			if r.count > 0 {
-				v = strconv.Itoa(r.count)
-			}
-		case "UNTIL":
-			if !r.until.IsZero() {
-				v = r.until.UTC().Format("20060102T150405Z")
-				if floating {
-					v = r.until.UTC().Format("20060102T150405")
-				}
-			}
-		case "WKST":
-			if r.wkstSet {
-				v = weekdayNames[r.wkst]
-			}
-		case "BYMONTH":
-			v = ints(r.bymonth)
-		case "BYWEEKNO":
-			v = ints(r.byweekno)
-		case "BYYEARDAY":
-			v = ints(r.byyearday)
-		case "BYMONTHDAY":
-			v = ints(r.bymonthday)
-		case "BYDAY":
-			s := make([]string, len(r.byday))
-			for i, d := range r.byday {
-				s[i] = weekdayNames[d.Day]
-				if d.N != 0 {
-					s[i] = strconv.Itoa(d.N) + s[i]
-				}
-			}
-			v = strings.Join(s, ",")
-		case "BYEASTER":
-			v = ints(r.byeaster)
-		case "BYHOUR":
-			v = ints(r.byhour)
-		case "BYMINUTE":
-			v = ints(r.byminute)
-		case "BYSECOND":
-			v = ints(r.bysecond)
-		case "BYSETPOS":
-			v = ints(r.bysetpos)
-		}
-		if v != "" {
-			parts = append(parts, k+"="+v)
+	for _, p := range ruleParts {
+		if v := p.text(r, floating); v != "" {
+			parts = append(parts, p.name+"="+v)
 		}
 	}
 	return strings.Join(parts, ";")

@@ -1,4 +1,4 @@
-package policy
+package schedule
 
 import (
 	"strconv"
@@ -12,7 +12,7 @@ import (
 
 func schedParse(t *testing.T, text string) *Schedule {
 	t.Helper()
-	s, err := ParseSchedule(text)
+	s, err := Parse(text)
 	require.NoError(t, err, "text: %q", text)
 	return s
 }
@@ -116,6 +116,18 @@ func TestScheduleNextTable(t *testing.T) {
 			"2024-01-01T08:00:00Z", []string{"2024-01-05T08:00:00Z"}},
 		{"rdate before the rule", "DTSTART:20240101T090000Z\nRRULE:FREQ=WEEKLY\nRDATE;TZID=Europe/Berlin:20231225T100000",
 			"2023-12-01T00:00:00Z", []string{"2023-12-25T09:00:00Z", "2024-01-01T09:00:00Z", "2024-01-08T09:00:00Z"}},
+		{"empty rule, RDATE gives the set (RFC 5545 3.8.5)", "DTSTART:20240101T000000Z\nRRULE:FREQ=HOURLY;BYMINUTE=0;BYSETPOS=2\nRDATE:20240105T120000Z",
+			"2023-12-31T00:00:00Z", []string{"2024-01-05T12:00:00Z", "-"}},
+		{"all-day DTSTART, EXDATE and RDATE are midnight in the rule's zone", "DTSTART;TZID=Europe/Berlin;VALUE=DATE:20240101\nRRULE:FREQ=DAILY;COUNT=4\nEXDATE;VALUE=DATE:20240102\nRDATE;VALUE=DATE:20240110",
+			"2023-12-31T00:00:00Z", []string{"2023-12-31T23:00:00Z", "2024-01-02T23:00:00Z", "2024-01-03T23:00:00Z", "2024-01-09T23:00:00Z", "-"}},
+		{"all-day floating DTSTART is UTC midnight", "DTSTART;VALUE=DATE:20240101\nRRULE:FREQ=WEEKLY",
+			"2024-01-01T00:00:00Z", []string{"2024-01-08T00:00:00Z"}},
+		{"SECONDLY with an INTERVAL that does not divide a day, on Mondays", "DTSTART:20240101T000001Z\nRRULE:FREQ=SECONDLY;INTERVAL=7;BYDAY=MO;BYHOUR=0;BYMINUTE=0",
+			"2024-01-01T00:00:00Z", []string{"2024-01-01T00:00:01Z", "2024-01-01T00:00:08Z", "2024-01-01T00:00:15Z"}},
+		{"SECONDLY INTERVAL=7 moves its grid by 1 s a day", "DTSTART:20240101T000001Z\nRRULE:FREQ=SECONDLY;INTERVAL=7;BYDAY=TU;BYHOUR=0;BYMINUTE=0",
+			"2024-01-01T00:00:00Z", []string{"2024-01-02T00:00:02Z", "2024-01-02T00:00:09Z"}},
+		{"SECONDLY BYSETPOS=1 keeps the second", "DTSTART:20240101T000000Z\nRRULE:FREQ=SECONDLY;BYSETPOS=1;BYHOUR=3;BYMINUTE=4;BYSECOND=5",
+			"2024-01-01T00:00:00Z", []string{"2024-01-01T03:04:05Z", "2024-01-02T03:04:05Z"}},
 		{"exdate removes an rdate too", "DTSTART:20240101T090000Z\nRRULE:FREQ=DAILY;COUNT=1\nRDATE:20240105T000000Z\nEXDATE:20240105T000000Z",
 			"2023-12-31T00:00:00Z", []string{"2024-01-01T09:00:00Z", "-"}},
 
@@ -174,7 +186,7 @@ func TestScheduleString(t *testing.T) {
 	for _, tt := range tests {
 		if strings.Contains(tt.want, "BYDAY=-1FR") {
 			// A numbered BYDAY needs MONTHLY or YEARLY; check the error instead.
-			_, err := ParseSchedule(tt.text)
+			_, err := Parse(tt.text)
 			require.ErrorContains(t, err, "numbered weekday")
 			continue
 		}
@@ -227,7 +239,12 @@ func TestScheduleParseErrors(t *testing.T) {
 		{"DTSTART TZID and Z", "DTSTART;TZID=Europe/Berlin:20240101T000000Z\nRRULE:FREQ=DAILY", []string{"both TZID and a trailing Z"}},
 		{"unknown zone", "DTSTART;TZID=Mars/Olympus:20240101T000000\nRRULE:FREQ=DAILY", []string{`unknown time zone TZID="Mars/Olympus"`, "Europe/Berlin"}},
 		{"Local zone", "DTSTART;TZID=Local:20240101T000000\nRRULE:FREQ=DAILY", []string{"unknown time zone"}},
-		{"unknown DTSTART parameter", "DTSTART;VALUE=DATE:20240101\nRRULE:FREQ=DAILY", []string{"VALUE=DATE is not supported"}},
+		{"unknown DTSTART value type", "DTSTART;VALUE=PERIOD:20240101T000000Z/PT1H\nRRULE:FREQ=DAILY", []string{"VALUE=PERIOD is not supported"}},
+		{"VALUE=DATE with a time", "DTSTART;VALUE=DATE:20240101T000000\nRRULE:FREQ=DAILY", []string{"VALUE=DATE needs a date such as 20240101"}},
+		{"EXDATE removes every occurrence", "DTSTART:20240101T090000Z\nRRULE:FREQ=DAILY;COUNT=2\nEXDATE:20240101T090000Z,20240102T090000Z", []string{"EXDATE removes every occurrence"}},
+		{"empty rule and RDATE removed by EXDATE", "DTSTART:20240101T000000Z\nRRULE:FREQ=HOURLY;BYMINUTE=0;BYSETPOS=2\nRDATE:20240105T120000Z\nEXDATE:20240105T120000Z", []string{"BYSETPOS picks nothing"}},
+		{"SECONDLY BYSETPOS beyond the one second", "RRULE:FREQ=SECONDLY;BYSECOND=1,2;BYSETPOS=2", []string{"BYSETPOS picks nothing"}},
+		{"occurrences too far apart", "DTSTART:20240101T120000Z\nRRULE:FREQ=SECONDLY;INTERVAL=86399;BYHOUR=0;BYMINUTE=0;BYSECOND=0", []string{"no occurrence within 100 years"}},
 		{"invalid UTF-8 (panics rrule-go)", "RRULE:FREQ=DAILY;BYDAY=\xff\xfe", []string{"not valid UTF-8"}},
 		{"control character", "RRULE:FREQ=DAILY\x00", []string{"control character"}},
 		{"EXRULE", "RRULE:FREQ=DAILY\nEXRULE:FREQ=WEEKLY", []string{"EXRULE is not supported"}},
@@ -243,16 +260,14 @@ func TestScheduleParseErrors(t *testing.T) {
 		{"impossible date", "RRULE:FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30", []string{"never produces an occurrence", "BYMONTH=2;BYMONTHDAY=30"}},
 		{"impossible date, daily", "RRULE:FREQ=DAILY;BYMONTH=4;BYMONTHDAY=31", []string{"never produces an occurrence"}},
 		{"weekday the grid never meets", "DTSTART:20240101T000000Z\nRRULE:FREQ=DAILY;INTERVAL=7;BYDAY=TU", []string{"never produces an occurrence"}},
-		{"SECONDLY odd interval with date filter", "RRULE:FREQ=SECONDLY;INTERVAL=7;BYMONTH=1", []string{"INTERVAL=7 (not a divisor of 86400)"}},
 		{"BYSETPOS beyond each minute's set (rrule-go walks to year 9999)", "RRULE:FREQ=MINUTELY;BYSECOND=36;BYSETPOS=3", []string{"BYSETPOS picks nothing", "holds only 1 time(s)"}},
 		{"BYSETPOS splitting minute x second pairs", "RRULE:FREQ=HOURLY;BYMINUTE=0,30;BYSECOND=0,30;BYSETPOS=1,4", []string{"whole BYMINUTE x BYSECOND combinations"}},
-		{"SECONDLY with BYSETPOS", "RRULE:FREQ=SECONDLY;BYSECOND=1,2;BYSETPOS=1", []string{"BYSETPOS cannot be used with FREQ=SECONDLY"}},
 		{"too many times per day", "RRULE:FREQ=DAILY;BYHOUR=0,1,2;BYMINUTE=" + schedList(60) + ";BYSECOND=" + schedList(60), []string{"10800 times per day", "FREQ=MINUTELY"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s, err := ParseSchedule(tt.text)
+			s, err := Parse(tt.text)
 			require.Error(t, err, "accepted %q as %v", tt.text, s)
 			require.Nil(t, s)
 			msg := err.Error()
@@ -305,4 +320,37 @@ func TestScheduleCountEndAfterLongTime(t *testing.T) {
 	require.Equal(t, last, s.Next(last.Add(-time.Second)))
 	require.True(t, s.Next(last).IsZero())
 	require.True(t, s.Next(schedUTC(t, "2024-01-01T00:00:00Z")).IsZero())
+}
+
+// TestRulePartsTable checks that the one table of parts drives the parser,
+// the normalized text and the help text alike: every part the parser accepts
+// is named in the "unknown part" message and in RuleParts, and survives a
+// round trip through String.
+func TestRulePartsTable(t *testing.T) {
+	t.Parallel()
+	_, err := Parse("RRULE:FREQ=DAILY;FOO=1")
+	require.Error(t, err)
+	help := strings.Join(RuleParts(), "\n")
+	examples := map[string]string{
+		"FREQ": "YEARLY", "INTERVAL": "2", "COUNT": "5", "UNTIL": "20300101T000000Z", "WKST": "SU",
+		"BYMONTH": "3", "BYWEEKNO": "10", "BYYEARDAY": "70", "BYMONTHDAY": "10", "BYDAY": "MO",
+		"BYEASTER": "0", "BYHOUR": "9", "BYMINUTE": "30", "BYSECOND": "15", "BYSETPOS": "1",
+	}
+	for _, p := range ruleParts {
+		require.Contains(t, err.Error(), p.name)
+		require.Contains(t, help, p.name+": ")
+		v, ok := examples[p.name]
+		require.True(t, ok, "no example for %s", p.name)
+		rule := "FREQ=YEARLY;" + p.name + "=" + v
+		if p.name == "FREQ" {
+			rule = "FREQ=" + v
+		}
+		if p.name == "BYSETPOS" {
+			rule += ";BYMONTH=3,4"
+		}
+		s, err := Parse("DTSTART:20240101T000000Z\nRRULE:" + rule)
+		require.NoError(t, err, rule)
+		require.Contains(t, s.String(), p.name+"="+v, rule)
+	}
+	require.Contains(t, err.Error(), "BYEASTER")
 }

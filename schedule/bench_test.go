@@ -1,4 +1,4 @@
-package policy
+package schedule
 
 import (
 	"testing"
@@ -21,7 +21,7 @@ func BenchmarkNext(b *testing.B) {
 		} {
 			b.Run(freq+"/"+age.name, func(b *testing.B) {
 				text := "DTSTART;TZID=Europe/Berlin:" + age.start.Format("20060102T150405") + "\nRRULE:FREQ=" + freq
-				s, err := ParseSchedule(text)
+				s, err := Parse(text)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -36,19 +36,20 @@ func BenchmarkNext(b *testing.B) {
 	}
 }
 
-// BenchmarkParseSchedule measures a cached and an uncached parse.
-func BenchmarkParseSchedule(b *testing.B) {
+// BenchmarkParse measures a parse through a Cache and a plain one.
+func BenchmarkParse(b *testing.B) {
 	text := "DTSTART;TZID=Europe/Berlin:20240101T140000\nRRULE:FREQ=DAILY;BYHOUR=14;BYMINUTE=0;BYSECOND=0"
 	b.Run("cached", func(b *testing.B) {
+		c := NewCache(16)
 		for b.Loop() {
-			if _, err := ParseSchedule(text); err != nil {
+			if _, err := c.Parse(text); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("uncached", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := parseSchedule(text); err != nil {
+			if _, err := parse(text); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -1,4 +1,4 @@
-package policy
+package schedule
 
 import (
 	"fmt"
@@ -124,7 +124,7 @@ func TestScheduleMatchesRRuleGo(t *testing.T) {
 				continue
 			}
 		}
-		s, err := ParseSchedule(text)
+		s, err := Parse(text)
 		if err != nil {
 			continue
 		}
@@ -215,8 +215,8 @@ func TestScheduleMatchesRRuleGoOldDTSTART(t *testing.T) {
 	}
 }
 
-func ExampleParseSchedule() {
-	s, err := ParseSchedule(`DTSTART;TZID=America/New_York:20240101T023000\nRRULE:FREQ=DAILY`)
+func ExampleParse() {
+	s, err := Parse(`DTSTART;TZID=America/New_York:20240101T023000\nRRULE:FREQ=DAILY`)
 	if err != nil {
 		fmt.Println("Invalid refresh schedule: " + err.Error())
 		return
@@ -226,7 +226,7 @@ func ExampleParseSchedule() {
 		t = s.Next(t)
 		fmt.Println(t.Format(time.RFC3339), t.In(s.loc).Format("15:04 MST"))
 	}
-	_, err = ParseSchedule("RRULE:FREQ=DAYLY")
+	_, err = Parse("RRULE:FREQ=DAYLY")
 	fmt.Println("Invalid refresh schedule: " + err.Error())
 	// Output:
 	// 2024-03-10T07:30:00Z 03:30 EDT

@@ -1,4 +1,4 @@
-package policy
+package schedule
 
 import (
 	"testing"
@@ -41,14 +41,14 @@ var scheduleFuzzSeeds = []string{
 	"RRULE:FREQ=HOURLY;BYMINUTE=0,30;BYSECOND=0,30;BYSETPOS=1,2",
 }
 
-// FuzzSchedule checks that ParseSchedule and Next never panic, that Next
+// FuzzSchedule checks that Parse and Next never panic, that Next
 // never takes more than a second, and that occurrences move strictly forward.
 func FuzzSchedule(f *testing.F) {
 	for _, s := range scheduleFuzzSeeds {
 		f.Add(s, int64(1717243200))
 	}
 	f.Fuzz(func(t *testing.T, text string, afterUnix int64) {
-		s, err := ParseSchedule(text)
+		s, err := Parse(text)
 		if err != nil {
 			if err.Error() == "" {
 				t.Fatal("empty error text")

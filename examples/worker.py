@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""The smallest complete refresher worker, in Python with redis-py.
+
+It follows the README's "The Redis protocol, for worker authors": pop a JSON
+job from the kind's input list, GET the payload's input_url, push a JSON
+result onto the kind's output list before the job's timeout_at.
+
+    pip install redis            # or: apt-get install python3-redis
+    python3 examples/worker.py --kind big_tables
+
+Environment: REFRESHER_REDIS (default redis://127.0.0.1:6379/0). Unlike the
+reference worker (`refresher worker`) it does not refuse private addresses:
+run it only where every input URL may be fetched.
+"""
+import argparse
+import datetime
+import json
+import os
+import urllib.error
+import urllib.request
+
+import redis
+
+MARGIN = 2.0  # seconds kept before timeout_at to push the result
+
+
+def seconds_left(job):
+    """Seconds until the job's timeout_at (None when it has none)."""
+    at = job.get("timeout_at")
+    if not at:
+        return None
+    # timeout_at is RFC 3339 in UTC; Python < 3.11 reads neither "Z" nor
+    # more than 6 fraction digits.
+    at = at.replace("Z", "+00:00")
+    if "." in at:
+        head, rest = at.split(".", 1)
+        digits = rest[: len(rest) - 6]
+        at = head + "." + digits[:6].ljust(6, "0") + rest[-6:]
+    deadline = datetime.datetime.fromisoformat(at)
+    return (deadline - datetime.datetime.now(datetime.timezone.utc)).total_seconds()
+
+
+def do_job(job, timeout):
+    """GETs the job's input_url and returns the result to push."""
+    url = (job.get("payload") or {}).get("input_url")
+    result = {"uid": job["uid"], "attempt_uid": job["attempt_uid"]}
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        return {**result, "type": "failure", "permanent": True,
+                "reason": "malformed URL %r" % url,
+                "user_friendly_reason": "Provided URL is invalid: %s" % (url or "")}
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            size = len(resp.read())
+        return {**result, "type": "success", "status": "fetched %d bytes" % size}
+    except urllib.error.HTTPError as e:
+        reason = "GET %s: HTTP %d %s" % (url, e.code, e.reason)
+        if e.code in (404, 410):
+            return {**result, "type": "failure", "permanent": True, "reason": reason,
+                    "user_friendly_reason": "Provided URL is invalid: %s" % url}
+        retry = e.headers.get("Retry-After", "")
+        if e.code in (429, 503) and retry.isdigit():
+            return {**result, "type": "failure", "reason": reason, "retry_after_seconds": int(retry)}
+        return {**result, "type": "failure", "reason": reason}
+    except Exception as e:  # timeout, connection refused, DNS, ...
+        return {**result, "type": "failure", "reason": "GET %s: %s" % (url, e)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kind", required=True)
+    ap.add_argument("--input", help="default <kind>-input")
+    ap.add_argument("--output", help="default <kind>-output")
+    ap.add_argument("--redis", default=os.environ.get("REFRESHER_REDIS", "redis://127.0.0.1:6379/0"))
+    ap.add_argument("--max-jobs", type=int, default=0, help="stop after this many jobs (0: never)")
+    args = ap.parse_args()
+    inp, out = args.input or args.kind + "-input", args.output or args.kind + "-output"
+    r = redis.Redis.from_url(args.redis)
+
+    done = 0
+    while not args.max_jobs or done < args.max_jobs:
+        popped = r.blpop([inp], timeout=1)
+        if popped is None:
+            continue
+        try:
+            job = json.loads(popped[1])
+        except ValueError:
+            print("skip a message that is not JSON:", popped[1][:200])
+            continue
+        left = seconds_left(job)
+        if left is not None and left <= MARGIN:
+            print("drop expired job", job.get("uid"))  # the service counts it as timed out
+            continue
+        timeout = 30.0 if left is None else min(30.0, left - MARGIN)
+        result = do_job(job, timeout)
+        r.rpush(out, json.dumps(result))
+        done += 1
+        print(job["uid"], result["type"], result.get("status") or result.get("reason"), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,159 @@
+package pgstore
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/policy"
+)
+
+// BigTable is an application's model embedding the refresh columns.
+type BigTable struct {
+	ID       uint
+	UID      string `gorm:"size:20;uniqueIndex"`
+	InputURL string
+	models.Refresh
+}
+
+// TestRefreshGORMAutoMigrate: models.Refresh's tags say type:datetime(6),
+// which PostgreSQL does not know. Until they say precision:6 (see
+// PortableRefresh), AutoMigrate fails there and the test says so.
+func TestRefreshGORMAutoMigrate(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	gdb := gormDB(t, s)
+	err := gdb.AutoMigrate(&BigTable{})
+	if err != nil && strings.Contains(err.Error(), `type "datetime" does not exist`) {
+		t.Skipf("models.Refresh's type:datetime(6) tags break AutoMigrate on PostgreSQL (%v); PortableRefresh's tags work on both", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	gormRoundTrip(t, s, gdb, "big_tables", func(uid, url string, at time.Time, rule string) any {
+		m := &BigTable{UID: uid, InputURL: url}
+		m.RefreshAt, m.RefreshRRule = &at, &rule
+		return m
+	}, func(uid string) (policy.State, string) {
+		var back BigTable
+		if err := gdb.First(&back, "uid = ?", uid).Error; err != nil {
+			t.Fatal(err)
+		}
+		return back.State(), back.Rule()
+	})
+}
+
+// PortableRefresh is models.Refresh with the time columns tagged
+// precision:6 instead of type:datetime(6) (GORM's MySQL driver makes that
+// datetime(6), its PostgreSQL driver timestamptz(6)) and the index unnamed
+// (index names are per schema in PostgreSQL: a fixed name works for one
+// table only; GORM names it idx_<table>_refresh_at).
+type PortableRefresh struct {
+	RefreshAt                         *time.Time `gorm:"column:refresh_at;precision:6;index"`
+	RefreshAttemptUID                 *string    `gorm:"column:refresh_attempt_uid;type:char(20)"`
+	RefreshAttemptAt                  *time.Time `gorm:"column:refresh_attempt_at;precision:6"`
+	RefreshAttemptNo                  int        `gorm:"column:refresh_attempt_no;type:integer;not null;default:0"`
+	RefreshTimeoutAt                  *time.Time `gorm:"column:refresh_timeout_at;precision:6"`
+	RefreshDisabledUntilUpdate        *time.Time `gorm:"column:refresh_disabled_until_update;precision:6"`
+	RefreshDisabledUserFriendlyReason *string    `gorm:"column:refresh_disabled_user_friendly_reason;type:varchar(1024)"`
+	RefreshRRule                      *string    `gorm:"column:refresh_rrule;type:text"`
+	RefreshFailingSince               *time.Time `gorm:"column:refresh_failing_since;precision:6"`
+	RefreshLastSuccessAt              *time.Time `gorm:"column:refresh_last_success_at;precision:6"`
+	RefreshLastError                  *string    `gorm:"column:refresh_last_error;type:varchar(1024)"`
+	RefreshStatus                     *string    `gorm:"column:refresh_status;type:varchar(255)"`
+}
+
+type PortableTable struct {
+	ID       uint
+	UID      string `gorm:"size:20;uniqueIndex"`
+	InputURL string
+	PortableRefresh
+}
+
+type OtherTable struct {
+	ID  uint
+	UID string `gorm:"size:20;uniqueIndex"`
+	PortableRefresh
+}
+
+func TestPortableRefreshTagsGORM(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	gdb := gormDB(t, s)
+	if err := gdb.AutoMigrate(&PortableTable{}, &OtherTable{}); err != nil {
+		t.Fatalf("AutoMigrate two tables embedding the refresh columns: %v", err)
+	}
+	gormRoundTrip(t, s, gdb, "portable_tables", func(uid, url string, at time.Time, rule string) any {
+		m := &PortableTable{UID: uid, InputURL: url}
+		m.RefreshAt, m.RefreshRRule = &at, &rule
+		return m
+	}, func(uid string) (policy.State, string) {
+		var back PortableTable
+		if err := gdb.First(&back, "uid = ?", uid).Error; err != nil {
+			t.Fatal(err)
+		}
+		r := models.Refresh(back.PortableRefresh)
+		return r.State(), r.Rule()
+	})
+}
+
+func gormDB(t *testing.T, s *Store) *gorm.DB {
+	t.Helper()
+	gdb, err := gorm.Open(postgres.Open(s.Pool().Config().ConnString()), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlDB, err := gdb.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sqlDB.Close() })
+	return gdb
+}
+
+// gormRoundTrip checks a table GORM made: the migrate runner only records
+// it, the service claims and saves a row the application created, and the
+// application reads back what the service wrote.
+func gormRoundTrip(t *testing.T, s *Store, gdb *gorm.DB, table string,
+	create func(uid, url string, at time.Time, rule string) any, read func(uid string) (policy.State, string)) {
+	t.Helper()
+	ctx := context.Background()
+	var out bytes.Buffer
+	_, err := s.Migrate(ctx, []string{table}, &out, false)
+	must(t, err)
+	eq(t, out.String(), table+": recorded 0001_refresh_columns (12 columns already existed)\n"+
+		table+": recorded 0002_refresh_at_index (index idx_"+table+"_refresh_at already existed)\n", "migrate on a GORM table")
+
+	tbl := models.Table{Name: table, Key: "uid", Payload: []string{"input_url"}}
+	must(t, s.Check(ctx, tbl))
+	now := time.Date(2026, 3, 4, 5, 6, 7, 123456000, time.UTC)
+	rule := "RRULE:FREQ=DAILY"
+	must(t, gdb.Create(create("m1", "https://example.com/a", now, rule)).Error)
+
+	want := policy.State{
+		RefreshAt: now.Add(time.Hour), AttemptUID: "d1v5bqh6n88c73890001", AttemptAt: now, AttemptNo: 2,
+		TimeoutAt: now.Add(time.Minute), FailingSince: now.Add(-time.Hour), LastSuccessAt: now.Add(-2 * time.Hour),
+		LastError: "HTTP 500", Status: "importing ✓", DisabledAt: now, DisabledReason: "bad URL",
+	}
+	var rows []models.Row
+	must(t, s.Tx(ctx, func(tx models.Tx) (err error) {
+		if rows, err = tx.ClaimDue(ctx, tbl, now, time.Time{}, 10); err != nil || len(rows) != 1 {
+			return err
+		}
+		rows[0].State = want
+		return tx.Save(ctx, tbl, rows)
+	}))
+	eq(t, len(rows), 1, "claimed")
+	eq(t, rows[0].Rule, rule)
+	eq(t, rows[0].Payload, map[string]any{"input_url": "https://example.com/a"})
+	got, gotRule := read("m1")
+	eq(t, got, want, "state read through GORM")
+	eq(t, gotRule, rule)
+}

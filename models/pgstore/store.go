@@ -1,0 +1,384 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/policy"
+)
+
+// Store runs the service's queries on one PostgreSQL database. It is safe
+// for concurrent use. The pool should come from Open (TimeZone UTC).
+type Store struct {
+	pool *pgxpool.Pool
+
+	mu    sync.Mutex
+	metas map[string]tableMeta // by table name, loaded once per migrated table
+}
+
+// New returns a Store on pool, which should come from Open.
+func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool, metas: map[string]tableMeta{}} }
+
+var (
+	_ models.Store     = (*Store)(nil)
+	_ models.Inspector = (*Store)(nil)
+	_ models.Tx        = (*Tx)(nil)
+)
+
+// Pool returns the pool the Store uses.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Ping checks that the server answers.
+func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+
+// Close closes the connections.
+func (s *Store) Close() error { s.pool.Close(); return nil }
+
+// Migrate runs Migrate on the Store's database.
+func (s *Store) Migrate(ctx context.Context, tables []string, w io.Writer, dryRun bool) (models.MigrateReport, error) {
+	return Migrate(ctx, s.pool, tables, w, dryRun)
+}
+
+// Tx is a transaction of the Store; see Store.Tx.
+type Tx struct {
+	s  *Store
+	tx pgx.Tx
+}
+
+// Tx runs fn in a READ COMMITTED transaction (PostgreSQL's default, asked
+// for explicitly so a server default of REPEATABLE READ cannot make
+// concurrent claims fail with serialization errors) and commits when fn
+// returns nil; otherwise (or when fn panics) it rolls back and returns fn's
+// error.
+func (s *Store) Tx(ctx context.Context, fn func(tx models.Tx) error) (err error) {
+	pgTx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			_ = pgTx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	if err := fn(&Tx{s: s, tx: pgTx}); err != nil {
+		done = true
+		err = withSchemaHint(err)
+		if rbErr := pgTx.Rollback(context.WithoutCancel(ctx)); rbErr != nil && !errors.Is(rbErr, pgx.ErrTxClosed) {
+			return errors.Join(err, fmt.Errorf("roll back: %w", rbErr))
+		}
+		return err
+	}
+	done = true
+	if err := pgTx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", withSchemaHint(err))
+	}
+	return nil
+}
+
+// Check verifies that t's table exists with its key column (which must have
+// a single-column unique index or be the primary key), its payload columns
+// and all 12 refresh columns. The error names everything missing and how to
+// fix it.
+func (s *Store) Check(ctx context.Context, t models.Table) error {
+	q, err := compileTable(t, tableMeta{})
+	if err != nil {
+		return err
+	}
+	meta, err := loadMeta(ctx, s.pool, t.Name)
+	if err != nil {
+		return fmt.Errorf("check table %s: %w", q.table, err)
+	}
+	if !meta.exists {
+		var db, schema string
+		_ = s.pool.QueryRow(ctx, "SELECT current_database(), current_schema()").Scan(&db, &schema)
+		return tableErrorf("table %s does not exist in schema %q of database %q: create it in the application, or fix `table:` of the kind in the config", q.table, schema, db)
+	}
+	var problems []error
+	if _, ok := meta.cols[t.Key]; !ok {
+		problems = append(problems, tableErrorf("table %s has no key column %q: fix `key:` of the kind in the config", q.table, t.Key))
+	} else if !meta.uniqueOn(t.Key) {
+		problems = append(problems, tableErrorf("key column %q of table %s has no unique index: pick a unique column as `key:` or add one (CREATE UNIQUE INDEX ON %s (%s))", t.Key, q.table, q.table, q.key))
+	}
+	var missing []string
+	for _, c := range t.Payload {
+		if _, ok := meta.cols[c]; !ok {
+			missing = append(missing, fmt.Sprintf("%q", c))
+		}
+	}
+	if len(missing) > 0 {
+		problems = append(problems, tableErrorf("table %s has no payload column(s) %s: fix `payload:` of the kind in the config", q.table, strings.Join(missing, ", ")))
+	}
+	missing = missing[:0]
+	for _, c := range models.Columns {
+		if _, ok := meta.cols[c]; !ok {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) > 0 {
+		problems = append(problems, tableErrorf("table %s lacks refresh column(s) %s: run `refresher migrate --config FILE` (or `refresher migrate --print` for the SQL)", q.table, strings.Join(missing, ", ")))
+	}
+	return errors.Join(problems...)
+}
+
+// ClaimDue locks and returns up to limit rows whose refresh_at is due
+// (refresh_at <= now), earliest first, skipping rows that another
+// transaction holds (FOR UPDATE SKIP LOCKED), so that several dispatchers
+// share the work without waiting for each other or claiming a row twice.
+// The locks last until the transaction ends. from, when not zero, limits the
+// scan to refresh_at >= from (a cursor; see models.Tx). Rows whose key is
+// NULL are never returned. PostgreSQL walks the refresh_at index and stops
+// after limit rows.
+func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now, from time.Time, limit int) ([]models.Row, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("claim due rows of %s: limit %d must be positive", t.Name, limit)
+	}
+	q, err := tx.s.compile(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	b.WriteString(q.selectFrom)
+	b.WriteString(` WHERE "refresh_at" <= $1`)
+	args := []any{now.UTC()}
+	if !from.IsZero() {
+		b.WriteString(` AND "refresh_at" >= $2`)
+		args = append(args, from.UTC())
+	}
+	fmt.Fprintf(&b, ` AND %s IS NOT NULL ORDER BY "refresh_at" LIMIT %d FOR UPDATE SKIP LOCKED`, q.key, limit)
+	rows, err := tx.query(ctx, q, b.String(), args, limit, true)
+	if err != nil {
+		return nil, fmt.Errorf("claim due rows of %s: %w", q.table, err)
+	}
+	return rows, nil
+}
+
+// LockByKeys locks (FOR UPDATE, waiting for other transactions: a result
+// must be applied, not skipped) and returns the rows with the given keys,
+// by the key as PostgreSQL prints it, without their Payload. Keys are
+// compared as the key column's type (key = ANY($1::type[]), which uses its
+// index); keys that cannot be of that type, like keys naming no row, are
+// absent from the map. Rows are locked in key order, one order for every
+// transaction, so two pollers whose batches overlap wait for each other
+// instead of deadlocking.
+func (tx *Tx) LockByKeys(ctx context.Context, t models.Table, keys []string) (map[string]models.Row, error) {
+	q, err := tx.s.compile(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	keys = q.keyType.filter(dedupe(keys))
+	out := make(map[string]models.Row, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	query := q.selectState + " WHERE " + q.keyType.match(q.key, "$1") + " ORDER BY " + q.table + "." + q.key + " FOR UPDATE"
+	rows, err := tx.query(ctx, q, query, []any{keys}, len(keys), false)
+	if err != nil {
+		return nil, fmt.Errorf("lock rows of %s by key: %w", q.table, err)
+	}
+	for _, r := range rows {
+		out[r.Key] = r
+	}
+	return out, nil
+}
+
+// NextDue returns the earliest refresh_at of rows with a key, so the
+// dispatcher can sleep until then; ok is false when there is none. It may be
+// in the past and does not lock. PostgreSQL walks the refresh_at index from
+// its start and stops at the first row with a key, so its cost does not
+// grow with the table.
+func (s *Store) NextDue(ctx context.Context, t models.Table) (next time.Time, ok bool, err error) {
+	q, err := s.compile(ctx, t)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	var first time.Time
+	err = s.pool.QueryRow(ctx, `SELECT "refresh_at" FROM `+q.table+
+		` WHERE "refresh_at" IS NOT NULL AND `+q.key+` IS NOT NULL ORDER BY "refresh_at" LIMIT 1`).Scan(&first)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return time.Time{}, false, nil
+	case err != nil:
+		return time.Time{}, false, fmt.Errorf("find next refresh_at of %s: %w", q.table, withSchemaHint(err))
+	}
+	return first.UTC(), true, nil
+}
+
+// compiled holds the quoted names and the SELECTs of one models.Table.
+type compiled struct {
+	meta       tableMeta
+	table, key string
+	keyType    keyType
+	id         string // quoted single-column primary key, "" when none or the key
+	idType     keyType
+	payload    []string // payload column names as configured
+	selectFrom string   // SELECT key::text, refresh_rrule, state..., payload... [, id::text] FROM table
+	// selectState is selectFrom without the payload columns.
+	selectState string
+}
+
+// compileTable quotes t's names and builds its SELECTs with the table's
+// metadata m (zero when unknown).
+func compileTable(t models.Table, m tableMeta) (compiled, error) {
+	c := compiled{meta: m}
+	var err error
+	if c.table, err = quoteIdent(t.Name); err != nil {
+		return c, fmt.Errorf("table name: %w", err)
+	}
+	if c.key, err = quoteIdent(t.Key); err != nil {
+		return c, fmt.Errorf("key column of table %s: %w", c.table, err)
+	}
+	c.keyType = m.cols[t.Key].keyType()
+	if m.pk != "" && m.pk != t.Key {
+		if c.id, err = quoteIdent(m.pk); err != nil {
+			return c, fmt.Errorf("primary key of table %s: %w", c.table, err)
+		}
+		c.idType = m.cols[m.pk].keyType()
+	}
+	cols := []string{c.key + "::text", `"` + models.ColRRule + `"`}
+	for _, sc := range stateColumns {
+		cols = append(cols, `"`+sc+`"`)
+	}
+	var payload []string
+	for _, p := range t.Payload {
+		qp, err := quoteIdent(p)
+		if err != nil {
+			return c, fmt.Errorf("payload column of table %s: %w", c.table, err)
+		}
+		payload = append(payload, qp)
+	}
+	var id []string
+	if c.id != "" {
+		id = []string{c.id + "::text"}
+	}
+	c.payload = t.Payload
+	c.selectFrom = "SELECT " + strings.Join(slices.Concat(cols, payload, id), ", ") + " FROM " + c.table
+	c.selectState = "SELECT " + strings.Join(slices.Concat(cols, id), ", ") + " FROM " + c.table
+	return c, nil
+}
+
+// compile compiles t with its table's metadata (primary key, column
+// types), looked up once per table name and Store once the table is
+// migrated. A missing table is a TableRefused error that says how to fix it.
+func (s *Store) compile(ctx context.Context, t models.Table) (compiled, error) {
+	s.mu.Lock()
+	meta, ok := s.metas[t.Name]
+	s.mu.Unlock()
+	if !ok {
+		var err error
+		if meta, err = loadMeta(ctx, s.pool, t.Name); err != nil {
+			return compiled{}, fmt.Errorf("read columns of %s: %w", t.Name, err)
+		}
+		if !meta.exists {
+			return compiled{}, tableErrorf("table %q does not exist (create the table or fix `table:` of the kind in the config, then run `refresher migrate`; results wait in Redis meanwhile)", t.Name)
+		}
+		if _, migrated := meta.cols[models.ColAttemptUID]; migrated {
+			// Not before: `refresher migrate` may still add the columns.
+			s.mu.Lock()
+			s.metas[t.Name] = meta
+			s.mu.Unlock()
+		}
+	}
+	if _, ok := meta.cols[t.Key]; !ok {
+		return compiled{}, tableErrorf("table %q has no key column %q (fix `key:` of the kind in the config; results wait in Redis meanwhile)", t.Name, t.Key)
+	}
+	return compileTable(t, meta)
+}
+
+// query runs a SELECT built on q.selectFrom (withPayload) or q.selectState
+// and scans its rows.
+func (tx *Tx) query(ctx context.Context, q compiled, query string, args []any, sizeHint int, withPayload bool) ([]models.Row, error) {
+	return queryRows(ctx, tx.tx, q, query, args, sizeHint, withPayload)
+}
+
+// queryRows runs the query on qr and scans its rows.
+func queryRows(ctx context.Context, qr querier, q compiled, query string, args []any, sizeHint int, withPayload bool) ([]models.Row, error) {
+	rs, err := qr.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	out := make([]models.Row, 0, min(sizeHint, 1024))
+	var (
+		key                                  string
+		id, rule, uid, reason, lastErr, st   pgtype.Text
+		at, attemptAt, timeoutAt, disabledAt *time.Time
+		failingSince, lastSuccess            *time.Time
+		attemptNo                            pgtype.Int8
+		payload                              []any
+		dest                                 = []any{&key, &rule, &at, &uid, &attemptAt, &attemptNo, &timeoutAt, &disabledAt, &reason, &failingSince, &lastSuccess, &lastErr, &st}
+	)
+	if withPayload {
+		payload = make([]any, len(q.payload))
+		for i := range payload {
+			dest = append(dest, &payload[i])
+		}
+	}
+	if q.id != "" {
+		dest = append(dest, &id)
+	}
+	for rs.Next() {
+		if err := rs.Scan(dest...); err != nil {
+			return nil, err
+		}
+		r := models.Row{
+			Key:  key,
+			Rule: rule.String,
+			State: policy.State{
+				RefreshAt:      utc(at),
+				AttemptUID:     strings.TrimRight(uid.String, " "), // char(20) pads
+				AttemptAt:      utc(attemptAt),
+				AttemptNo:      int(attemptNo.Int64),
+				TimeoutAt:      utc(timeoutAt),
+				DisabledAt:     utc(disabledAt),
+				DisabledReason: reason.String,
+				FailingSince:   utc(failingSince),
+				LastSuccessAt:  utc(lastSuccess),
+				LastError:      lastErr.String,
+				Status:         st.String,
+			},
+		}
+		r.Loaded = models.Loaded{State: r.State, OK: true}
+		if id.Valid {
+			r.Loaded.ID = id.String
+		}
+		if len(payload) > 0 {
+			r.Payload = make(map[string]any, len(payload))
+			for i, name := range q.payload {
+				r.Payload[name] = jsonValue(payload[i])
+			}
+		}
+		out = append(out, r)
+	}
+	return out, rs.Err()
+}
+
+func utc(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+func dedupe(keys []string) []string {
+	seen := make(map[string]struct{}, len(keys))
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if _, ok := seen[k]; !ok {
+			seen[k] = struct{}{}
+			out = append(out, k)
+		}
+	}
+	return out
+}

@@ -1,0 +1,152 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/refresher/refresher/models"
+)
+
+// tableSchema is what SQLite's pragmas say about one table.
+type tableSchema struct {
+	exists  bool
+	columns map[string]string   // lower-case name -> declared type, lower-case ("datetime(6)")
+	pk      []string            // lower-case primary key columns, in order
+	intPK   bool                // the primary key is an INTEGER PRIMARY KEY: the rowid
+	rowid   bool                // the table has a rowid (not WITHOUT ROWID)
+	indexes map[string][]string // lower-case index name -> lower-case columns in order
+	names   map[string]string   // lower-case index name -> index name as created
+	unique  map[string]bool     // lower-case index name -> UNIQUE (or PRIMARY KEY)
+}
+
+func newTableSchema() tableSchema {
+	return tableSchema{columns: map[string]string{}, indexes: map[string][]string{}, names: map[string]string{}, unique: map[string]bool{}}
+}
+
+// loadSchema reads the columns and indexes of table name in the main
+// database; exists is false when there is no such table (or it is a view).
+func loadSchema(ctx context.Context, q queryer, name string) (tableSchema, error) {
+	s := newTableSchema()
+	var typ string
+	var wr bool
+	err := q.QueryRowContext(ctx, `SELECT type, wr FROM pragma_table_list WHERE schema = 'main' AND name = ? COLLATE NOCASE`, name).Scan(&typ, &wr)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && typ != "table") {
+		return s, nil
+	}
+	if err != nil {
+		return s, fmt.Errorf("read table list: %w", err)
+	}
+	s.exists, s.rowid = true, !wr
+	rows, err := q.QueryContext(ctx, `SELECT name, type, pk FROM pragma_table_info(?) ORDER BY cid`, name)
+	if err != nil {
+		return s, fmt.Errorf("read columns: %w", err)
+	}
+	pkTypes := map[int]string{}
+	pks := map[int]string{}
+	for rows.Next() {
+		var col, ctype string
+		var pk int
+		if err := rows.Scan(&col, &ctype, &pk); err != nil {
+			rows.Close()
+			return s, fmt.Errorf("read columns: %w", err)
+		}
+		s.columns[strings.ToLower(col)] = strings.ToLower(ctype)
+		if pk > 0 {
+			pks[pk], pkTypes[pk] = strings.ToLower(col), ctype
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return s, fmt.Errorf("read columns: %w", err)
+	}
+	for i := 1; i <= len(pks); i++ {
+		s.pk = append(s.pk, pks[i])
+	}
+	// Only a column declared exactly INTEGER PRIMARY KEY aliases the rowid.
+	s.intPK = s.rowid && len(pks) == 1 && strings.EqualFold(pkTypes[1], "integer")
+
+	rows, err = q.QueryContext(ctx, `SELECT il.name, il."unique", ii.name FROM pragma_index_list(?) AS il, pragma_index_info(il.name) AS ii ORDER BY il.name, ii.seqno`, name)
+	if err != nil {
+		return s, fmt.Errorf("read indexes: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var idx string
+		var unique bool
+		var col sql.NullString // NULL for an expression
+		if err := rows.Scan(&idx, &unique, &col); err != nil {
+			return s, fmt.Errorf("read indexes: %w", err)
+		}
+		k := strings.ToLower(idx)
+		s.indexes[k] = append(s.indexes[k], strings.ToLower(col.String))
+		s.names[k] = idx
+		s.unique[k] = unique
+	}
+	if err := rows.Err(); err != nil {
+		return s, fmt.Errorf("read indexes: %w", err)
+	}
+	return s, nil
+}
+
+// uniqueOn reports whether col alone is unique: the INTEGER PRIMARY KEY,
+// or the only column of a unique index (a one-column PRIMARY KEY has one).
+func (s tableSchema) uniqueOn(col string) bool {
+	col = strings.ToLower(col)
+	if s.intPK && s.pk[0] == col {
+		return true
+	}
+	for name, cols := range s.indexes {
+		if s.unique[name] && len(cols) == 1 && cols[0] == col {
+			return true
+		}
+	}
+	return false
+}
+
+// hasIndex reports whether an index named name, or one on exactly cols,
+// exists on the table.
+func (s tableSchema) hasIndex(name string, cols []string) bool {
+	if _, ok := s.indexes[strings.ToLower(name)]; ok {
+		return true
+	}
+	want := strings.Join(lowerAll(cols), ",")
+	for _, have := range s.indexes {
+		if strings.Join(have, ",") == want {
+			return true
+		}
+	}
+	return false
+}
+
+// meta is what the queries need, for key column key.
+func (s tableSchema) meta(key string) tableMeta {
+	m := tableMeta{cols: s.columns}
+	_, m.migrated = s.columns[models.ColAttemptUID]
+	m.rowid = s.rowid && !(s.intPK && s.pk[0] == strings.ToLower(key))
+	for _, shadow := range []string{"rowid", "_rowid_", "oid"} {
+		if _, ok := s.columns[shadow]; ok {
+			m.rowid = false // a column hides the rowid: write by key
+		}
+	}
+	var best string
+	for name, cols := range s.indexes {
+		if len(cols) > 0 && cols[0] == models.ColRefreshAt && (best == "" || name < best) {
+			best = name
+		}
+	}
+	if best != "" {
+		m.refreshIndex = s.names[best]
+	}
+	return m
+}
+
+func lowerAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strings.ToLower(s)
+	}
+	return out
+}

@@ -1,0 +1,471 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/policy"
+)
+
+// Store runs the service's queries on one SQLite database. It is safe for
+// concurrent use. Get one from Open.
+type Store struct {
+	db     *sql.DB
+	path   string       // absolute file path; "" in memory
+	unlock func() error // releases the instance lock; nil in memory
+
+	mu    sync.Mutex
+	metas map[string]tableMeta // by table name, loaded once migrated
+}
+
+var (
+	_ models.Store     = (*Store)(nil)
+	_ models.Inspector = (*Store)(nil)
+	_ models.Tx        = (*Tx)(nil)
+)
+
+// New returns a Store on db, which must use the "sqlite" driver with
+// _txlock=immediate (Open sets it up); it takes no instance lock.
+func New(db *sql.DB) *Store { return &Store{db: db, metas: map[string]tableMeta{}} }
+
+// DB returns the database the Store uses.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Path returns the database file's absolute path; "" in memory.
+func (s *Store) Path() string { return s.path }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
+
+// Close closes the connections, then releases the instance lock.
+func (s *Store) Close() error {
+	err := s.db.Close()
+	if s.unlock != nil {
+		err = errors.Join(err, s.unlock())
+		s.unlock = nil
+	}
+	return err
+}
+
+// Migrate runs Migrate on the Store's database.
+func (s *Store) Migrate(ctx context.Context, tables []string, w io.Writer, dryRun bool) (models.MigrateReport, error) {
+	return Migrate(ctx, s.db, tables, w, dryRun)
+}
+
+// queryer is *sql.DB, *sql.Tx or *sql.Conn.
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// Tx is a transaction of the Store; see Store.Tx.
+type Tx struct {
+	s  *Store
+	tx *sql.Tx
+}
+
+// Tx runs fn in a transaction begun with BEGIN IMMEDIATE: it holds SQLite's
+// write lock from the start, so transactions run one at a time (each waits
+// up to BusyTimeout for the previous one) and what a transaction reads
+// stays as read until it commits. That is what FOR UPDATE SKIP LOCKED gives
+// on a server, for a single instance. It commits when fn returns nil;
+// otherwise (or when fn panics) it rolls back and returns fn's error.
+func (s *Store) Tx(ctx context.Context, fn func(tx models.Tx) error) (err error) {
+	sqlTx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			_ = sqlTx.Rollback()
+		}
+	}()
+	if err := fn(&Tx{s: s, tx: sqlTx}); err != nil {
+		done = true
+		err = withSchemaHint(err)
+		if rbErr := sqlTx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
+			return errors.Join(err, fmt.Errorf("roll back: %w", rbErr))
+		}
+		return err
+	}
+	done = true
+	if err := sqlTx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// Check verifies that t's table exists with its key column (which must be
+// unique: the INTEGER PRIMARY KEY, or a single-column unique index), its
+// payload columns and all 12 refresh columns. The error names everything
+// missing and how to fix it.
+func (s *Store) Check(ctx context.Context, t models.Table) error {
+	q, err := compileTable(t, tableMeta{})
+	if err != nil {
+		return err
+	}
+	schema, err := loadSchema(ctx, s.db, t.Name)
+	if err != nil {
+		return fmt.Errorf("check table %s: %w", q.table, err)
+	}
+	if !schema.exists {
+		return fmt.Errorf("table %s does not exist in SQLite database %s: create it in the application, or fix `table:` of the kind in the config", q.table, s.where())
+	}
+	var problems []error
+	if _, ok := schema.columns[strings.ToLower(t.Key)]; !ok {
+		problems = append(problems, fmt.Errorf("table %s has no key column %q: fix `key:` of the kind in the config", q.table, t.Key))
+	} else if !schema.uniqueOn(t.Key) {
+		problems = append(problems, fmt.Errorf("key column %q of table %s has no unique index: pick a unique column as `key:` or add one (CREATE UNIQUE INDEX %s ON %s (%s))",
+			t.Key, q.table, quoteName("uk_"+t.Name+"_"+t.Key), q.table, q.key))
+	}
+	var missing []string
+	for _, c := range t.Payload {
+		if _, ok := schema.columns[strings.ToLower(c)]; !ok {
+			missing = append(missing, strconv.Quote(c))
+		}
+	}
+	if len(missing) > 0 {
+		problems = append(problems, fmt.Errorf("table %s has no payload column(s) %s: fix `payload:` of the kind in the config", q.table, strings.Join(missing, ", ")))
+	}
+	missing = missing[:0]
+	for _, c := range models.Columns {
+		if _, ok := schema.columns[c]; !ok {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) > 0 {
+		problems = append(problems, fmt.Errorf("table %s lacks refresh column(s) %s: run `refresher migrate --config FILE` (or `refresher migrate --print` for the SQL)", q.table, strings.Join(missing, ", ")))
+	}
+	return errors.Join(problems...)
+}
+
+func (s *Store) where() string {
+	if s.path == "" {
+		return Memory
+	}
+	return s.path
+}
+
+// quoteName quotes a name built here (never refused: for messages).
+func quoteName(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
+
+// ClaimDue returns up to limit rows whose refresh_at is due (refresh_at <=
+// now), earliest first, walking the refresh_at index. The transaction
+// holds SQLite's write lock, so no other transaction can claim them or
+// change them before it ends: SQLite needs no SKIP LOCKED.
+//
+// from is an optional cursor: when not zero, only rows with refresh_at >=
+// from are considered (see models.Tx). Rows whose key is NULL are never
+// returned: no result could name them.
+func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now, from time.Time, limit int) ([]models.Row, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("claim due rows of %s: limit %d must be positive", t.Name, limit)
+	}
+	q, err := tx.s.compile(ctx, tx.tx, t)
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	b.WriteString(q.selectFrom)
+	if q.meta.refreshIndex != "" {
+		// The planner would do the same; saying so keeps it from a full
+		// scan and a sort when most of the table is due.
+		b.WriteString(" INDEXED BY " + quoteName(q.meta.refreshIndex))
+	}
+	b.WriteString(` WHERE "refresh_at" <= ?`)
+	args := []any{dbTime(now)}
+	if !from.IsZero() {
+		b.WriteString(` AND "refresh_at" >= ?`)
+		args = append(args, dbTime(from))
+	}
+	fmt.Fprintf(&b, ` AND %s IS NOT NULL ORDER BY "refresh_at" LIMIT %d`, q.key, limit)
+	rows, err := query(ctx, tx.tx, q, b.String(), args, limit, true)
+	if err != nil {
+		return nil, fmt.Errorf("claim due rows of %s: %w", q.table, err)
+	}
+	return rows, nil
+}
+
+// LockByKeys returns the rows with the given keys, by Key, without their
+// Payload (nil). The transaction already holds SQLite's write lock, so
+// they stay as read until it ends. Keys that name no row are absent;
+// duplicates are fine. The map is keyed by the key as SQLite returns it,
+// which for an INTEGER key asked as "007" is "7".
+func (tx *Tx) LockByKeys(ctx context.Context, t models.Table, keys []string) (map[string]models.Row, error) {
+	q, err := tx.s.compile(ctx, tx.tx, t)
+	if err != nil {
+		return nil, err
+	}
+	keys = dedupe(keys)
+	slices.Sort(keys)
+	out := make(map[string]models.Row, len(keys))
+	for start := 0; start < len(keys); start += keysPerSelect {
+		chunk := keys[start:min(start+keysPerSelect, len(keys))]
+		var b strings.Builder
+		b.WriteString(q.selectState)
+		fmt.Fprintf(&b, " WHERE %s IN (", q.key)
+		args := make([]any, len(chunk))
+		for i, k := range chunk {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString("?")
+			args[i] = k
+		}
+		b.WriteString(")")
+		rows, err := query(ctx, tx.tx, q, b.String(), args, len(chunk), false)
+		if err != nil {
+			return nil, fmt.Errorf("lock rows of %s by key: %w", q.table, err)
+		}
+		for _, r := range rows {
+			out[r.Key] = r
+		}
+	}
+	return out, nil
+}
+
+// NextDue returns the earliest refresh_at of rows with a key, so the
+// dispatcher can sleep until then; ok is false when there is none. It may
+// be in the past and does not lock. It reads the refresh_at index from its
+// start and stops at the first row with a key.
+func (s *Store) NextDue(ctx context.Context, t models.Table) (next time.Time, ok bool, err error) {
+	q, err := s.compile(ctx, s.db, t)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	indexed := ""
+	if q.meta.refreshIndex != "" {
+		indexed = " INDEXED BY " + quoteName(q.meta.refreshIndex)
+	}
+	var first any
+	err = s.db.QueryRowContext(ctx, `SELECT "refresh_at" FROM `+q.table+indexed+
+		` WHERE "refresh_at" IS NOT NULL AND `+q.key+` IS NOT NULL ORDER BY "refresh_at" LIMIT 1`).Scan(&first)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return time.Time{}, false, nil
+	case err != nil:
+		return time.Time{}, false, withSchemaHint(fmt.Errorf("find next refresh_at of %s: %w", q.table, err))
+	}
+	next, err = mustParseTime(first, "next refresh_at of "+q.table)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	return next, true, nil
+}
+
+// tableMeta is what the queries need to know of a table.
+type tableMeta struct {
+	// rowid is set when rows are written by rowid: the table has one, and
+	// the key column is not it.
+	rowid bool
+	// refreshIndex is an index whose first column is refresh_at; "" when
+	// there is none (not migrated yet).
+	refreshIndex string
+	migrated     bool
+	cols         map[string]string // lower-case name -> declared type
+}
+
+// compiled holds the quoted names and the SELECTs of one models.Table.
+type compiled struct {
+	meta       tableMeta
+	table, key string
+	payload    []string // payload column names as configured
+	// payloadTime marks payload columns declared as a date or time, whose
+	// text is sent as RFC 3339 like the other drivers'.
+	payloadTime []bool
+	selectFrom  string // SELECT key, refresh_rrule, state..., payload... [, rowid] FROM table
+	// selectState is selectFrom without the payload columns.
+	selectState string
+}
+
+func compileTable(t models.Table, meta tableMeta) (compiled, error) {
+	c := compiled{meta: meta}
+	var err error
+	if c.table, err = quoteIdent(t.Name); err != nil {
+		return c, fmt.Errorf("table name: %w", err)
+	}
+	if c.key, err = quoteIdent(t.Key); err != nil {
+		return c, fmt.Errorf("key column of table %s: %w", c.table, err)
+	}
+	cols := []string{c.key, `"` + models.ColRRule + `"`}
+	for _, sc := range stateColumns {
+		cols = append(cols, `"`+sc+`"`)
+	}
+	var payload []string
+	for _, p := range t.Payload {
+		qp, err := quoteIdent(p)
+		if err != nil {
+			return c, fmt.Errorf("payload column of table %s: %w", c.table, err)
+		}
+		payload = append(payload, qp)
+	}
+	var id []string
+	if meta.rowid {
+		id = []string{"rowid"}
+	}
+	c.payload = t.Payload
+	c.payloadTime = make([]bool, len(t.Payload))
+	for i, p := range t.Payload {
+		typ := meta.cols[strings.ToLower(p)]
+		c.payloadTime[i] = strings.HasPrefix(typ, "date") || strings.HasPrefix(typ, "time")
+	}
+	c.selectFrom = "SELECT " + strings.Join(slices.Concat(cols, payload, id), ", ") + " FROM " + c.table
+	c.selectState = "SELECT " + strings.Join(slices.Concat(cols, id), ", ") + " FROM " + c.table
+	return c, nil
+}
+
+// compile compiles t with its table's metadata, read with q (the
+// transaction's connection inside a Tx: an in-memory Store has only one)
+// and kept once the table is migrated.
+func (s *Store) compile(ctx context.Context, q queryer, t models.Table) (compiled, error) {
+	s.mu.Lock()
+	meta, ok := s.metas[t.Name]
+	s.mu.Unlock()
+	if !ok {
+		schema, err := loadSchema(ctx, q, t.Name)
+		if err != nil {
+			return compiled{}, fmt.Errorf("read columns of %s: %w", t.Name, err)
+		}
+		meta = schema.meta(t.Key)
+		if meta.migrated {
+			// Not before: `refresher migrate` may still add the columns.
+			s.mu.Lock()
+			s.metas[t.Name] = meta
+			s.mu.Unlock()
+		}
+	}
+	return compileTable(t, meta)
+}
+
+// query runs a SELECT built on q.selectFrom (withPayload) or q.selectState
+// and scans its rows.
+func query(ctx context.Context, db queryer, q compiled, query string, args []any, sizeHint int, withPayload bool) ([]models.Row, error) {
+	rs, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	out := make([]models.Row, 0, min(sizeHint, 1024))
+	var (
+		key, id                            any
+		rule, uid, reason, lastErr, status sql.NullString
+		times                              [7]any
+		attemptNo                          sql.NullInt64
+		payload                            []any
+		dest                               = []any{&key, &rule, &times[0], &uid, &times[1], &attemptNo, &times[2], &times[3], &reason, &times[4], &times[5], &lastErr, &status}
+	)
+	if withPayload {
+		payload = make([]any, len(q.payload))
+		for i := range payload {
+			dest = append(dest, &payload[i])
+		}
+	}
+	if q.meta.rowid {
+		dest = append(dest, &id)
+	}
+	for rs.Next() {
+		if err := rs.Scan(dest...); err != nil {
+			return nil, err
+		}
+		var parsed [7]time.Time
+		ok := true
+		for i, v := range times {
+			var good bool
+			parsed[i], good = parseTime(v)
+			ok = ok && good
+		}
+		r := models.Row{
+			Key:  keyString(key),
+			Rule: rule.String,
+			State: policy.State{
+				RefreshAt:      parsed[0],
+				AttemptUID:     uid.String,
+				AttemptAt:      parsed[1],
+				AttemptNo:      int(attemptNo.Int64),
+				TimeoutAt:      parsed[2],
+				DisabledAt:     parsed[3],
+				DisabledReason: reason.String,
+				FailingSince:   parsed[4],
+				LastSuccessAt:  parsed[5],
+				LastError:      lastErr.String,
+				Status:         status.String,
+			},
+		}
+		// A time that cannot be read counts as NULL, and the row is then
+		// written in full, so that Save replaces it.
+		r.Loaded = models.Loaded{State: r.State, OK: ok}
+		if id != nil {
+			r.Loaded.ID = keyString(id)
+		}
+		if len(payload) > 0 {
+			r.Payload = make(map[string]any, len(payload))
+			for i, name := range q.payload {
+				v := payload[i]
+				if q.payloadTime[i] {
+					if t, ok := parseTime(v); ok && !t.IsZero() {
+						v = t
+					}
+				}
+				r.Payload[name] = jsonValue(v)
+			}
+		}
+		out = append(out, r)
+	}
+	return out, rs.Err()
+}
+
+// keyString formats a key column value as the string workers see.
+func keyString(v any) string {
+	switch k := v.(type) {
+	case []byte:
+		return string(k)
+	case string:
+		return k
+	case int64:
+		return strconv.FormatInt(k, 10)
+	case float64:
+		return strconv.FormatFloat(k, 'g', -1, 64)
+	case time.Time:
+		return k.UTC().Format(time.RFC3339Nano)
+	default:
+		return fmt.Sprint(k)
+	}
+}
+
+// jsonValue turns a scanned column value into one encoding/json renders
+// naturally: SQLite returns int64, float64, string, []byte or nil (and
+// time.Time for a column declared exactly DATE, DATETIME or TIMESTAMP).
+// BLOBs become strings, as with MySQL.
+func jsonValue(v any) any {
+	switch x := v.(type) {
+	case []byte:
+		return string(x)
+	case time.Time:
+		return x.UTC().Format(time.RFC3339Nano)
+	default:
+		return x
+	}
+}
+
+func dedupe(keys []string) []string {
+	seen := make(map[string]struct{}, len(keys))
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if _, ok := seen[k]; !ok {
+			seen[k] = struct{}{}
+			out = append(out, k)
+		}
+	}
+	return out
+}

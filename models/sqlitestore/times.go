@@ -1,0 +1,81 @@
+package sqlitestore
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// TimeFormat is how the Store writes times: UTC, exactly six decimals, and
+// the offset +00:00. Being fixed-width, text order is time order. The
+// offset makes the text unambiguous to every reader (SQLite drivers parse
+// it as UTC rather than local time; SQLite's date functions accept it),
+// and it is what the pure-Go and mattn drivers write for a UTC time.Time,
+// so that what an application writes through GORM compares exactly.
+const TimeFormat = "2006-01-02 15:04:05.000000+00:00"
+
+// dbTime is a time as a statement argument: TimeFormat in UTC, truncated to
+// microseconds; nil (NULL) for the zero time.
+func dbTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC().Truncate(time.Microsecond).Format(TimeFormat)
+}
+
+// readFormats are the text forms parseTime accepts: TimeFormat first, then
+// what SQLite drivers and GORM write ("...-07:00" is the modernc and mattn
+// drivers' _time_format=sqlite, the last one time.Time.String, their
+// default), then SQLite's own date functions' forms.
+var readFormats = []string{
+	"2006-01-02 15:04:05.999999999",
+	"2006-01-02 15:04:05.999999999Z07:00",
+	"2006-01-02T15:04:05.999999999Z07:00",
+	"2006-01-02T15:04:05.999999999",
+	"2006-01-02 15:04:05.999999999 -0700 MST",
+	"2006-01-02 15:04",
+	"2006-01-02T15:04",
+	"2006-01-02",
+}
+
+// parseTime reads a time column value as the driver returns it: a
+// time.Time (when the driver parsed it), or text in one of readFormats
+// (no zone means UTC). nil is the zero time. ok is false for a value it
+// cannot read, which callers treat like MySQL's zero date: the zero time,
+// and the row is written in full on the next Save.
+func parseTime(v any) (t time.Time, ok bool) {
+	switch x := v.(type) {
+	case nil:
+		return time.Time{}, true
+	case time.Time:
+		return x.UTC(), true
+	case []byte:
+		return parseTimeText(string(x))
+	case string:
+		return parseTimeText(x)
+	}
+	return time.Time{}, false
+}
+
+func parseTimeText(s string) (time.Time, bool) {
+	s = strings.TrimSpace(s)
+	if i := strings.Index(s, " m="); i > 0 { // time.Time.String's monotonic clock
+		s = s[:i]
+	}
+	for _, f := range readFormats {
+		if t, err := time.ParseInLocation(f, s, time.UTC); err == nil {
+			return t.UTC(), true
+		}
+	}
+	return time.Time{}, false
+}
+
+// mustParseTime is parseTime for values the Store itself wrote (MIN of a
+// column), where unreadable text is an error.
+func mustParseTime(v any, what string) (time.Time, error) {
+	t, ok := parseTime(v)
+	if !ok {
+		return time.Time{}, fmt.Errorf("%s: cannot read %q as a time: write times as UTC text like %q", what, fmt.Sprint(v), TimeFormat)
+	}
+	return t, nil
+}

@@ -1,0 +1,454 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/policy"
+	"github.com/refresher/refresher/refresher"
+)
+
+// overviewTTL is how long /api/v1/kinds reuses its last answer, so that
+// several dashboards refreshing every few seconds cost one count.
+const overviewTTL = 2 * time.Second
+
+func (s *Server) apiRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/v1/kinds", s.apiKinds)
+	mux.HandleFunc("GET /api/v1/kinds/{kind}/models", s.withKind(s.apiModels))
+	mux.HandleFunc("GET /api/v1/kinds/{kind}/models/{uid}", s.withKind(s.apiModel))
+	mux.HandleFunc("POST /api/v1/kinds/{kind}/models/{uid}/enable", s.authed(s.withKind(s.apiEnable)))
+	mux.HandleFunc("POST /api/v1/kinds/{kind}/models/{uid}/trigger", s.authed(s.withKind(s.apiTrigger)))
+	mux.HandleFunc("POST /api/v1/kinds/{kind}/enable", s.authed(s.withKind(s.apiBulkEnable)))
+	mux.HandleFunc("GET /api/v1/kinds/{kind}/dead", s.withKind(s.apiDead))
+	mux.HandleFunc("POST /api/v1/kinds/{kind}/dead/replay", s.authed(s.withKind(s.apiDeadReplay)))
+	mux.HandleFunc("POST /api/v1/kinds/{kind}/dead/discard", s.authed(s.withKind(s.apiDeadDiscard)))
+	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no API route %s %s (see the README's \"Operating it\")", r.Method, r.URL.Path))
+	})
+}
+
+// kindHandler is a handler of one kind's routes.
+type kindHandler func(w http.ResponseWriter, r *http.Request, k *Kind)
+
+// withKind resolves {kind}, answering 404 for an unknown one.
+func (s *Server) withKind(h kindHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		k, ok := s.kinds[r.PathValue("kind")]
+		if !ok {
+			writeError(w, http.StatusNotFound, fmt.Sprintf("no kind %q is configured", r.PathValue("kind")))
+			return
+		}
+		h(w, r, k)
+	}
+}
+
+type ctxKey struct{}
+
+// authed lets the request through only with a valid bearer token, whose
+// name it puts in the context for the log.
+func (s *Server) authed(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		name, status, msg := s.auth.check(r)
+		if status != 0 {
+			if status == http.StatusTooManyRequests {
+				w.Header().Set("Retry-After", strconv.Itoa(int(s.auth.every.Seconds()+0.5)))
+			}
+			writeError(w, status, msg)
+			return
+		}
+		h(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, name)))
+	}
+}
+
+// actor is the name of the token of an authenticated request.
+func actor(ctx context.Context) string { n, _ := ctx.Value(ctxKey{}).(string); return n }
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+// internal logs err and answers 500 with a message that names what failed
+// but not the error's text, which may name hosts.
+func (s *Server) internal(w http.ResponseWriter, what string, err error) {
+	s.o.Logger.Error("operator: "+what, "err", err)
+	status := http.StatusInternalServerError
+	if errors.Is(err, context.DeadlineExceeded) {
+		status = http.StatusGatewayTimeout
+	}
+	writeError(w, status, what+" failed; the service log has the detail")
+}
+
+// KindSummary is one kind on the overview: GET /api/v1/kinds.
+type KindSummary struct {
+	Name     string `json:"name"`
+	Priority string `json:"priority"`
+	Table    string `json:"table"`
+	Total    int64  `json:"total"`
+	Due      int64  `json:"due"`
+	Late     int64  `json:"late"`
+	Running  int64  `json:"running"`
+	Failing  int64  `json:"failing"`
+	Disabled int64  `json:"disabled"`
+	// OldestDueAgeSeconds is now - the oldest due refresh_at; 0 when
+	// nothing is due.
+	OldestDueAgeSeconds float64    `json:"oldest_due_age_seconds"`
+	OldestDue           *time.Time `json:"oldest_due,omitempty"`
+	MaxAttemptNo        int        `json:"max_attempt_no"`
+	LateAfterSeconds    float64    `json:"late_after_seconds"`
+	Lists               ListLens   `json:"lists"`
+	// Error says what could not be read; the other fields are then partial.
+	Error string `json:"error,omitempty"`
+}
+
+// ListLens are the lengths of a kind's Redis lists.
+type ListLens struct {
+	Input  int64 `json:"input"`
+	Output int64 `json:"output"`
+	Dead   int64 `json:"dead"`
+}
+
+func (s *Server) apiKinds(w http.ResponseWriter, r *http.Request) {
+	sums, at, err := s.overviewCached(r.Context())
+	if err != nil {
+		s.internal(w, "count the models", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"kinds": sums, "counted_at": at.UTC()})
+}
+
+// overviewCached returns the overview. The first call counts; later ones
+// answer at once with the last counts and, when those are older than
+// overviewTTL, start one recount in the background (counting a large table
+// takes longer than a dashboard should wait: about a second for 1M rows).
+// An action drops the counts, so its effect shows on the next call.
+func (s *Server) overviewCached(ctx context.Context) ([]KindSummary, time.Time, error) {
+	s.mu.Lock()
+	now := s.o.Now()
+	if s.overview != nil {
+		sums, at := s.overview, s.cachedAt
+		if (now.Sub(at) >= overviewTTL || now.Before(at)) && !s.counting {
+			s.counting = true
+			go s.recount()
+		}
+		s.mu.Unlock()
+		return sums, at, nil
+	}
+	s.mu.Unlock()
+	sums, err := s.Overview(ctx, now)
+	if err != nil {
+		return nil, now, err
+	}
+	s.mu.Lock()
+	s.overview, s.cachedAt = sums, now
+	s.mu.Unlock()
+	return sums, now, nil
+}
+
+// recount refreshes the cached overview in the background.
+func (s *Server) recount() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	now := s.o.Now()
+	sums, err := s.Overview(ctx, now)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.counting = false
+	if err != nil {
+		s.o.Logger.Error("operator: count the models", "err", err)
+		return
+	}
+	if s.overview != nil { // not dropped by an action meanwhile
+		s.overview, s.cachedAt = sums, now
+	}
+}
+
+// Overview counts every kind's models at now and reads its list lengths.
+func (s *Server) Overview(ctx context.Context, now time.Time) ([]KindSummary, error) {
+	if s.insp == nil {
+		return nil, errors.New("the database driver cannot count models (it does not implement models.Inspector)")
+	}
+	out := make([]KindSummary, 0, len(s.order))
+	for _, name := range s.order {
+		k := s.kinds[name]
+		ks := KindSummary{Name: k.Name, Priority: k.Priority, Table: k.Table.Name, LateAfterSeconds: k.LateAfter.Seconds()}
+		c, err := s.insp.Counts(ctx, k.Table, now, k.LateAfter)
+		if err != nil {
+			s.o.Logger.Error("operator: count models", "kind", k.Name, "err", err)
+			ks.Error = "cannot count the models of table " + k.Table.Name + "; the service log has the detail"
+		} else {
+			ks.Total, ks.Due, ks.Late, ks.Running, ks.Failing, ks.Disabled = c.Total, c.Due, c.Late, c.Running, c.Failing, c.Disabled
+			ks.MaxAttemptNo = c.MaxAttemptNo
+			if !c.OldestDue.IsZero() {
+				t := c.OldestDue
+				ks.OldestDue = &t
+				ks.OldestDueAgeSeconds = max(0, now.Sub(t).Seconds())
+			}
+		}
+		if ks.Lists, err = s.listLens(ctx, k); err != nil {
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			s.o.Logger.Error("operator: list lengths", "kind", k.Name, "err", err)
+			ks.Error = "cannot read the Redis list lengths; the service log has the detail"
+		}
+		out = append(out, ks)
+	}
+	return out, nil
+}
+
+func (s *Server) listLens(ctx context.Context, k *Kind) (ListLens, error) {
+	p := s.o.Redis.Pipeline()
+	in, out, dead := p.LLen(ctx, k.Lists.Input), p.LLen(ctx, k.Lists.Output), p.LLen(ctx, k.Lists.Dead)
+	if _, err := p.Exec(ctx); err != nil {
+		return ListLens{}, err
+	}
+	return ListLens{Input: in.Val(), Output: out.Val(), Dead: dead.Val()}, nil
+}
+
+// ModelItem is one model in the API: its state columns, named as in the
+// table without the refresh_ prefix, and the one-word state.
+type ModelItem struct {
+	UID            string     `json:"uid"`
+	State          string     `json:"state"`
+	RefreshAt      *time.Time `json:"refresh_at"`
+	AttemptUID     string     `json:"attempt_uid,omitempty"`
+	AttemptAt      *time.Time `json:"attempt_at"`
+	AttemptNo      int        `json:"attempt_no"`
+	TimeoutAt      *time.Time `json:"timeout_at"`
+	DisabledAt     *time.Time `json:"disabled_until_update"`
+	DisabledReason string     `json:"disabled_reason,omitempty"`
+	FailingSince   *time.Time `json:"failing_since"`
+	LastSuccessAt  *time.Time `json:"last_success_at"`
+	LastError      string     `json:"last_error,omitempty"`
+	Status         string     `json:"status,omitempty"`
+	RRule          string     `json:"rrule,omitempty"`
+}
+
+func tp(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+// stateWord names the most telling state of a row: disabled, running,
+// late, due, failing (not due, retry planned), scheduled or idle (nothing
+// planned).
+func stateWord(st policy.State, now time.Time, lateAfter time.Duration) string {
+	switch {
+	case !st.DisabledAt.IsZero():
+		return "disabled"
+	case st.AttemptUID != "":
+		return "running"
+	case st.RefreshAt.IsZero():
+		return "idle"
+	case !st.RefreshAt.After(now.Add(-lateAfter)):
+		return "late"
+	case !st.RefreshAt.After(now):
+		return "due"
+	case !st.FailingSince.IsZero():
+		return "failing"
+	}
+	return "scheduled"
+}
+
+func item(r models.Row, now time.Time, lateAfter time.Duration) ModelItem {
+	st := r.State
+	return ModelItem{
+		UID: r.Key, State: stateWord(st, now, lateAfter), RefreshAt: tp(st.RefreshAt), AttemptUID: st.AttemptUID,
+		AttemptAt: tp(st.AttemptAt), AttemptNo: st.AttemptNo, TimeoutAt: tp(st.TimeoutAt),
+		DisabledAt: tp(st.DisabledAt), DisabledReason: st.DisabledReason, FailingSince: tp(st.FailingSince),
+		LastSuccessAt: tp(st.LastSuccessAt), LastError: st.LastError, Status: st.Status, RRule: r.Rule,
+	}
+}
+
+// ModelPage is a page of GET /api/v1/kinds/{kind}/models.
+type ModelPage struct {
+	Items []ModelItem `json:"items"`
+	// Next is the after= of the next page; "" on the last.
+	Next string `json:"next,omitempty"`
+}
+
+var listStates = map[string]models.RowState{
+	"": models.StateAll, "all": models.StateAll, "due": models.StateDue, "late": models.StateLate,
+	"running": models.StateRunning, "failing": models.StateFailing, "disabled": models.StateDisabled,
+}
+
+// listQuery reads state, q, limit and after from the query string.
+func (s *Server) listQuery(r *http.Request, k *Kind) (models.ListQuery, error) {
+	v := r.URL.Query()
+	state, ok := listStates[v.Get("state")]
+	if !ok {
+		return models.ListQuery{}, fmt.Errorf("state=%q: use due, late, running, failing, disabled or all", v.Get("state"))
+	}
+	q := models.ListQuery{State: state, Now: s.o.Now(), LateAfter: k.LateAfter, Search: v.Get("q"), After: v.Get("after"), Limit: 50}
+	if l := v.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 1000 {
+			return q, fmt.Errorf("limit=%q: use a number from 1 to 1000", l)
+		}
+		q.Limit = n
+	}
+	return q, nil
+}
+
+func (s *Server) listModels(ctx context.Context, k *Kind, q models.ListQuery) (ModelPage, error) {
+	if s.insp == nil {
+		return ModelPage{}, errors.New("the database driver cannot list models")
+	}
+	rows, err := s.insp.List(ctx, k.Table, q)
+	if err != nil {
+		return ModelPage{}, err
+	}
+	p := ModelPage{Items: make([]ModelItem, 0, len(rows))}
+	for _, r := range rows {
+		p.Items = append(p.Items, item(r, q.Now, k.LateAfter))
+	}
+	if len(rows) == q.Limit {
+		p.Next = rows[len(rows)-1].Key
+	}
+	return p, nil
+}
+
+func (s *Server) apiModels(w http.ResponseWriter, r *http.Request, k *Kind) {
+	q, err := s.listQuery(r, k)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	p, err := s.listModels(r.Context(), k, q)
+	if err != nil {
+		s.internal(w, "list the models", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+// ModelDetail is GET /api/v1/kinds/{kind}/models/{uid}.
+type ModelDetail struct {
+	Kind    string    `json:"kind"`
+	Model   ModelItem `json:"model"`
+	Summary string    `json:"summary"`
+	// Timeline is what the schedule and the retry policy will do next.
+	Timeline Timeline `json:"timeline"`
+}
+
+var errNoModel = errors.New("no such model")
+
+// model reads one model by key, without waiting for rows a batch holds
+// longer than the database's lock wait (it locks the row for the instant of
+// the read, like the CLI, and writes nothing).
+func (s *Server) model(ctx context.Context, k *Kind, uid string) (models.Row, error) {
+	var row models.Row
+	found := false
+	err := s.o.Store.Tx(ctx, func(tx models.Tx) error {
+		rows, err := tx.LockByKeys(ctx, k.Table, []string{uid})
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			row, found = r, true
+		}
+		return nil
+	})
+	if err != nil {
+		return row, err
+	}
+	if !found {
+		return row, errNoModel
+	}
+	return row, nil
+}
+
+func (s *Server) modelDetail(ctx context.Context, k *Kind, uid string) (ModelDetail, error) {
+	row, err := s.model(ctx, k, uid)
+	if err != nil {
+		return ModelDetail{}, err
+	}
+	now := s.o.Now()
+	tl := timeline(k, row, now)
+	return ModelDetail{Kind: k.Name, Model: item(row, now, k.LateAfter), Summary: summary(row, tl, now, k.LateAfter), Timeline: tl}, nil
+}
+
+func (s *Server) apiModel(w http.ResponseWriter, r *http.Request, k *Kind) {
+	d, err := s.modelDetail(r.Context(), k, r.PathValue("uid"))
+	switch {
+	case errors.Is(err, errNoModel):
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no model %q in table %s", r.PathValue("uid"), k.Table.Name))
+	case err != nil:
+		s.internal(w, "read the model", err)
+	default:
+		writeJSON(w, http.StatusOK, d)
+	}
+}
+
+// ChangeResult is the answer of an action on models.
+type ChangeResult struct {
+	UID   string    `json:"uid"`
+	Found bool      `json:"found"`
+	Note  string    `json:"note"`
+	After ModelItem `json:"after"`
+}
+
+func (s *Server) apiEnable(w http.ResponseWriter, r *http.Request, k *Kind) {
+	s.change(w, r, k, "enable", refresher.Enable)
+}
+
+func (s *Server) apiTrigger(w http.ResponseWriter, r *http.Request, k *Kind) {
+	s.change(w, r, k, "trigger", refresher.Trigger)
+}
+
+type changeFunc func(context.Context, models.Store, models.Table, []string, time.Time) ([]refresher.Change, error)
+
+func (s *Server) change(w http.ResponseWriter, r *http.Request, k *Kind, what string, fn changeFunc) {
+	uid := r.PathValue("uid")
+	now := s.o.Now()
+	changes, err := fn(r.Context(), s.o.Store, k.Table, []string{uid}, now)
+	if err != nil {
+		s.internal(w, what+" the model", err)
+		return
+	}
+	c := changes[0]
+	if !c.Found {
+		writeError(w, http.StatusNotFound, c.Note)
+		return
+	}
+	s.o.Logger.Info("operator: "+what, "kind", k.Name, "uid", uid, "by", actor(r.Context()), "note", c.Note)
+	s.invalidate()
+	writeJSON(w, http.StatusOK, ChangeResult{UID: c.Key, Found: true, Note: c.Note,
+		After: item(models.Row{Key: c.Key, State: c.After}, now, k.LateAfter)})
+}
+
+// invalidate drops the cached overview after an action, so the dashboard
+// shows its effect at once.
+func (s *Server) invalidate() {
+	s.mu.Lock()
+	s.overview = nil
+	s.mu.Unlock()
+}
+
+// decodeBody reads a JSON body of at most 64 KiB into v; an empty body
+// leaves v as it is.
+func decodeBody(r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil && err.Error() != "EOF" {
+		return fmt.Errorf("request body: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,136 @@
+package operator
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// chromium finds a Chromium binary (`make test` installs Debian's through
+// scripts/browser.sh); "" when there is none.
+func chromium() string {
+	if p := os.Getenv("REFRESHER_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// TestDashboardInBrowser drives the dashboard in real headless Chromium:
+// the overview, a disabled model and its reason, an action refused without
+// a token, and a bulk re-enable previewed as a dry run and then confirmed.
+// It saves a screenshot of each step in $REFRESHER_SCREENSHOTS (default: a
+// temporary directory), named in the log.
+func TestDashboardInBrowser(t *testing.T) {
+	bin := chromium()
+	if bin == "" {
+		t.Skip("no chromium binary found: run scripts/browser.sh (make test does) or set REFRESHER_CHROMIUM")
+	}
+	f := newFixture(t, map[string]string{"ops": testToken})
+	shots := os.Getenv("REFRESHER_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	} else if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("no-default-browser-check", true), chromedp.WindowSize(1366, 860),
+	}
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+
+	shot := func(name string) chromedp.Action {
+		return chromedp.ActionFunc(func(ctx context.Context) error {
+			var png []byte
+			if err := chromedp.FullScreenshot(&png, 100).Do(ctx); err != nil { // 100: PNG (less is JPEG)
+				return err
+			}
+			path := filepath.Join(shots, name+".png")
+			t.Logf("screenshot %s", path)
+			return os.WriteFile(path, png, 0o644)
+		})
+	}
+	run := func(step string, actions ...chromedp.Action) {
+		t.Helper()
+		if err := chromedp.Run(ctx, actions...); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		var s string
+		run("read "+sel, chromedp.Text(sel, &s, chromedp.ByQuery))
+		return s
+	}
+
+	// 1. The overview.
+	run("overview", chromedp.Navigate(f.http.URL+"/"), chromedp.WaitVisible("table.overview", chromedp.ByQuery), shot("1-overview"))
+	if row := text("table.overview tbody tr"); !strings.Contains(row, "items") || !strings.Contains(row, "interactive") {
+		t.Fatalf("overview row: %q", row)
+	}
+
+	// 2. The disabled models, then one of them and its reason.
+	run("disabled list", chromedp.Click(`a[href="/kinds/items?state=disabled"]`, chromedp.ByQuery),
+		chromedp.WaitVisible("table.models", chromedp.ByQuery), shot("2-disabled-list"))
+	run("open model", chromedp.Click(`a[href="/kinds/items/models/off-3"]`, chromedp.ByQuery),
+		chromedp.WaitVisible("#reason", chromedp.ByQuery), shot("3-disabled-model"))
+	if r := text("#reason"); r != "Provided URL is invalid" {
+		t.Fatalf("reason: %q", r)
+	}
+
+	// 3. An action without a token is refused, and says why.
+	run("enable without token", chromedp.Click(`button.action[data-url$="/enable"]`, chromedp.ByQuery),
+		chromedp.WaitVisible("#flash.fail", chromedp.ByQuery), shot("4-refused-without-token"))
+	if msg := text("#flash"); !strings.Contains(msg, "refused") || !strings.Contains(msg, "needs a token") {
+		t.Fatalf("flash: %q", msg)
+	}
+
+	// 4. With the token: bulk re-enable of the incident's models, dry run first.
+	run("token", chromedp.SendKeys("#token", testToken, chromedp.ByQuery), chromedp.Click(`#token-form button[type="submit"]`, chromedp.ByQuery))
+	if s := text("#token-state"); s != "token set for this tab" {
+		t.Fatalf("token state: %q", s)
+	}
+	run("bulk dry run", chromedp.Navigate(f.http.URL+"/kinds/items/bulk"), chromedp.WaitVisible("#bulk-form", chromedp.ByQuery),
+		chromedp.SendKeys("#disabled_since", "2026-03-04T08:00:00Z", chromedp.ByQuery),
+		chromedp.Click(`#bulk-form button[type="submit"]`, chromedp.ByQuery),
+		chromedp.WaitVisible("#bulk-confirm", chromedp.ByQuery), shot("5-bulk-dry-run"))
+	if c := text("#bulk-count"); !strings.Contains(c, "2 disabled model(s) match") {
+		t.Fatalf("dry run: %q", c)
+	}
+	var page ModelPage
+	f.do("GET", "/api/v1/kinds/items/models?state=disabled", "", nil, &page)
+	if len(page.Items) != 4 {
+		t.Fatalf("the dry run changed something: %d disabled", len(page.Items))
+	}
+	run("bulk confirm", chromedp.Click("#bulk-confirm", chromedp.ByQuery), chromedp.WaitVisible("#bulk-done", chromedp.ByQuery), shot("6-bulk-done"))
+	if d := text("#bulk-done"); !strings.Contains(d, "Re-enabled 2 model(s)") {
+		t.Fatalf("confirm: %q", d)
+	}
+	page = ModelPage{}
+	f.do("GET", "/api/v1/kinds/items/models?state=disabled", "", nil, &page)
+	if len(page.Items) != 2 {
+		t.Fatalf("after the bulk re-enable: %d disabled, want 2", len(page.Items))
+	}
+
+	// 5. The other pages, for the screenshots: a failing model's timeline and the dead letters.
+	run("failing model", chromedp.Navigate(f.http.URL+"/kinds/items/models/failing-1"), chromedp.WaitVisible("svg.timeline", chromedp.ByQuery), shot("7-failing-model"))
+	run("dead letters", chromedp.Navigate(f.http.URL+"/kinds/items/dead"), chromedp.WaitVisible("table.dead", chromedp.ByQuery), shot("8-dead-letters"))
+	run("long uid", chromedp.Navigate(f.http.URL+"/kinds/items/models/"+page.Items[0].UID), chromedp.WaitVisible("#reason", chromedp.ByQuery), shot("9-long-uid"))
+}

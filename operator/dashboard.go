@@ -1,0 +1,219 @@
+package operator
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"sort"
+	"time"
+
+	"github.com/refresher/refresher/policy"
+)
+
+// The dashboard's templates and assets, compiled into the binary: no CDN and
+// no build step. app.js is plain JavaScript.
+//
+//go:embed web
+var webFS embed.FS
+
+var pages = map[string]*template.Template{}
+
+func init() {
+	funcs := template.FuncMap{
+		"path": url.PathEscape,
+		"when": func(t *time.Time) string {
+			if t == nil {
+				return "—"
+			}
+			return t.UTC().Format("2006-01-02 15:04:05")
+		},
+		"age": func(sec float64) string {
+			if sec <= 0 {
+				return "—"
+			}
+			return policy.FormatDuration(time.Duration(sec) * time.Second)
+		},
+	}
+	for _, p := range []string{"overview", "kind", "model", "dead", "bulk"} {
+		pages[p] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(webFS, "web/templates/layout.html", "web/templates/"+p+".html"))
+	}
+}
+
+func (s *Server) dashboardRoutes(mux *http.ServeMux) {
+	static, _ := fs.Sub(webFS, "web/static")
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /{$}", s.pageOverview)
+	mux.HandleFunc("GET /kinds/{kind}", s.withKind(s.pageKind))
+	mux.HandleFunc("GET /kinds/{kind}/models/{uid}", s.withKind(s.pageModel))
+	mux.HandleFunc("GET /kinds/{kind}/dead", s.withKind(s.pageDead))
+	mux.HandleFunc("GET /kinds/{kind}/bulk", s.withKind(s.pageBulk))
+}
+
+// page is what every template gets.
+type page struct {
+	Title    string
+	Kind     *Kind
+	ReadOnly bool
+	Now      time.Time
+	Data     any
+}
+
+func (s *Server) render(w http.ResponseWriter, name string, status int, p page) {
+	p.ReadOnly = s.auth.readOnly()
+	p.Now = s.o.Now().UTC()
+	var b bytes.Buffer
+	if err := pages[name].Execute(&b, p); err != nil {
+		s.o.Logger.Error("operator: render page", "page", name, "err", err)
+		http.Error(w, "the page could not be rendered; the service log has the detail", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(b.Bytes())
+}
+
+func (s *Server) pageError(w http.ResponseWriter, status int, msg string) {
+	s.render(w, "overview", status, page{Title: "Error", Data: overviewData{Error: msg}})
+}
+
+type overviewData struct {
+	Kinds     []KindSummary
+	CountedAt time.Time
+	Error     string
+}
+
+func (s *Server) pageOverview(w http.ResponseWriter, r *http.Request) {
+	sums, at, err := s.overviewCached(r.Context())
+	d := overviewData{Kinds: sums, CountedAt: at.UTC()}
+	if err != nil {
+		s.o.Logger.Error("operator: overview", "err", err)
+		d.Error = "The models could not be counted; the service log has the detail."
+	}
+	s.render(w, "overview", http.StatusOK, page{Title: "Kinds", Data: d})
+}
+
+type kindData struct {
+	States []string
+	State  string
+	Query  string
+	Page   ModelPage
+	After  string
+	Error  string
+}
+
+func (s *Server) pageKind(w http.ResponseWriter, r *http.Request, k *Kind) {
+	d := kindData{States: []string{"all", "due", "late", "running", "failing", "disabled"},
+		State: r.URL.Query().Get("state"), Query: r.URL.Query().Get("q"), After: r.URL.Query().Get("after")}
+	if d.State == "" {
+		d.State = "all"
+	}
+	q, err := s.listQuery(r, k)
+	if err != nil {
+		d.Error = err.Error()
+	} else if d.Page, err = s.listModels(r.Context(), k, q); err != nil {
+		s.o.Logger.Error("operator: list models", "err", err)
+		d.Error = "The models could not be listed; the service log has the detail."
+	}
+	s.render(w, "kind", http.StatusOK, page{Title: k.Name, Kind: k, Data: d})
+}
+
+type modelData struct {
+	Detail ModelDetail
+	SVG    timelineSVG
+}
+
+func (s *Server) pageModel(w http.ResponseWriter, r *http.Request, k *Kind) {
+	d, err := s.modelDetail(r.Context(), k, r.PathValue("uid"))
+	if err != nil {
+		if err == errNoModel {
+			s.pageError(w, http.StatusNotFound, fmt.Sprintf("No model %q in table %s.", r.PathValue("uid"), k.Table.Name))
+			return
+		}
+		s.o.Logger.Error("operator: read model", "err", err)
+		s.pageError(w, http.StatusInternalServerError, "The model could not be read; the service log has the detail.")
+		return
+	}
+	s.render(w, "model", http.StatusOK, page{Title: d.Model.UID, Kind: k, Data: modelData{Detail: d, SVG: drawTimeline(d.Timeline, s.o.Now())}})
+}
+
+type deadData struct {
+	Total int64
+	Items []DeadLetter
+	Error string
+}
+
+func (s *Server) pageDead(w http.ResponseWriter, r *http.Request, k *Kind) {
+	total, items, err := s.deadLetters(r.Context(), k, 0, 100)
+	d := deadData{Total: total, Items: items}
+	if err != nil {
+		s.o.Logger.Error("operator: dead letters", "err", err)
+		d.Error = "The dead letters could not be read; the service log has the detail."
+	}
+	s.render(w, "dead", http.StatusOK, page{Title: k.Name + " dead letters", Kind: k, Data: d})
+}
+
+func (s *Server) pageBulk(w http.ResponseWriter, r *http.Request, k *Kind) {
+	s.render(w, "bulk", http.StatusOK, page{Title: k.Name + " bulk re-enable", Kind: k,
+		Data: map[string]string{"ReasonLike": r.URL.Query().Get("reason_like")}})
+}
+
+// timelineSVG is a model's timeline laid out for the template: its events
+// in time order, evenly spaced (times differ by seconds or by months, so
+// an even spacing reads better than a linear scale), with "now" among them.
+type timelineSVG struct {
+	Width, Height int
+	Points        []svgPoint
+}
+
+type svgPoint struct {
+	X, Y        int
+	LabelY      int
+	Kind, Label string
+	Time        string
+	Up          bool
+}
+
+func drawTimeline(tl Timeline, now time.Time) timelineSVG {
+	type ev struct {
+		at         time.Time
+		kind, what string
+	}
+	var evs []ev
+	if tl.LastAttempt != nil {
+		evs = append(evs, ev{*tl.LastAttempt, "past", "last attempt"})
+	}
+	evs = append(evs, ev{now, "now", "now"})
+	if tl.NextRefresh != nil {
+		evs = append(evs, ev{*tl.NextRefresh, "next", "next refresh"})
+	}
+	for _, o := range tl.Occurrences {
+		evs = append(evs, ev{o, "occurrence", "planned"})
+	}
+	for _, p := range tl.RetryPlan {
+		if p.Decision == string(policy.BranchDisabled) {
+			evs = append(evs, ev{p.StartedAt, "disabled", fmt.Sprintf("disabled after %d", p.AttemptNo)})
+		} else if p.RefreshAt != nil {
+			evs = append(evs, ev{*p.RefreshAt, "retry", fmt.Sprintf("try %d", p.AttemptNo+1)})
+		}
+	}
+	sort.SliceStable(evs, func(i, j int) bool { return evs[i].at.Before(evs[j].at) })
+	svg := timelineSVG{Width: 800, Height: 120}
+	step := 0
+	if len(evs) > 1 {
+		step = (svg.Width - 100) / (len(evs) - 1)
+	}
+	for i, e := range evs {
+		up := i%2 == 0
+		p := svgPoint{X: 50 + i*step, Y: 60, Kind: e.kind, Label: e.what, Time: clock(e.at, now), Up: up}
+		p.LabelY = 30
+		if !up {
+			p.LabelY = 88
+		}
+		svg.Points = append(svg.Points, p)
+	}
+	return svg
+}

@@ -1,0 +1,203 @@
+package operator
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DeadLetter is one entry of a kind's dead-letter list, as the poller wrote
+// it (see the README's "Dead letters").
+type DeadLetter struct {
+	// ID names the entry for replay and discard: a hash of its exact text,
+	// stable while it stays in the list.
+	ID    string `json:"id"`
+	Index int64  `json:"index"`
+	Error string `json:"error"`
+	List  string `json:"list,omitempty"`
+	At    string `json:"at,omitempty"`
+	// Message is the original message (cut to 4 KiB for display).
+	Message   string `json:"message"`
+	Truncated bool   `json:"truncated,omitempty"`
+	// Replayable: the entry holds the whole original message, which replay
+	// pushes back onto the output list.
+	Replayable bool `json:"replayable"`
+}
+
+type deadEntry struct {
+	Error         string  `json:"error"`
+	List          string  `json:"list"`
+	Message       *string `json:"message"`
+	MessageBase64 string  `json:"message_base64"`
+	At            string  `json:"at"`
+}
+
+// deadScan bounds how many entries replay and discard look through for the
+// ids they are given (the oldest first).
+const deadScan = 10_000
+
+func deadID(raw string) string {
+	sum := sha256.Sum256([]byte(raw))
+	return hex.EncodeToString(sum[:8])
+}
+
+// original returns the message a dead letter holds, exactly as the worker
+// pushed it; ok is false when the entry is not a dead letter with one.
+func original(raw string) (e deadEntry, msg string, ok bool) {
+	if err := json.Unmarshal([]byte(raw), &e); err != nil || e.Message == nil {
+		return e, "", false
+	}
+	if e.MessageBase64 != "" {
+		b, err := base64.StdEncoding.DecodeString(e.MessageBase64)
+		if err != nil {
+			return e, "", false
+		}
+		return e, string(b), true
+	}
+	return e, *e.Message, true
+}
+
+func parseDead(raw string, index int64) DeadLetter {
+	e, msg, ok := original(raw)
+	d := DeadLetter{ID: deadID(raw), Index: index, Error: e.Error, List: e.List, At: e.At, Replayable: ok}
+	if !ok {
+		d.Error = "not a dead letter the service wrote: replay is not possible"
+		msg = raw
+	}
+	if len(msg) > 4096 {
+		msg, d.Truncated = msg[:4096], true
+	}
+	d.Message = msg
+	return d
+}
+
+func (s *Server) deadLetters(ctx context.Context, k *Kind, offset, limit int64) (total int64, items []DeadLetter, err error) {
+	p := s.o.Redis.Pipeline()
+	n := p.LLen(ctx, k.Lists.Dead)
+	rng := p.LRange(ctx, k.Lists.Dead, offset, offset+limit-1)
+	if _, err := p.Exec(ctx); err != nil {
+		return 0, nil, err
+	}
+	items = make([]DeadLetter, 0, len(rng.Val()))
+	for i, raw := range rng.Val() {
+		items = append(items, parseDead(raw, offset+int64(i)))
+	}
+	return n.Val(), items, nil
+}
+
+func (s *Server) apiDead(w http.ResponseWriter, r *http.Request, k *Kind) {
+	offset, limit := int64(0), int64(50)
+	for name, p := range map[string]*int64{"offset": &offset, "limit": &limit} {
+		if v := r.URL.Query().Get(name); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 || (name == "limit" && (n < 1 || n > 1000)) {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("%s=%q: use a number (limit 1 to 1000)", name, v))
+				return
+			}
+			*p = n
+		}
+	}
+	total, items, err := s.deadLetters(r.Context(), k, offset, limit)
+	if err != nil {
+		s.internal(w, "read the dead letters", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"list": k.Lists.Dead, "total": total, "items": items})
+}
+
+// DeadRequest is the body of POST .../dead/replay and .../dead/discard.
+type DeadRequest struct {
+	IDs []string `json:"ids"`
+}
+
+// DeadResult says what replay or discard did.
+type DeadResult struct {
+	Done int `json:"done"`
+	// Missing are ids no longer in the list (or beyond its first 10000
+	// entries); NotReplayable are entries without a whole original message.
+	Missing       []string `json:"missing"`
+	NotReplayable []string `json:"not_replayable,omitempty"`
+}
+
+// replayScript removes one dead letter (by its exact text) and, only if it
+// was there, pushes the original onto the output list: a replay that races
+// another never pushes a message twice.
+var replayScript = redis.NewScript(`
+if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 1 then
+  redis.call('RPUSH', KEYS[2], ARGV[2])
+  return 1
+end
+return 0`)
+
+func (s *Server) apiDeadReplay(w http.ResponseWriter, r *http.Request, k *Kind) {
+	s.deadAction(w, r, k, "replay", func(ctx context.Context, raw string) (bool, bool, error) {
+		_, msg, ok := original(raw)
+		if !ok {
+			return false, false, nil
+		}
+		n, err := replayScript.Run(ctx, s.o.Redis, []string{k.Lists.Dead, k.Lists.Output}, raw, msg).Int()
+		return n == 1, true, err
+	})
+}
+
+func (s *Server) apiDeadDiscard(w http.ResponseWriter, r *http.Request, k *Kind) {
+	s.deadAction(w, r, k, "discard", func(ctx context.Context, raw string) (bool, bool, error) {
+		n, err := s.o.Redis.LRem(ctx, k.Lists.Dead, 1, raw).Result()
+		return n == 1, true, err
+	})
+}
+
+// deadAction finds the entries named by the body's ids and applies fn to
+// each; fn reports whether it did it and whether the entry allowed it.
+func (s *Server) deadAction(w http.ResponseWriter, r *http.Request, k *Kind, what string,
+	fn func(ctx context.Context, raw string) (done, allowed bool, err error)) {
+	var req DeadRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if len(req.IDs) == 0 || len(req.IDs) > 1000 {
+		writeError(w, http.StatusBadRequest, `ids: give 1 to 1000 dead-letter ids, as GET .../dead lists them: {"ids": ["..."]}`)
+		return
+	}
+	ctx := r.Context()
+	entries, err := s.o.Redis.LRange(ctx, k.Lists.Dead, 0, deadScan-1).Result()
+	if err != nil {
+		s.internal(w, "read the dead letters", err)
+		return
+	}
+	byID := make(map[string]string, len(entries))
+	for _, raw := range entries {
+		byID[deadID(raw)] = raw
+	}
+	res := DeadResult{Missing: []string{}}
+	for _, id := range req.IDs {
+		raw, ok := byID[id]
+		if !ok {
+			res.Missing = append(res.Missing, id)
+			continue
+		}
+		done, allowed, err := fn(ctx, raw)
+		switch {
+		case err != nil:
+			s.internal(w, what+" dead letters", err)
+			return
+		case !allowed:
+			res.NotReplayable = append(res.NotReplayable, id)
+		case done:
+			res.Done++
+		default:
+			res.Missing = append(res.Missing, id)
+		}
+	}
+	s.o.Logger.Info("operator: dead letters "+what, "kind", k.Name, "by", actor(ctx), "done", res.Done)
+	s.invalidate()
+	writeJSON(w, http.StatusOK, res)
+}

@@ -1,0 +1,90 @@
+package policy
+
+import "time"
+
+// DueAction is what Due did with one row.
+type DueAction string
+
+// The actions of Due.
+const (
+	// DueStarted: an attempt started (after the running one timed out, when
+	// DueDecision.TimedOut).
+	DueStarted DueAction = "started"
+	// DueWaiting: nothing started: the row is not due (refresh_at is NULL or
+	// after now), or the running attempt timed out and the retry policy
+	// planned the next one later, or disabled the row (see
+	// DueDecision.Timeout).
+	DueWaiting DueAction = "waiting"
+	// DueDisabledRow: the row is disabled and the application set refresh_at
+	// without enabling it; refresh_at is cleared until it is enabled.
+	DueDisabledRow DueAction = "disabled_row"
+	// DueInvalidSchedule: the row's rule is unparsable or empty; the row is
+	// disabled (DisableInvalidSchedule).
+	DueInvalidSchedule DueAction = "invalid_schedule"
+)
+
+// DueDecision says what Due did, for the shell to count and log.
+type DueDecision struct {
+	Action DueAction
+	// AttemptUID is the uid of the attempt started (DueStarted), "" otherwise.
+	AttemptUID string
+	// TimedOut: the running attempt was declared failed first, with
+	// TimeoutReason; Timeout is that failure's decision.
+	TimedOut bool
+	Timeout  Decision
+	// ScheduleError is the parser's message (DueInvalidSchedule); "empty
+	// rule" for a rule without occurrences.
+	ScheduleError string
+	// BeforeStart is the state the attempt started from (DueStarted): the
+	// claimed state, after the timeout when TimedOut. The shell restores it
+	// when the job cannot be pushed, so the attempt does not count.
+	BeforeStart State
+}
+
+// Due is the dispatcher's transition of one row it claimed at now, the
+// whole of it (see the README's retry section):
+//
+//  1. a row whose refresh_at is NULL or after now is left alone
+//     (DueWaiting);
+//  2. a disabled row (the application set refresh_at without enabling it)
+//     gets refresh_at = NULL (DueDisabledRow);
+//  3. schedErr != nil or sched == nil (the row's rule is unparsable or
+//     empty) disables the row (DueInvalidSchedule);
+//  4. a running attempt times out: TimedOut, with the jitter draw u;
+//  5. if the row is then due (refresh_at <= now) and not disabled, the
+//     attempt uid starts (Start): DueStarted, so a timed-out attempt whose
+//     retry is due at once restarts in the same pass.
+//
+// uid is the xid the shell made for a new attempt; it is used only when one
+// starts. Due is pure: the same inputs give the same outputs.
+func (p Policy) Due(s State, now time.Time, sched Nexter, schedErr error, uid string, u float64) (State, DueDecision) {
+	p = p.WithDefaults()
+	if s.RefreshAt.IsZero() || s.RefreshAt.After(now) {
+		return s, DueDecision{Action: DueWaiting}
+	}
+	if s.Disabled() {
+		s.RefreshAt = time.Time{}
+		return s, DueDecision{Action: DueDisabledRow}
+	}
+	if schedErr != nil || sched == nil {
+		s = DisableInvalidSchedule(s, now, schedErr)
+		d := DueDecision{Action: DueInvalidSchedule, ScheduleError: "empty rule"}
+		if schedErr != nil {
+			d.ScheduleError = schedErr.Error()
+		}
+		return s, d
+	}
+	var d DueDecision
+	if s.Running() {
+		d.TimedOut = true
+		s, d.Timeout = p.TimedOut(s, now, sched, u)
+	}
+	if s.RefreshAt.IsZero() || s.RefreshAt.After(now) || s.Disabled() {
+		d.Action = DueWaiting
+		return s, d
+	}
+	d.BeforeStart = s
+	s = p.Start(s, now, uid)
+	d.Action, d.AttemptUID = DueStarted, uid
+	return s, d
+}

@@ -1,0 +1,81 @@
+package refresher
+
+import (
+	"context"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/refresher/refresher/internal/testenv"
+	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/models/mysqlstore"
+	"github.com/refresher/refresher/policy"
+	"github.com/refresher/refresher/redisio"
+)
+
+type fixedClock time.Time
+
+func (c fixedClock) Now() time.Time { return time.Time(c) }
+
+// TestGaugesOneInstanceComputes checks the gauges' values and that of two
+// instances only the one holding the lock counts, the other reporting its
+// snapshot.
+func TestGaugesOneInstanceComputes(t *testing.T) {
+	ctx := context.Background()
+	db, err := mysqlstore.Open(ctx, testenv.MySQLDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("CREATE TABLE g (id INT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mysqlstore.Migrate(ctx, db, []string{"g"}, io.Discard, false); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 3, 4, 14, 0, 0, 0, time.UTC)
+	store := mysqlstore.New(db)
+	tbl := models.Table{Name: "g", Key: "id"}
+	rows := []models.Row{
+		{Key: "1", State: policy.State{RefreshAt: now.Add(-90 * time.Second), AttemptNo: 4, FailingSince: now}},
+		{Key: "2", State: policy.State{RefreshAt: now.Add(time.Hour)}},
+		{Key: "3", State: policy.State{DisabledAt: now, AttemptNo: 2}},
+	}
+	for _, r := range rows {
+		db.Exec("INSERT INTO g (id) VALUES (?)", r.Key)
+	}
+	if err := store.Tx(ctx, func(tx models.Tx) error { return tx.Save(ctx, tbl, rows) }); err != nil {
+		t.Fatal(err)
+	}
+	rdb, prefix := testenv.Redis(t)
+	lists := redisio.DefaultLists(prefix + "g")
+	rdb.RPush(ctx, lists.Dead, "a", "b")
+	cfg := GaugeConfig{Kinds: []GaugeKind{{Name: "g", Table: tbl, Lists: lists, Priority: "interactive"}},
+		Inspector: store, Redis: rdb, Interval: time.Minute, KeyPrefix: prefix + "gauges:", Clock: fixedClock(now)}
+	regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
+	a, b := NewGauges(regA, cfg), NewGauges(regB, cfg)
+	if computed, err := a.Tick(ctx); err != nil || !computed {
+		t.Fatalf("first instance: computed %v, err %v", computed, err)
+	}
+	if computed, err := b.Tick(ctx); err != nil || computed {
+		t.Fatalf("second instance: computed %v (want false: the lock is held), err %v", computed, err)
+	}
+	for _, g := range []*Gauges{a, b} {
+		for name, c := range map[string]struct {
+			got, want float64
+		}{
+			"oldest age":  {testutil.ToFloat64(g.oldest.WithLabelValues("g", "interactive")), 90},
+			"max attempt": {testutil.ToFloat64(g.maxAttempt.WithLabelValues("g", "interactive")), 4},
+			"disabled":    {testutil.ToFloat64(g.models.WithLabelValues("g", "interactive", "disabled")), 1},
+			"late":        {testutil.ToFloat64(g.models.WithLabelValues("g", "interactive", "late")), 1},
+			"dead":        {testutil.ToFloat64(g.lists.WithLabelValues("g", "dead")), 2},
+		} {
+			if c.got != c.want {
+				t.Errorf("%s: got %v, want %v", name, c.got, c.want)
+			}
+		}
+	}
+}

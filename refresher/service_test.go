@@ -1,0 +1,103 @@
+package refresher
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/refresher/refresher/redisio"
+)
+
+// runFor runs svc until it returns or 10s pass, and returns its error.
+func runFor(t *testing.T, svc *Service) error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		cancel()
+		<-done
+		t.Fatal("Run did not return within 10s")
+		return nil
+	}
+}
+
+// A missing refresh column is a misconfiguration: Run returns it before any
+// loop starts (no row is claimed), without the caller calling Check.
+func TestRunReturnsMissingColumns(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	b.insert("m1")
+	_, err := b.db.Exec("ALTER TABLE items DROP COLUMN refresh_status")
+	require.NoError(t, err)
+	svc, err := New(b.cfg, b.store, b.rio)
+	require.NoError(t, err)
+
+	err = runFor(t, svc)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "refresh_status")
+	require.Contains(t, err.Error(), "refresher migrate")
+	n, err := b.rdb.LLen(context.Background(), b.kind.Lists.Input).Result()
+	require.NoError(t, err)
+	require.Zero(t, n, "a job was pushed: the loops started")
+}
+
+// A drain that could not work (lists without names, a heartbeat shorter
+// than redisio's minimum) fails New, instead of every Redis call for ever.
+func TestNewRefusesBadDrainConfig(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	cfg := b.cfg
+	k := cfg.Kinds[0]
+	k.Lists = redisio.Lists{Input: "in", Output: "out"}
+	cfg.Kinds = []Kind{k}
+	_, err := New(cfg, b.store, b.rio)
+	require.ErrorContains(t, err, "Dead")
+
+	cfg = b.cfg
+	cfg.Heartbeat = 500 * time.Millisecond
+	cfg.FetchBlock = 100 * time.Millisecond
+	_, err = New(cfg, b.store, b.rio)
+	require.ErrorContains(t, err, "Heartbeat 500ms")
+}
+
+// A loop that fails fatally (here a panic: a bug) stops the whole service
+// in order, and Run returns the error instead of nil.
+func TestRunReturnsTheFatalError(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	b.insert("m1")
+	cfg := b.cfg
+	cfg.Hooks.AfterDispatch = func(string, int) { panic("boom in the dispatcher") }
+	svc, err := New(cfg, b.store, b.rio)
+	require.NoError(t, err)
+	err = runFor(t, svc)
+	require.Error(t, err)
+	require.True(t, strings.Contains(err.Error(), "boom in the dispatcher") && strings.Contains(err.Error(), "kind items: dispatcher"), err.Error())
+}
+
+// A clean shutdown returns nil; the pollers stop after the dispatchers.
+func TestRunReturnsNilOnCancel(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	svc, err := New(b.cfg, b.store, b.rio)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	time.Sleep(200 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return within 10s of cancel")
+	}
+}

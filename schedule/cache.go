@@ -1,0 +1,45 @@
+package schedule
+
+// Cache remembers parsed schedules by text, so that rows sharing a rule are
+// parsed once. It is owned by its caller and is not safe for concurrent use:
+// the service's dispatcher and poller each keep their own.
+//
+// It holds at most its size in entries (texts longer than maxCachedText are
+// never kept, so a few huge texts cannot fill memory). When full, it is
+// emptied and starts again: a row set that uses more distinct rules than
+// that parses them on every pass, which costs time but stays correct.
+type Cache struct {
+	size int
+	m    map[string]cacheEntry
+}
+
+// maxCachedText is the longest text a Cache keeps, in bytes.
+const maxCachedText = 4096
+
+type cacheEntry struct {
+	s   *Schedule
+	err error
+}
+
+// NewCache returns an empty cache of at most size entries (at least 1).
+func NewCache(size int) *Cache {
+	return &Cache{size: max(size, 1), m: make(map[string]cacheEntry)}
+}
+
+// Parse is the package's Parse, remembered by text, errors included.
+func (c *Cache) Parse(text string) (*Schedule, error) {
+	if e, ok := c.m[text]; ok {
+		return e.s, e.err
+	}
+	s, err := parse(text)
+	if len(text) <= maxCachedText {
+		if len(c.m) >= c.size {
+			clear(c.m)
+		}
+		c.m[text] = cacheEntry{s, err}
+	}
+	return s, err
+}
+
+// Len returns the number of texts the cache holds.
+func (c *Cache) Len() int { return len(c.m) }

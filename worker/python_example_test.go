@@ -1,0 +1,105 @@
+package worker
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/refresher/refresher/internal/testenv"
+	"github.com/refresher/refresher/redisio"
+)
+
+// pythonWithRedis returns a python3 that can import redis, or skips the
+// test. pyenv's python3 may shadow the system one (where apt-get install
+// python3-redis puts the module), so /usr/bin/python3 is tried too.
+func pythonWithRedis(t *testing.T) string {
+	t.Helper()
+	var tried []string
+	for _, name := range []string{"python3", "/usr/bin/python3"} {
+		path, err := exec.LookPath(name)
+		if err != nil {
+			continue
+		}
+		tried = append(tried, path)
+		if exec.Command(path, "-c", "import redis").Run() == nil {
+			return path
+		}
+	}
+	if len(tried) == 0 {
+		t.Skip("skip the Python worker example: no python3 on PATH or in /usr/bin")
+	}
+	t.Skipf("skip the Python worker example: no redis module in %v (pip install redis, or apt-get install python3-redis)", tried)
+	return ""
+}
+
+// examples/worker.py speaks the protocol: its results decode with the
+// service's own decoder and say what the reference worker would.
+func TestPythonWorkerExample(t *testing.T) {
+	t.Parallel()
+	python := pythonWithRedis(t)
+	rdb, prefix := testenv.Redis(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/data.csv":
+			io.WriteString(w, "id,name\n1,a\n")
+		case "/busy":
+			w.Header().Set("Retry-After", "120")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	input, output := prefix+"big_tables-input", prefix+"big_tables-output"
+	ctx := context.Background()
+	soon := time.Now().Add(time.Minute)
+	for _, job := range []redisio.Job{
+		{Kind: "big_tables", UID: "expired", AttemptUID: "a0", AttemptNo: 1, TimeoutAt: time.Now().Add(-time.Second),
+			Payload: map[string]any{"input_url": srv.URL + "/data.csv"}},
+		{Kind: "big_tables", UID: "good", AttemptUID: "a1", AttemptNo: 1, TimeoutAt: soon, Payload: map[string]any{"input_url": srv.URL + "/data.csv"}},
+		{Kind: "big_tables", UID: "gone", AttemptUID: "a2", AttemptNo: 1, TimeoutAt: soon, Payload: map[string]any{"input_url": srv.URL + "/missing"}},
+		{Kind: "big_tables", UID: "busy", AttemptUID: "a3", AttemptNo: 2, TimeoutAt: soon, Payload: map[string]any{"input_url": srv.URL + "/busy"}},
+		{Kind: "big_tables", UID: "broken", AttemptUID: "a4", AttemptNo: 1, TimeoutAt: soon, Payload: map[string]any{"input_url": "not a url"}},
+	} {
+		data, err := redisio.EncodeJob(job)
+		require.NoError(t, err)
+		require.NoError(t, rdb.RPush(ctx, input, data).Err())
+	}
+
+	script, err := filepath.Abs("../examples/worker.py")
+	require.NoError(t, err)
+	cmdCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(cmdCtx, python, script, "--kind", "big_tables", "--input", input, "--output", output,
+		"--redis", testenv.RedisURL(), "--max-jobs", "4")
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "examples/worker.py:\n%s", out)
+	require.Contains(t, string(out), "drop expired job expired")
+
+	raw, err := rdb.LRange(ctx, output, 0, -1).Result()
+	require.NoError(t, err)
+	got := map[string]redisio.Result{}
+	for _, r := range raw {
+		res, err := redisio.DecodeResult([]byte(r))
+		require.NoError(t, err, "result %s", r)
+		got[res.UID] = res
+	}
+	require.Equal(t, map[string]redisio.Result{
+		"good": {UID: "good", AttemptUID: "a1", Type: redisio.ResultSuccess, Status: "fetched 12 bytes"},
+		"gone": {UID: "gone", AttemptUID: "a2", Type: redisio.ResultFailure, Permanent: true,
+			Reason: "GET " + srv.URL + "/missing: HTTP 404 Not Found", UserFriendlyReason: "Provided URL is invalid: " + srv.URL + "/missing"},
+		"busy": {UID: "busy", AttemptUID: "a3", Type: redisio.ResultFailure, RetryAfterSeconds: 120,
+			Reason: "GET " + srv.URL + "/busy: HTTP 503 Service Unavailable"},
+		"broken": {UID: "broken", AttemptUID: "a4", Type: redisio.ResultFailure, Permanent: true,
+			Reason: "malformed URL 'not a url'", UserFriendlyReason: "Provided URL is invalid: not a url"},
+	}, got)
+}
