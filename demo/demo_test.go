@@ -1,0 +1,163 @@
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/refresher/refresher/internal/testenv"
+)
+
+// TestDemo runs `refresher demo --speed 120 --for 20s` on free ports and
+// checks that the loop did what the README promises: refreshes, a permanent
+// failure and an exhausted retry list disabled with their reasons, a
+// throttled source not called again before its Retry-After (demo time), and
+// a hanging source timed out and retried.
+func TestDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs for 20 s")
+	}
+	dir := t.TempDir()
+	var out testenv.SyncBuffer
+	var addrs Addrs
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), Options{
+			Data: dir, HTTP: "127.0.0.1:0", Speed: 120, For: 20 * time.Second,
+			Out: &out, Ready: func(a Addrs) { addrs = a; close(ready) },
+		})
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("demo stopped before it was ready: %v\n%s", err, out.String())
+	}
+
+	// Near the end, while it runs, the API shows what the dashboard shows,
+	// and a real headless Chromium renders the dashboard.
+	time.Sleep(17 * time.Second)
+	var page struct {
+		Items []struct {
+			UID            string `json:"uid"`
+			DisabledReason string `json:"disabled_reason"`
+		} `json:"items"`
+	}
+	getJSON(t, addrs.Dashboard+"api/v1/kinds/reports/models?state=disabled", &page)
+	apiReasons := map[string]string{}
+	for _, it := range page.Items {
+		apiReasons[it.UID] = it.DisabledReason
+	}
+	if r := apiReasons["missing-1"]; !strings.HasPrefix(r, "Provided URL is invalid: ") {
+		t.Errorf("the API does not show missing-1 disabled with its reason: %v", apiReasons)
+	}
+	if dom := headlessDOM(t, addrs.Dashboard); dom != "" && !strings.Contains(dom, "reports") {
+		t.Errorf("the dashboard in Chromium does not show the kind:\n%.2000s", dom)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("demo: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{"dashboard   http://127.0.0.1:", "redis-cli -p "} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the intro does not show %q:\n%s", want, out.String())
+		}
+	}
+
+	db, err := gorm.Open(sqlite.Open(filepath.Join(dir, "demo.db")), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reports []Report
+	if err := db.Order("uid").Find(&reports).Error; err != nil {
+		t.Fatal(err)
+	}
+	byUID := map[string]Report{}
+	refreshed := 0
+	for _, r := range reports {
+		byUID[r.UID] = r
+		if r.RefreshLastSuccessAt != nil {
+			refreshed++
+		}
+	}
+	if refreshed < 10 {
+		t.Errorf("%d of %d reports were refreshed, want at least 10", refreshed, len(reports))
+	}
+	reason := func(uid string) string {
+		if p := byUID[uid].RefreshDisabledUserFriendlyReason; p != nil {
+			return *p
+		}
+		return ""
+	}
+	if r := reason("missing-1"); !strings.Contains(r, "/missing/1") {
+		t.Errorf("missing-1 is not disabled with a reason naming its URL: %q", r)
+	}
+	if r := reason("down-1"); !strings.HasPrefix(r, "Cannot refresh this report after 4 attempts") {
+		t.Errorf("down-1 is not disabled after its retries: %q", r)
+	}
+
+	calls := addrs.Calls("/throttled/1")
+	if len(calls) < 2 {
+		t.Fatalf("/throttled/1 was called %d times, want a 429 and a retry", len(calls))
+	}
+	if wait := calls[1].Sub(calls[0]); wait < 30*time.Minute {
+		t.Errorf("/throttled/1 was retried %s (demo time) after its 429 with Retry-After: 1800", wait)
+	}
+
+	slow := addrs.Calls("/slow/1")
+	if len(slow) < 2 {
+		t.Fatalf("/slow/1 was called %d times, want a timeout and a retry", len(slow))
+	}
+	if e := byUID["slow-1"].RefreshLastError; e == nil || !strings.Contains(*e, "timed out") {
+		t.Errorf("slow-1's last error is not a timeout: %v", e)
+	}
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+}
+
+// headlessDOM loads url in Debian's headless Chromium and returns the DOM
+// after its scripts ran; "" (and a log line) when there is no Chromium.
+func headlessDOM(t *testing.T, url string) string {
+	t.Helper()
+	var bin string
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			bin = p
+			break
+		}
+	}
+	if bin == "" {
+		t.Log("no chromium on PATH: the dashboard is not checked in a browser (make test installs it)")
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu",
+		"--disable-background-networking", "--disable-component-update", "--no-first-run",
+		"--user-data-dir="+t.TempDir(), "--virtual-time-budget=3000", "--dump-dom", url).Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom %s: %v", url, err)
+	}
+	return string(out)
+}
