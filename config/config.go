@@ -18,8 +18,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/refresher/refresher/policy"
-	"github.com/refresher/refresher/schedule"
 	"github.com/refresher/refresher/redisio"
+	"github.com/refresher/refresher/schedule"
 )
 
 // Defaults.

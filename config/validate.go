@@ -12,8 +12,8 @@ import (
 	"github.com/rs/xid"
 
 	"github.com/refresher/refresher/policy"
-	"github.com/refresher/refresher/schedule"
 	"github.com/refresher/refresher/redisio"
+	"github.com/refresher/refresher/schedule"
 )
 
 // SetDefaults fills in every unset value with its default.

@@ -23,6 +23,7 @@ import (
 	"github.com/refresher/refresher/models/mysqlstore"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
+	"github.com/refresher/refresher/schedule"
 )
 
 // manyKindsEnv enables the heavy tests of this file (minutes of load on the
@@ -63,7 +64,7 @@ func newManyKinds(t *testing.T, kinds, perKind, maxConns int) *manyKinds {
 	db.SetMaxOpenConns(maxConns)
 	db.SetMaxIdleConns(maxConns)
 	ctx := context.Background()
-	sched, err2 := policy.ParseSchedule(dailyAt14)
+	sched, err2 := schedule.Parse(dailyAt14)
 	require.NoError(t, err2)
 	m := &manyKinds{t: t, store: mysqlstore.New(db), rdb: redisio.New(rdb), raw: rdb, want: perKind,
 		perKind: map[string]int{}, doneAt: map[string]time.Time{}, logs: &testenv.SyncBuffer{}, output: map[string]string{}}

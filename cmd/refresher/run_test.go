@@ -122,7 +122,7 @@ func TestOpenRedisHidesPassword(t *testing.T) {
 		"redis://user:s3cret@127.0.0.1:6379/zero",
 		"redis://user:s3cret@[::1:6379/0",
 	} {
-		_, err := openRedis(t.Context(), url)
+		_, err := openRedis(t.Context(), url, 0)
 		require.Error(t, err, url)
 		require.NotContains(t, err.Error(), "s3cret", url)
 		require.Contains(t, err.Error(), "xxxxx", url)
