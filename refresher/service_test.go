@@ -56,10 +56,10 @@ func TestNewRefusesBadDrainConfig(t *testing.T) {
 	b := setup(t, setupOpts{})
 	cfg := b.cfg
 	k := cfg.Kinds[0]
-	k.Lists = redisio.Lists{Input: "in", Output: "out"}
+	k.Lists = redisio.Lists{Input: "in", Output: "out", Dead: "out"}
 	cfg.Kinds = []Kind{k}
 	_, err := New(cfg, b.store, b.rio)
-	require.ErrorContains(t, err, "Dead")
+	require.ErrorContains(t, err, `"out"`)
 
 	cfg = b.cfg
 	cfg.Heartbeat = 500 * time.Millisecond
