@@ -41,7 +41,7 @@ var Schema = []Column{
 	{Name: ColLastError, Kind: TextColumn, Type: SQLTypes{MySQL: "VARCHAR(1024)", Postgres: "VARCHAR(1024)", SQLite: "TEXT"}, MaxLen: policy.MaxLastErrorLen, Text: func(s *policy.State) *string { return &s.LastError },
 		Meaning: "last failure's technical reason, for operators"},
 	{Name: ColStatus, Kind: TextColumn, Type: SQLTypes{MySQL: "VARCHAR(255)", Postgres: "VARCHAR(255)", SQLite: "TEXT"}, MaxLen: policy.MaxStatusLen, Text: func(s *policy.State) *string { return &s.Status },
-		Meaning: "last status text a worker reported (e.g. `fetched 1234 bytes`)"},
+		Meaning: "status text of the latest attempt, for your UI: its last progress report while it runs, its final result's after (e.g. `fetched 1234 bytes`); NULL when it gave none"},
 }
 
 // timeTypes hold a UTC time to the microsecond: DATETIME(6) has no time
