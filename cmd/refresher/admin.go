@@ -43,6 +43,10 @@ func adminCmd(name, short string, fn adminFunc) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// The same message as `run` for a missing table or column.
+			if err := store.Check(cmd.Context(), table(k)); err != nil {
+				return fmt.Errorf("kind %s: %w", k.Name, err)
+			}
 			changes, err := fn(cmd.Context(), store, table(k), keys, refresher.SystemClock{}.Now())
 			if err != nil {
 				return err

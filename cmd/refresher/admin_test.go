@@ -104,3 +104,16 @@ func TestEnableAndTriggerCommands(t *testing.T) {
 	_, err = b.run(t, "enable", "--config", b.path, "idle")
 	require.ErrorContains(t, err, `required flag(s) "kind" not set`)
 }
+
+// enable and trigger on a table that is not migrated say what is missing and
+// how to fix it, as run does, instead of the database's raw error.
+func TestAdminCommandsOnAnUnmigratedTable(t *testing.T) {
+	t.Parallel()
+	b := setupCommands(t)
+	for _, cmd := range []string{"enable", "trigger"} {
+		_, err := b.run(t, cmd, "--config", b.path, "--kind", "big_tables", "x")
+		require.ErrorContains(t, err, "lacks refresh column(s)", cmd)
+		require.ErrorContains(t, err, "run `refresher migrate", cmd)
+		require.NotContains(t, err.Error(), "Error 1054", cmd)
+	}
+}

@@ -89,7 +89,7 @@ func openRedis(ctx context.Context, url string, poolSize int) (*redis.Client, er
 	rdb := redis.NewClient(opt)
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		_ = rdb.Close()
-		return nil, fmt.Errorf("connect to Redis at %s: %w (is redis-server running?)", opt.Addr, err)
+		return nil, fmt.Errorf("connect to Redis at %s: %w (is redis-server running? check `redis:` in the config or REFRESHER_REDIS)", opt.Addr, err)
 	}
 	return rdb, nil
 }

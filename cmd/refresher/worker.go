@@ -224,7 +224,7 @@ func runWorker(ctx context.Context, s workerSettings, log *slog.Logger) error {
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()
 	if err := rdb.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("worker: connect to Redis at %s: %w (is redis-server running?)", opt.Addr, err)
+		return fmt.Errorf("worker: connect to Redis at %s: %w (is redis-server running? check `redis:` in the config or REFRESHER_REDIS)", opt.Addr, err)
 	}
 	w, err := worker.New(worker.Config{
 		Kind:                 s.Kind,
