@@ -110,7 +110,7 @@ type Failure struct {
 	RetryAfter time.Duration
 }
 
-// Branch is the branch a failure decision took (SPEC section 3, failure).
+// Branch is the branch a failure decision took (README, "Schedules and retry policies").
 type Branch string
 
 // The failure branches.

@@ -123,7 +123,7 @@ func runChild(spec childSpec) error {
 }
 
 // testenv.SyncBuffer collects the children's stderr.
-// SPEC guarantee 6 with real processes: a service killed (SIGKILL) at
+// Nothing is lost and nothing stuck, with real processes: a service killed (SIGKILL) at
 // random moments, several times, and restarted under a new instance ID,
 // loses no result and leaves no model stuck. A worker (this test) answers
 // every job, a third of the first attempts with a failure. A trigger on the

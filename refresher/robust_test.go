@@ -291,7 +291,7 @@ func TestGarbageResultsAreDeadLettered(t *testing.T) {
 }
 
 // Two services on one table and the same lists never start the same model
-// twice (SPEC guarantee 5): every model gets exactly one job, and the row
+// twice: every model gets exactly one job, and the row
 // holds that job's attempt.
 func TestTwoDispatchersNeverStartTheSameModelTwice(t *testing.T) {
 	t.Parallel()
@@ -582,7 +582,7 @@ func TestRedisOutageLosesNothing(t *testing.T) {
 	require.Zero(t, b.llen(b.kind.Lists.Output))
 }
 
-// MySQL down for a while (SPEC guarantee 6): results keep arriving in Redis
+// MySQL down for a while (nothing lost, nothing stuck): results keep arriving in Redis
 // and wait there; when MySQL is back every one is applied and no model is
 // stuck.
 func TestMySQLOutageLosesNothing(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 // concurrent use; the rrule-go objects it needs are built per call and never
 // shared.
 //
-// Local times follow RFC 5545 (SPEC section 3): a wall-clock time that does
+// Local times follow RFC 5545 (README, "Schedules and retry policies"): a wall-clock time that does
 // not exist (spring forward) is read with the UTC offset from before the gap,
 // so a daily 02:30 in America/New_York runs at 03:30 EDT on the day clocks go
 // forward; a time that occurs twice (fall back) means its first occurrence;

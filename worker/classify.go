@@ -42,7 +42,7 @@ type Outcome struct {
 	Timeout time.Duration
 }
 
-// Classify decides what to report about one GET (SPEC section 5). It sets
+// Classify decides what to report about one GET (README, "The Redis protocol, for worker authors"). It sets
 // every field of the result but UID and AttemptUID.
 //
 //   - a malformed URL (unparsable, not http or https, no host), an

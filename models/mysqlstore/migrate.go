@@ -30,7 +30,7 @@ const createMigrationsTable = "CREATE TABLE IF NOT EXISTS `" + MigrationsTable +
 const migrateLock = "refresher_migrate"
 
 // Migrate brings each table in tables up to the embedded migrations
-// (package migrations): it adds the SPEC section 2 refresh columns and the
+// (package migrations): it adds the refresh columns (README, "The columns") and the
 // index on refresh_at, and records each applied (table, version) in
 // refresher_schema_migrations. It reports progress to w, one line per
 // migration ("big_tables: applied 0001_refresh_columns (added 12 columns)")
