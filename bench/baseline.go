@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -22,21 +21,18 @@ import (
 // size and cursor trick, without the service's generality (any key type,
 // per-row schedules and transitions, all 11 state columns written, a
 // reliable drain with a processing list and an atomic ack, dead letters,
-// metrics).
+// metrics). Its SQL is the store's (baselineDB, one file per store); these
+// loops and the Redis side are shared.
 //
-// Dispatch, one transaction per batch: SELECT ... FOR UPDATE SKIP LOCKED,
-// one bulk UPDATE, commit, one RPUSH of the batch's jobs.
+// Dispatch, one transaction per batch: claim the due rows (SELECT ... FOR
+// UPDATE SKIP LOCKED, or under SQLite's BEGIN IMMEDIATE), one bulk UPDATE,
+// commit, one RPUSH of the batch's jobs.
 // Apply: one LPOP with a count (after a BLPOP when the list is empty), one
-// bulk UPDATE guarded by the attempt UID.
-//
-// Both bulk UPDATEs are the fastest form found for MariaDB: the per-row
-// values (id and attempt UID) travel as one JSON array joined with
-// JSON_TABLE, everything else is a constant argument. (UPDATE ... CASE id
-// WHEN ... END compares every row with every WHEN: 1.5-2x slower at 1000
-// rows.) Results are decoded with the service's own decoder, so the
-// comparison is about the cycle, not JSON libraries.
+// bulk UPDATE guarded by the attempt UID. Results are decoded with the
+// service's own decoder, so the comparison is about the cycle, not JSON
+// libraries.
 type baseline struct {
-	db    *sql.DB
+	db    baselineDB
 	rdb   *redis.Client
 	lists redisio.Lists
 	batch int
@@ -45,6 +41,8 @@ type baseline struct {
 }
 
 const baselineTimeout = time.Hour
+
+func newAttemptUID(now time.Time) string { return xid.NewWithTime(now).String() }
 
 func (b *baseline) run(ctx context.Context) error {
 	var wg sync.WaitGroup
@@ -86,10 +84,9 @@ func (b *baseline) dispatchLoop(ctx context.Context) {
 		}
 		cursor = time.Time{}
 		// Sleep until the earliest refresh_at, at most 1s.
-		var next sql.NullTime
 		wait := time.Second
-		if err := b.db.QueryRowContext(ctx, "SELECT MIN(refresh_at) FROM "+benchTable).Scan(&next); err == nil && next.Valid {
-			wait = min(max(time.Until(next.Time), 0), time.Second)
+		if next, ok, err := b.db.nextDue(ctx); err == nil && ok {
+			wait = min(max(time.Until(next), 0), time.Second)
 		}
 		if wait > 0 {
 			select {
@@ -101,76 +98,28 @@ func (b *baseline) dispatchLoop(ctx context.Context) {
 }
 
 func (b *baseline) dispatchOnce(ctx context.Context, now, cursor time.Time) (int, time.Time, error) {
-	tx, err := b.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
-	if err != nil {
-		return 0, time.Time{}, err
-	}
-	defer tx.Rollback()
-	q := "SELECT id, input_url, refresh_attempt_no, refresh_at FROM " + benchTable + " FORCE INDEX (idx_refresh_at) WHERE refresh_at <= ?"
-	args := []any{now}
-	if !cursor.IsZero() {
-		q += " AND refresh_at >= ?"
-		args = append(args, cursor)
-	}
-	q += " ORDER BY refresh_at LIMIT " + strconv.Itoa(b.batch) + " FOR UPDATE SKIP LOCKED"
-	rows, err := tx.QueryContext(ctx, q, args...)
-	if err != nil {
-		return 0, time.Time{}, err
-	}
 	timeoutAt := now.Add(baselineTimeout)
-	var (
-		n    int
-		jobs []any
-		last time.Time
-		buf  = make([]byte, 0, 200*b.batch)
-		doc  = append(make([]byte, 0, 40*b.batch), '[')
-	)
-	for rows.Next() {
-		var id int64
-		var url string
-		var no int
-		if err := rows.Scan(&id, &url, &no, &last); err != nil {
-			rows.Close()
-			return 0, time.Time{}, err
-		}
-		uid := xid.NewWithTime(now).String()
-		if n > 0 {
-			doc = append(doc, ',')
-		}
-		doc = fmt.Appendf(doc, `[%d,"%s"]`, id, uid)
-		n++
+	rows, last, err := b.db.claim(ctx, now, cursor, timeoutAt, b.batch)
+	if err != nil || len(rows) == 0 {
+		return 0, time.Time{}, err
+	}
+	buf := make([]byte, 0, 200*len(rows))
+	jobs := make([]any, 0, len(rows))
+	for _, r := range rows {
 		start := len(buf)
 		buf, err = redisio.AppendJob(buf, redisio.Job{
-			Kind: benchTable, UID: strconv.FormatInt(id, 10), AttemptUID: uid, AttemptNo: no + 1,
-			TimeoutAt: timeoutAt, Payload: map[string]any{"input_url": url},
+			Kind: benchTable, UID: strconv.FormatInt(r.id, 10), AttemptUID: r.uid, AttemptNo: r.attemptNo,
+			TimeoutAt: timeoutAt, Payload: map[string]any{"input_url": r.url},
 		})
 		if err != nil {
-			rows.Close()
 			return 0, time.Time{}, err
 		}
 		jobs = append(jobs, buf[start:len(buf):len(buf)])
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, time.Time{}, err
-	}
-	if n == 0 {
-		return 0, time.Time{}, tx.Commit()
-	}
-	doc = append(doc, ']')
-	const upd = "UPDATE " + benchTable + " AS t JOIN JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$[0]', u CHAR(20) PATH '$[1]')) AS j" +
-		" ON t.id = j.id SET t.refresh_attempt_uid = j.u, t.refresh_attempt_no = t.refresh_attempt_no + 1," +
-		" t.refresh_attempt_at = ?, t.refresh_timeout_at = ?, t.refresh_at = ?, t.refresh_status = NULL"
-	if _, err := tx.ExecContext(ctx, upd, string(doc), now, timeoutAt, timeoutAt); err != nil {
-		return 0, time.Time{}, err
-	}
-	if err := tx.Commit(); err != nil {
-		return 0, time.Time{}, err
-	}
 	if err := b.rdb.RPush(ctx, b.lists.Input, jobs...).Err(); err != nil {
 		return 0, time.Time{}, err
 	}
-	return n, last.UTC(), nil
+	return len(rows), last, nil
 }
 
 func (b *baseline) applyLoop(ctx context.Context) {
@@ -210,31 +159,20 @@ func (b *baseline) applyLoop(ctx context.Context) {
 
 func (b *baseline) applyOnce(ctx context.Context, msgs []string) error {
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	next := b.sched.Next(now)
-	doc := append(make([]byte, 0, 48*len(msgs)), '[')
-	n := 0
+	done := make([]finished, 0, len(msgs))
 	for _, m := range msgs {
 		r, err := redisio.DecodeResult([]byte(m))
 		if err != nil || r.Type != redisio.ResultSuccess {
 			continue // the benchmark's worker only sends successes
 		}
-		if _, err := strconv.ParseInt(r.UID, 10, 64); err != nil {
+		id, err := strconv.ParseInt(r.UID, 10, 64)
+		if err != nil {
 			continue
 		}
-		if n > 0 {
-			doc = append(doc, ',')
-		}
-		doc = fmt.Appendf(doc, `[%s,%q]`, r.UID, r.AttemptUID)
-		n++
+		done = append(done, finished{id: id, uid: r.AttemptUID})
 	}
-	if n == 0 {
+	if len(done) == 0 {
 		return nil
 	}
-	doc = append(doc, ']')
-	const q = "UPDATE " + benchTable + " AS t JOIN JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$[0]', g CHAR(20) PATH '$[1]')) AS j" +
-		" ON t.id = j.id AND t.refresh_attempt_uid = j.g SET t.refresh_attempt_uid = NULL, t.refresh_timeout_at = NULL," +
-		" t.refresh_attempt_no = 0, t.refresh_failing_since = NULL, t.refresh_last_error = NULL," +
-		" t.refresh_last_success_at = ?, t.refresh_at = ?"
-	_, err := b.db.ExecContext(ctx, q, string(doc), now, next)
-	return err
+	return b.db.finish(ctx, now, b.sched.Next(now), done)
 }

@@ -14,8 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/refresher/refresher/models/mysqlstore"
-
 	"github.com/redis/go-redis/v9"
 
 	"github.com/refresher/refresher/models"
@@ -38,13 +36,11 @@ import (
 // during the run.
 const kindRule = "DTSTART:20260101T140000Z\nRRULE:FREQ=DAILY"
 
+// childOpts are the flags only a child takes; the rest of options (store,
+// Redis, batch, profile) it shares with the parent.
 type childOpts struct {
-	role       string // service or baseline
-	dsn        string // with the database name
-	redisAddr  string
-	prefix     string // Redis key prefix of the lists
-	batch      int    // 0: the service's default
-	profileDir string // write CPU and allocation profiles here
+	role   string // service or baseline
+	prefix string // Redis key prefix of the lists
 }
 
 func lists(prefix string) redisio.Lists { return redisio.DefaultLists(prefix + benchTable) }
@@ -65,17 +61,17 @@ func (r *reporter) line(kind string, n int) {
 	r.w.Flush()
 }
 
-func runChild(o childOpts) error {
+func runChild(opts options) error {
 	ctx := context.Background()
-	db, err := mysqlstore.Open(ctx, o.dsn)
+	o := opts.child
+	st, err := openBenchStore(ctx, opts, false)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: o.redisAddr})
+	rdb := redis.NewClient(&redis.Options{Addr: opts.redisAddr})
 	defer rdb.Close()
 	if err := rdb.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("connect to Redis at %s: %w", o.redisAddr, err)
+		return fmt.Errorf("connect to Redis at %s: %w", opts.redisAddr, err)
 	}
 	sched, err := schedule.Parse(kindRule)
 	if err != nil {
@@ -93,7 +89,7 @@ func runChild(o childOpts) error {
 				Policy: policy.Policy{Kind: benchTable},
 			}},
 			InstanceID: "bench-" + strconv.Itoa(os.Getpid()),
-			BatchSize:  o.batch,
+			BatchSize:  opts.batch,
 			Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 			Hooks: refresher.Hooks{
 				AfterDispatch: func(_ string, n int) {
@@ -104,7 +100,12 @@ func runChild(o childOpts) error {
 				AfterApply: func(_ string, n int) { rep.line("A", n) },
 			},
 		}
-		svc, err := refresher.New(cfg, mysqlstore.New(db), redisio.New(rdb))
+		store, err := st.openService(ctx)
+		if err != nil {
+			return err
+		}
+		defer store.Close()
+		svc, err := refresher.New(cfg, store, redisio.New(rdb))
 		if err != nil {
 			return err
 		}
@@ -113,7 +114,12 @@ func runChild(o childOpts) error {
 		}
 		run = svc.Run
 	case "baseline":
-		b := &baseline{db: db, rdb: rdb, lists: lists(o.prefix), batch: o.batch, sched: sched, rep: rep}
+		db, err := st.openBaseline(ctx)
+		if err != nil {
+			return err
+		}
+		defer db.close()
+		b := &baseline{db: db, rdb: rdb, lists: lists(o.prefix), batch: opts.batch, sched: sched, rep: rep}
 		if b.batch == 0 {
 			b.batch = refresher.DefaultBatchSize
 		}
@@ -127,12 +133,12 @@ func runChild(o childOpts) error {
 	if !in.Scan() || in.Text() != "go" {
 		return nil
 	}
-	if o.profileDir != "" {
+	if opts.profileDir != "" {
 		runtime.MemProfileRate = 4096
-		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
+		if err := os.MkdirAll(opts.profileDir, 0o755); err != nil {
 			return err
 		}
-		f, err := os.Create(filepath.Join(o.profileDir, o.role+"-cpu.pprof"))
+		f, err := os.Create(filepath.Join(opts.profileDir, o.role+"-cpu.pprof"))
 		if err != nil {
 			return err
 		}
@@ -142,7 +148,7 @@ func runChild(o childOpts) error {
 		defer func() {
 			pprof.StopCPUProfile()
 			f.Close()
-			if h, err := os.Create(filepath.Join(o.profileDir, o.role+"-allocs.pprof")); err == nil {
+			if h, err := os.Create(filepath.Join(opts.profileDir, o.role+"-allocs.pprof")); err == nil {
 				_ = pprof.Lookup("allocs").WriteTo(h, 0)
 				h.Close()
 			}

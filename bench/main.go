@@ -1,19 +1,21 @@
 // Command bench measures the full refresh cycle of the refresher service
 // (dispatcher + poller, production code paths and batch sizes) against the
-// local MariaDB and Redis, next to a minimal hand-written baseline measured
+// local database (--store) and Redis, next to a minimal hand-written baseline measured
 // in the same run, and prints the ratios. See the Performance section of README.md.
 //
-//	go run ./bench                       # 100k rows, all due
+//	go run ./bench                       # MariaDB/MySQL: 100k rows, all due
+//	go run ./bench --store postgres      # the same on PostgreSQL
+//	go run ./bench --store sqlite        # the same on a SQLite file
 //	go run ./bench --scaling             # 100k vs 1M rows, 50k due
 //
-// It creates and drops its own database (refresher_bench) and uses its own
-// Redis key prefix; it never touches anything else on the servers.
+// It creates and drops its own database (refresher_bench; for SQLite a file
+// in a temporary directory) and uses its own Redis key prefix; it never
+// touches anything else on the servers.
 package main
 
 import (
 	"bufio"
 	"context"
-	"database/sql"
 	"flag"
 	"fmt"
 	"io"
@@ -27,7 +29,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/refresher/refresher/refresher"
@@ -42,7 +43,10 @@ type options struct {
 	rate        float64
 	workers     int
 	repeat      int
+	store       string
 	mysqlDSN    string
+	postgresURL string
+	sqliteFile  string
 	redisAddr   string
 	database    string
 	profileDir  string
@@ -63,9 +67,12 @@ func main() {
 	fs.Float64Var(&o.rate, "rate", 0, "models falling due per second in the steady run (0: half the service's full-cycle rate)")
 	fs.IntVar(&o.workers, "workers", 2, "worker goroutines answering jobs (each pops up to 100 per round trip)")
 	fs.IntVar(&o.repeat, "repeat", 1, "full-cycle runs per implementation; the median is reported")
-	fs.StringVar(&o.mysqlDSN, "mysql", "root@tcp(127.0.0.1:3306)/", "MariaDB/MySQL DSN without a database name")
+	fs.StringVar(&o.store, "store", "mysql", "database to run on: "+storeNames)
+	fs.StringVar(&o.mysqlDSN, "mysql", "root@tcp(127.0.0.1:3306)/", "--store mysql: MariaDB/MySQL DSN without a database name")
+	fs.StringVar(&o.postgresURL, "postgres", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "--store postgres: URL of a database to connect to while creating --database")
+	fs.StringVar(&o.sqliteFile, "sqlite-file", "", "--store sqlite: the database file (default: in a new temporary directory)")
 	fs.StringVar(&o.redisAddr, "redis", "127.0.0.1:6379", "Redis address")
-	fs.StringVar(&o.database, "database", "refresher_bench", "database to create, use and drop")
+	fs.StringVar(&o.database, "database", "refresher_bench", "database to create, use and drop (mysql, postgres)")
 	fs.StringVar(&o.profileDir, "profile", "", "write the service's CPU and allocation profiles of the full cycle to this directory")
 	fs.BoolVar(&o.keep, "keep", false, "keep the database after the run")
 	fs.BoolVar(&o.onlyService, "only-service", false, "skip the baseline (profiling)")
@@ -74,11 +81,7 @@ func main() {
 	_ = fs.Parse(os.Args[1:])
 
 	if o.child.role != "" {
-		o.child.dsn = dsnWithDB(o.mysqlDSN, o.database)
-		o.child.redisAddr = o.redisAddr
-		o.child.batch = o.batch
-		o.child.profileDir = o.profileDir
-		if err := runChild(o.child); err != nil {
+		if err := runChild(o); err != nil {
 			fmt.Fprintln(os.Stderr, "bench child:", err)
 			os.Exit(1)
 		}
@@ -92,61 +95,32 @@ func main() {
 	}
 }
 
-func dsnWithDB(dsn, db string) string {
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		return dsn
-	}
-	cfg.DBName = db
-	return cfg.FormatDSN()
-}
-
 // env is what every run of one benchmark invocation shares.
 type env struct {
-	o                  options
-	db                 *sql.DB // the benchmark's database, for seeding and checks
-	rdb                *redis.Client
-	prefix             string
-	mariaPID, redisPID int
-	rows               int64
+	o        options
+	st       benchStore
+	rdb      *redis.Client
+	prefix   string
+	redisPID int
+	rows     int64
 }
 
 func run(ctx context.Context, o options) error {
 	if o.batch == 0 {
 		o.batch = refresher.DefaultBatchSize
 	}
-	admin, err := sql.Open("mysql", o.mysqlDSN)
+	st, err := openBenchStore(ctx, o, true)
 	if err != nil {
 		return err
 	}
-	defer admin.Close()
-	if _, err := admin.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS `"+o.database+"`"); err != nil {
-		return fmt.Errorf("create database %s: %w", o.database, err)
-	}
-	if !o.keep {
-		defer admin.Exec("DROP DATABASE IF EXISTS `" + o.database + "`")
-	}
-	dcfg, _ := mysql.ParseDSN(dsnWithDB(o.mysqlDSN, o.database))
-	// As models.Open: the claim query is sent with its values inlined, which
-	// is what EXPLAIN must see.
-	dcfg.ParseTime, dcfg.Loc, dcfg.InterpolateParams = true, time.UTC, true
-	dcfg.Params = map[string]string{"time_zone": "'+00:00'"}
-	conn, err := mysql.NewConnector(dcfg)
-	if err != nil {
-		return err
-	}
-	db := sql.OpenDB(conn)
-	defer db.Close()
+	defer st.close(o.keep)
 	rdb := redis.NewClient(&redis.Options{Addr: o.redisAddr, PoolSize: 4 * o.workers})
 	defer rdb.Close()
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("connect to Redis at %s: %w", o.redisAddr, err)
 	}
-	e := &env{o: o, db: db, rdb: rdb, prefix: fmt.Sprintf("refresher-bench:%d:", os.Getpid()),
-		mariaPID: findPID("mariadbd"), redisPID: findPID("redis-server")}
-	if e.mariaPID == 0 {
-		e.mariaPID = findPID("mysqld")
-	}
+	e := &env{o: o, st: st, rdb: rdb, prefix: fmt.Sprintf("refresher-bench:%d:", os.Getpid()),
+		redisPID: findPID("redis-server")}
 	defer e.flushRedis(context.Background())
 	e.header(ctx)
 	if o.scaling {
@@ -156,8 +130,6 @@ func run(ctx context.Context, o options) error {
 }
 
 func (e *env) header(ctx context.Context) {
-	var version, bp, flush string
-	_ = e.db.QueryRowContext(ctx, "SELECT VERSION(), @@innodb_buffer_pool_size, @@innodb_flush_log_at_trx_commit").Scan(&version, &bp, &flush)
 	rv := "?"
 	if info, err := e.rdb.Info(ctx, "server").Result(); err == nil {
 		for _, l := range strings.Split(info, "\n") {
@@ -166,13 +138,12 @@ func (e *env) header(ctx context.Context) {
 			}
 		}
 	}
-	bpMB, _ := strconv.ParseInt(bp, 10, 64)
-	fmt.Printf("machine: %d cores (GOMAXPROCS %d), %s, MariaDB %s (buffer pool %d MB, flush_log_at_trx_commit=%s), Redis %s\n",
-		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), version, bpMB>>20, flush, rv)
+	fmt.Printf("machine: %d cores (GOMAXPROCS %d), %s, %s, Redis %s\n",
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), e.st.describe(ctx), rv)
 	fmt.Printf("batch %d rows per transaction (service and baseline), %d worker goroutines popping up to %d jobs per round trip\n",
 		e.o.batch, e.o.workers, popBatch)
-	if e.mariaPID == 0 || cpuSeconds(e.mariaPID) < 0 {
-		fmt.Println("note: MariaDB's /proc entry is not readable here: its CPU is not reported")
+	if pids := e.st.serverPIDs(); len(pids) == 0 || cpuSeconds(pids[0]) < 0 {
+		fmt.Println("note: no database server process to read in /proc (SQLite runs in the child, or another user's server): its CPU is not reported")
 	}
 	if e.redisPID == 0 || cpuSeconds(e.redisPID) < 0 {
 		fmt.Println("note: Redis's /proc entry is not readable here: its CPU is not reported")
@@ -182,7 +153,7 @@ func (e *env) header(ctx context.Context) {
 
 func (e *env) seed(ctx context.Context, rows int64) error {
 	start := time.Now()
-	if err := seed(ctx, e.db, rows); err != nil {
+	if err := e.st.seed(ctx, rows); err != nil {
 		return err
 	}
 	e.rows = rows
@@ -222,8 +193,8 @@ func (e *env) startChild(role string, profile bool) (*child, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"--role", role, "--prefix", e.prefix, "--mysql", e.o.mysqlDSN, "--database", e.o.database,
-		"--redis", e.o.redisAddr, "--batch", strconv.Itoa(e.o.batch)}
+	args := append([]string{"--role", role, "--prefix", e.prefix, "--store", e.o.store,
+		"--redis", e.o.redisAddr, "--batch", strconv.Itoa(e.o.batch)}, e.st.childArgs()...)
 	if profile && e.o.profileDir != "" {
 		args = append(args, "--profile", e.o.profileDir)
 	}
@@ -299,7 +270,7 @@ type runResult struct {
 	n                int64
 	wall             time.Duration // go -> every result applied
 	dispatch, apply  time.Duration // split mode: go -> all dispatched; release -> all applied
-	cpu, maria, redi float64       // CPU seconds over the run, -1 unknown
+	cpu, dbCPU, redi float64       // CPU seconds over the run, -1 unknown
 	rssKB            int64         // peak RSS of the child
 	lateness         []time.Duration
 	keptUp           bool
@@ -310,9 +281,9 @@ func (r runResult) rate() float64 { return float64(r.n) / r.wall.Seconds() }
 // cycle runs one implementation over the plan p in the given mode.
 func (e *env) cycle(ctx context.Context, impl, mode string, p *plan, profile bool) (runResult, error) {
 	res := runResult{impl: impl, mode: mode, n: p.active}
-	waitPurge(ctx, e.db, 20*time.Second)
+	e.st.settle(ctx)
 	e.flushRedis(ctx)
-	if err := p.apply(ctx, e.db); err != nil {
+	if err := e.st.applyPlan(ctx, p); err != nil {
 		return res, err
 	}
 	c, err := e.startChild(impl, profile)
@@ -335,7 +306,7 @@ func (e *env) cycle(ctx context.Context, impl, mode string, p *plan, profile boo
 		limit += time.Until(p.base.Add(time.Duration(p.active) * p.step))
 	}
 	deadline := time.After(limit)
-	cpu, maria, redi := startCPU(c.pid), startCPU(e.mariaPID), startCPU(e.redisPID)
+	cpu, dbCPU, redi := startCPU(c.pid), startCPUs(e.st.serverPIDs), startCPU(e.redisPID)
 	t0 := time.Now()
 	if err := c.start(); err != nil {
 		return res, err
@@ -378,7 +349,7 @@ func (e *env) cycle(ctx context.Context, impl, mode string, p *plan, profile boo
 			}
 		}
 	}
-	res.cpu, res.maria, res.redi = cpu.Stop(), maria.Stop(), redi.Stop()
+	res.cpu, res.dbCPU, res.redi = cpu.Stop(), dbCPU.Stop(), redi.Stop()
 	res.rssKB = statusKB(c.pid, "VmHWM")
 	if err := c.stop(); err != nil {
 		return res, err
@@ -387,7 +358,7 @@ func (e *env) cycle(ctx context.Context, impl, mode string, p *plan, profile boo
 	stopWorkers()
 	res.lateness = w.takeLateness()
 	slices.Sort(res.lateness)
-	if n, err := applied(ctx, e.db, t0.UTC().Add(-time.Second)); err != nil {
+	if n, err := e.st.applied(ctx, t0.UTC().Add(-time.Second)); err != nil {
 		return res, err
 	} else if n != p.active {
 		return res, fmt.Errorf("%s %s run: %d rows applied in the database, want %d", impl, mode, n, p.active)
@@ -510,17 +481,17 @@ func (e *env) scaling(ctx context.Context) error {
 		table = append(table, row{rows, res})
 		fmt.Println()
 	}
-	printScaling(os.Stdout, e.impls(), o.scalingDue, table[0].rows, table[0].res, table[1].rows, table[1].res)
+	printScaling(os.Stdout, o.store, e.impls(), o.scalingDue, table[0].rows, table[0].res, table[1].rows, table[1].res)
 	return nil
 }
 
 // explain prints EXPLAIN of the claim query with due rows due, as at the
 // start of a run.
 func (e *env) explain(ctx context.Context, due int64) error {
-	if err := e.backlogPlan(due).apply(ctx, e.db); err != nil {
+	if err := e.st.applyPlan(ctx, e.backlogPlan(due)); err != nil {
 		return err
 	}
-	ex, err := explainClaim(ctx, e.db, e.o.batch)
+	ex, err := e.st.explain(ctx, e.o.batch)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -63,34 +64,70 @@ func statusKB(pid int, field string) int64 {
 // findPID returns the pid of the oldest process whose command name is comm
 // (mariadbd, redis-server), or 0.
 func findPID(comm string) int {
+	pids := findPIDs(comm)
+	if len(pids) == 0 {
+		return 0
+	}
+	return pids[0]
+}
+
+// findPIDs returns the pids of the processes whose command name is comm,
+// oldest (lowest) first.
+func findPIDs(comm string) []int {
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	best := 0
+	var pids []int
 	for _, d := range dirs {
 		b, err := os.ReadFile(filepath.Join(d, "comm"))
 		if err != nil || strings.TrimSpace(string(b)) != comm {
 			continue
 		}
 		pid, _ := strconv.Atoi(filepath.Base(d))
-		if best == 0 || pid < best {
-			best = pid
-		}
+		pids = append(pids, pid)
 	}
-	return best
+	slices.Sort(pids)
+	return pids
 }
 
-// cpuMeter measures the CPU seconds a process spends between Start and Stop.
+// cpuMeter measures the CPU seconds a set of processes spends between
+// Start and Stop; processes that start in between count from zero.
 type cpuMeter struct {
-	pid   int
-	start float64
+	pids  func() []int
+	start map[int]float64
 }
 
-func startCPU(pid int) cpuMeter { return cpuMeter{pid: pid, start: cpuSeconds(pid)} }
+func startCPU(pid int) cpuMeter {
+	return startCPUs(func() []int {
+		if pid <= 0 {
+			return nil
+		}
+		return []int{pid}
+	})
+}
 
-// Stop returns the CPU seconds since Start, or -1 when unreadable.
+// startCPUs measures the processes pids returns, asked at Start and Stop.
+func startCPUs(pids func() []int) cpuMeter {
+	m := cpuMeter{pids: pids, start: map[int]float64{}}
+	for _, pid := range pids() {
+		m.start[pid] = cpuSeconds(pid)
+	}
+	return m
+}
+
+// Stop returns the CPU seconds since Start, or -1 when unreadable or there
+// is no process.
 func (m cpuMeter) Stop() float64 {
-	end := cpuSeconds(m.pid)
-	if m.start < 0 || end < 0 {
+	pids := m.pids()
+	if len(pids) == 0 {
 		return -1
 	}
-	return end - m.start
+	total := 0.0
+	for _, pid := range pids {
+		end := cpuSeconds(pid)
+		start, seen := m.start[pid]
+		if end < 0 || (seen && start < 0) {
+			return -1
+		}
+		total += end - start
+	}
+	return total
 }
