@@ -114,10 +114,10 @@ func (s *sqliteStore) seed(ctx context.Context, rows int64) error {
 	if _, err := sqlitestore.Migrate(ctx, s.db, []string{benchTable}, io.Discard, false); err != nil {
 		return fmt.Errorf("seed: migrate: %w", err)
 	}
-	q := `WITH RECURSIVE seq(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM seq WHERE n < ?)
+	q := `WITH RECURSIVE seq(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM seq WHERE n < ?1)
 		INSERT INTO ` + benchTable + ` (id, input_url, name, updated_at, refresh_at)
 		SELECT n, 'https://example.com/exports/' || n || '.csv', 'model ' || n,
-		       '2026-01-01 00:00:00.000000+00:00', ` + sqliteTimeExpr("? + n * 1000000") + ` FROM seq`
+		       '2026-01-01 00:00:00.000000+00:00', ` + sqliteTimeExpr("?2 + n * 1000000") + ` FROM seq`
 	if _, err := s.db.ExecContext(ctx, q, rows, farFuture.UnixMicro()); err != nil {
 		return fmt.Errorf("seed rows: %w", err)
 	}
