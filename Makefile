@@ -29,7 +29,8 @@ build:
 # `make bench` measures the full refresh cycle (100k due models) against a
 # hand-written baseline in the same run; `make bench-scaling` compares 100k
 # and 1M rows with 50k due (a few minutes). BENCH_FLAGS adds flags, e.g.
-# BENCH_FLAGS="--rows 20000 --repeat 3". See the README's Performance section.
+# BENCH_FLAGS="--store postgres" (mysql, the default; postgres; sqlite) or
+# "--rows 20000 --repeat 3". See the README's Performance section.
 bench: services
 	$(GO) run ./bench $(BENCH_FLAGS)
 
