@@ -249,25 +249,19 @@ func (b *sqliteBaseline) claim(ctx context.Context, now, cursor, timeoutAt time.
 		const upd = "UPDATE " + benchTable + " AS t SET refresh_attempt_uid = j.u, refresh_attempt_no = t.refresh_attempt_no + 1," +
 			" refresh_attempt_at = ?, refresh_timeout_at = ?, refresh_at = ?, refresh_status = NULL" +
 			" FROM (SELECT value ->> 0 AS id, value ->> 1 AS u FROM json_each(?)) AS j WHERE t.id = j.id"
-		if _, err := tx.ExecContext(ctx, upd, sqliteTime(now), sqliteTime(timeoutAt), sqliteTime(timeoutAt), pairsJSON(out)); err != nil {
+		if _, err := tx.ExecContext(ctx, upd, sqliteTime(now), sqliteTime(timeoutAt), sqliteTime(timeoutAt),
+			pairsJSON(len(out), func(i int) (int64, string) { return out[i].id, out[i].uid })); err != nil {
 			return nil, time.Time{}, err
 		}
 	}
 	return out, lastAt.UTC(), tx.Commit()
 }
 
-// pairsJSON is [[id,"uid"],...] of rows.
-func pairsJSON[T claimed | finished](rows []T) string {
-	doc := append(make([]byte, 0, 40*len(rows)), '[')
-	for i, r := range rows {
-		var id int64
-		var uid string
-		switch r := any(r).(type) {
-		case claimed:
-			id, uid = r.id, r.uid
-		case finished:
-			id, uid = r.id, r.uid
-		}
+// pairsJSON is [[id,"uid"],...] of n rows; pair returns row i's.
+func pairsJSON(n int, pair func(i int) (int64, string)) string {
+	doc := append(make([]byte, 0, 40*n), '[')
+	for i := range n {
+		id, uid := pair(i)
 		if i > 0 {
 			doc = append(doc, ',')
 		}
@@ -281,7 +275,8 @@ func (b *sqliteBaseline) finish(ctx context.Context, now, next time.Time, done [
 		" refresh_attempt_no = 0, refresh_failing_since = NULL, refresh_last_error = NULL," +
 		" refresh_last_success_at = ?, refresh_at = ?" +
 		" FROM (SELECT value ->> 0 AS id, value ->> 1 AS g FROM json_each(?)) AS j WHERE t.id = j.id AND t.refresh_attempt_uid = j.g"
-	_, err := b.db.ExecContext(ctx, q, sqliteTime(now), sqliteTime(next), pairsJSON(done))
+	_, err := b.db.ExecContext(ctx, q, sqliteTime(now), sqliteTime(next),
+		pairsJSON(len(done), func(i int) (int64, string) { return done[i].id, done[i].uid }))
 	return err
 }
 
