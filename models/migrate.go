@@ -1,5 +1,10 @@
 package models
 
+import (
+	"strconv"
+	"strings"
+)
+
 // MigrateReport says what Migrate did (or, in a dry run, would do).
 type MigrateReport struct {
 	Tables []TableMigration
@@ -31,4 +36,51 @@ type AppliedMigration struct {
 	// SQL holds the statements run (or printed), without the bookkeeping
 	// INSERT.
 	SQL []string
+}
+
+// Describe summarises the migration for humans: "added 12 columns",
+// "added 3 columns; 9 columns already existed", "index idx_refresh_at
+// already existed"; "ran N statement(s)" when it names nothing.
+func (am AppliedMigration) Describe() string {
+	var parts []string
+	if len(am.Added) > 0 {
+		parts = append(parts, "added "+summarise(am.Added))
+	}
+	if len(am.Existing) > 0 {
+		parts = append(parts, summarise(am.Existing)+" already existed")
+	}
+	if len(parts) == 0 {
+		return "ran " + strconv.Itoa(len(am.SQL)) + " statement(s)"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// summarise turns ["column a", "column b"] into "2 columns",
+// ["column a", "index i"] into "1 column and 1 index", and ["index i"]
+// into "index i".
+func summarise(things []string) string {
+	if len(things) == 1 {
+		return things[0]
+	}
+	kinds := map[string]int{}
+	var order []string
+	for _, t := range things {
+		k, _, _ := strings.Cut(t, " ")
+		if kinds[k] == 0 {
+			order = append(order, k)
+		}
+		kinds[k]++
+	}
+	var parts []string
+	for _, k := range order {
+		switch n := kinds[k]; {
+		case n == 1:
+			parts = append(parts, "1 "+k)
+		case k == "index":
+			parts = append(parts, strconv.Itoa(n)+" indexes")
+		default:
+			parts = append(parts, strconv.Itoa(n)+" "+k+"s")
+		}
+	}
+	return strings.Join(parts, " and ")
 }

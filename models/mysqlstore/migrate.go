@@ -209,7 +209,7 @@ func migrateTable(ctx context.Context, conn *sql.Conn, ms []migrations.Migration
 			}
 			am.SQL = append(am.SQL, stmt)
 			if dryRun {
-				fmt.Fprintf(w, "\n-- %s: %s (%s)\n%s;\n", name, m.Name, describe(am), stmt)
+				fmt.Fprintf(w, "\n-- %s: %s (%s)\n%s;\n", name, m.Name, am.Describe(), stmt)
 				continue
 			}
 			if _, err := conn.ExecContext(ctx, stmt); err != nil {
@@ -232,7 +232,7 @@ func migrateTable(ctx context.Context, conn *sql.Conn, ms []migrations.Migration
 		record := "INSERT INTO `" + MigrationsTable + "` (table_name, version, name, applied_at) VALUES (?, ?, ?, UTC_TIMESTAMP(6))"
 		if dryRun {
 			if len(am.SQL) == 0 {
-				fmt.Fprintf(w, "\n-- %s: %s (%s)\n", name, m.Name, describe(am))
+				fmt.Fprintf(w, "\n-- %s: %s (%s)\n", name, m.Name, am.Describe())
 			}
 			fmt.Fprintf(w, "INSERT INTO `%s` (table_name, version, name, applied_at) VALUES (%s, %d, %s, UTC_TIMESTAMP(6));\n",
 				MigrationsTable, sqlString(name), m.Version, sqlString(m.Name))
@@ -244,7 +244,7 @@ func migrateTable(ctx context.Context, conn *sql.Conn, ms []migrations.Migration
 			if len(am.SQL) == 0 {
 				verb = "recorded"
 			}
-			fmt.Fprintf(w, "%s: %s %s (%s)\n", name, verb, m.Name, describe(am))
+			fmt.Fprintf(w, "%s: %s %s (%s)\n", name, verb, m.Name, am.Describe())
 		}
 		tm.Applied = append(tm.Applied, am)
 	}
@@ -255,51 +255,6 @@ func migrateTable(ctx context.Context, conn *sql.Conn, ms []migrations.Migration
 		fmt.Fprintf(w, "%s%s: up to date\n", comment, name)
 	}
 	return tm, nil
-}
-
-// describe summarises a migration for humans: "added 12 columns",
-// "added 3 columns; 9 already existed", "index idx_refresh_at already existed".
-func describe(am models.AppliedMigration) string {
-	var parts []string
-	if len(am.Added) > 0 {
-		parts = append(parts, "added "+summarise(am.Added))
-	}
-	if len(am.Existing) > 0 {
-		parts = append(parts, summarise(am.Existing)+" already existed")
-	}
-	if len(parts) == 0 {
-		return "ran " + fmt.Sprint(len(am.SQL)) + " statement(s)"
-	}
-	return strings.Join(parts, "; ")
-}
-
-// summarise turns ["column a", "column b"] into "2 columns" and
-// ["index i"] into "index i".
-func summarise(things []string) string {
-	if len(things) == 1 {
-		return things[0]
-	}
-	kinds := map[string]int{}
-	var order []string
-	for _, t := range things {
-		k, _, _ := strings.Cut(t, " ")
-		if kinds[k] == 0 {
-			order = append(order, k)
-		}
-		kinds[k]++
-	}
-	var parts []string
-	for _, k := range order {
-		n := kinds[k]
-		if n == 1 {
-			parts = append(parts, "1 "+k)
-		} else if k == "index" {
-			parts = append(parts, fmt.Sprintf("%d indexes", n))
-		} else {
-			parts = append(parts, fmt.Sprintf("%d %ss", n, k))
-		}
-	}
-	return strings.Join(parts, " and ")
 }
 
 // tableSchema is what information_schema says about one table.

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/refresher/refresher/models"
 )
 
 // quoteIdent returns name as a double-quoted PostgreSQL identifier, exactly
@@ -28,22 +26,4 @@ func quoteIdent(name string) (string, error) {
 		return "", fmt.Errorf("name %q contains a control character", name)
 	}
 	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`, nil
-}
-
-// Limits of the column types (the same as MySQL's).
-const (
-	maxReasonLen  = 1024 // varchar(1024) of the reason and error columns
-	maxStatusLen  = 255  // varchar(255) of refresh_status
-	attemptUIDLen = 20   // char(20): an xid
-)
-
-// numStateColumns is the number of stateColumns.
-const numStateColumns = 11
-
-// stateColumns are the 11 columns the service writes: all but refresh_rrule,
-// which belongs to the application (the service only reads it).
-var stateColumns = [numStateColumns]string{
-	models.ColRefreshAt, models.ColAttemptUID, models.ColAttemptAt, models.ColAttemptNo, models.ColTimeoutAt,
-	models.ColDisabledUntil, models.ColDisabledReason, models.ColFailingSince,
-	models.ColLastSuccessAt, models.ColLastError, models.ColStatus,
 }

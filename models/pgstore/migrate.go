@@ -183,7 +183,7 @@ func migrateTable(ctx context.Context, conn *pgxpool.Conn, ms []migrations.Migra
 		}
 		record := `INSERT INTO "` + MigrationsTable + `" (table_name, version, name, applied_at) VALUES ($1, $2, $3, now())`
 		if dryRun {
-			fmt.Fprintf(w, "\n-- %s: %s (%s)\n", name, mg.Name, describe(am))
+			fmt.Fprintf(w, "\n-- %s: %s (%s)\n", name, mg.Name, am.Describe())
 			for _, s := range am.SQL {
 				fmt.Fprintf(w, "%s;\n", s)
 			}
@@ -208,7 +208,7 @@ func migrateTable(ctx context.Context, conn *pgxpool.Conn, ms []migrations.Migra
 			if len(am.SQL) == 0 {
 				verb = "recorded"
 			}
-			fmt.Fprintf(w, "%s: %s %s (%s)\n", name, verb, mg.Name, describe(am))
+			fmt.Fprintf(w, "%s: %s %s (%s)\n", name, verb, mg.Name, am.Describe())
 		}
 		// Later migrations see what this one added.
 		for _, st := range mg.Statements {
@@ -355,52 +355,6 @@ func sameType(have, declared string) bool {
 		return true
 	}
 	return strings.Replace(have, "without time zone", "with time zone", 1) == declared
-}
-
-// describe summarises a migration for humans: "added 12 columns",
-// "added 3 columns; 9 already existed".
-func describe(am models.AppliedMigration) string {
-	var parts []string
-	if len(am.Added) > 0 {
-		parts = append(parts, "added "+summarise(am.Added))
-	}
-	if len(am.Existing) > 0 {
-		parts = append(parts, summarise(am.Existing)+" already existed")
-	}
-	if len(parts) == 0 {
-		return "ran " + fmt.Sprint(len(am.SQL)) + " statement(s)"
-	}
-	return strings.Join(parts, "; ")
-}
-
-// summarise turns ["column a", "column b"] into "2 columns" and
-// ["index i"] into "index i".
-func summarise(things []string) string {
-	if len(things) == 1 {
-		return things[0]
-	}
-	kinds := map[string]int{}
-	var order []string
-	for _, t := range things {
-		k, _, _ := strings.Cut(t, " ")
-		if kinds[k] == 0 {
-			order = append(order, k)
-		}
-		kinds[k]++
-	}
-	var parts []string
-	for _, k := range order {
-		n := kinds[k]
-		switch {
-		case n == 1:
-			parts = append(parts, "1 "+k)
-		case k == "index":
-			parts = append(parts, fmt.Sprintf("%d indexes", n))
-		default:
-			parts = append(parts, fmt.Sprintf("%d %ss", n, k))
-		}
-	}
-	return strings.Join(parts, " and ")
 }
 
 // sqlString quotes s as a SQL string literal for printed SQL

@@ -247,8 +247,8 @@ func compileTable(t models.Table, m tableMeta) (compiled, error) {
 		c.idType = m.cols[m.pk].keyType()
 	}
 	cols := []string{c.key + "::text", `"` + models.ColRRule + `"`}
-	for _, sc := range stateColumns {
-		cols = append(cols, `"`+sc+`"`)
+	for _, sc := range models.StateColumns {
+		cols = append(cols, `"`+sc.Name+`"`)
 	}
 	var payload []string
 	for _, p := range t.Payload {

@@ -187,7 +187,7 @@ func TestKeyTypeValid(t *testing.T) {
 	eq(t, txt.valid("💥"), true)
 	eq(t, txt.valid("a\x00b"), false, "NUL")
 	eq(t, txt.valid("\xff"), false, "invalid UTF-8")
-	eq(t, cutText("a\x00b\xff"+strings.Repeat("é", 10), 6), "a\uFFFDb\uFFFDé…")
+	eq(t, cutText(&models.Column{Kind: models.TextColumn, MaxLen: 6}, "a\x00b\xff"+strings.Repeat("é", 10)), "a\uFFFDb\uFFFDé…")
 	eq(t, numericString(nil, 0), "0")
 	for _, c := range []struct {
 		digits string

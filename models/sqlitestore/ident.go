@@ -5,8 +5,6 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/refresher/refresher/models"
 )
 
 // quoteIdent returns name as a double-quoted SQLite identifier. It refuses
@@ -30,24 +28,6 @@ func quoteIdent(name string) (string, error) {
 	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`, nil
 }
 
-// Limits of the text columns, the same as the MySQL driver's so that every
-// driver stores the same text (SQLite itself would store any length).
-const (
-	maxReasonLen  = 1024 // VARCHAR(1024) of the reason and error columns
-	maxStatusLen  = 255  // VARCHAR(255) of refresh_status
-	attemptUIDLen = 20   // CHAR(20): an xid
-	// keysPerSelect is the most keys one LockByKeys query binds (SQLite's
-	// default limit of bound parameters is 32766).
-	keysPerSelect = 5000
-)
-
-// numStateColumns is the number of stateColumns.
-const numStateColumns = 11
-
-// stateColumns are the 11 columns the service writes: all but refresh_rrule,
-// which belongs to the application (the service only reads it).
-var stateColumns = [numStateColumns]string{
-	models.ColRefreshAt, models.ColAttemptUID, models.ColAttemptAt, models.ColAttemptNo, models.ColTimeoutAt,
-	models.ColDisabledUntil, models.ColDisabledReason, models.ColFailingSince,
-	models.ColLastSuccessAt, models.ColLastError, models.ColStatus,
-}
+// keysPerSelect is the most keys one LockByKeys query binds (SQLite's
+// default limit of bound parameters is 32766).
+const keysPerSelect = 5000

@@ -209,7 +209,7 @@ func migrateTable(ctx context.Context, q queryer, ms []migrations.Migration, nam
 		}
 		am.SQL = stmts
 		if dryRun {
-			fmt.Fprintf(w, "\n-- %s: %s (%s)\n", name, m.Name, describe(am))
+			fmt.Fprintf(w, "\n-- %s: %s (%s)\n", name, m.Name, am.Describe())
 			for _, st := range stmts {
 				fmt.Fprintf(w, "%s;\n", st)
 			}
@@ -229,7 +229,7 @@ func migrateTable(ctx context.Context, q queryer, ms []migrations.Migration, nam
 			if len(stmts) == 0 {
 				verb = "recorded"
 			}
-			fmt.Fprintf(w, "%s: %s %s (%s)\n", name, verb, m.Name, describe(am))
+			fmt.Fprintf(w, "%s: %s %s (%s)\n", name, verb, m.Name, am.Describe())
 		}
 		tm.Applied = append(tm.Applied, am)
 	}
@@ -257,51 +257,6 @@ func freeIndexName(ctx context.Context, q queryer, name, table string) (string, 
 		return name, nil
 	}
 	return name + "_" + table, nil
-}
-
-// describe summarises a migration for humans: "added 12 columns",
-// "added 3 columns; 9 columns already existed".
-func describe(am models.AppliedMigration) string {
-	var parts []string
-	if len(am.Added) > 0 {
-		parts = append(parts, "added "+summarise(am.Added))
-	}
-	if len(am.Existing) > 0 {
-		parts = append(parts, summarise(am.Existing)+" already existed")
-	}
-	if len(parts) == 0 {
-		return "ran " + fmt.Sprint(len(am.SQL)) + " statement(s)"
-	}
-	return strings.Join(parts, "; ")
-}
-
-// summarise turns ["column a", "column b"] into "2 columns" and
-// ["index i"] into "index i".
-func summarise(things []string) string {
-	if len(things) == 1 {
-		return things[0]
-	}
-	kinds := map[string]int{}
-	var order []string
-	for _, t := range things {
-		k, _, _ := strings.Cut(t, " ")
-		if kinds[k] == 0 {
-			order = append(order, k)
-		}
-		kinds[k]++
-	}
-	var parts []string
-	for _, k := range order {
-		switch n := kinds[k]; {
-		case n == 1:
-			parts = append(parts, "1 "+k)
-		case k == "index":
-			parts = append(parts, fmt.Sprintf("%d indexes", n))
-		default:
-			parts = append(parts, fmt.Sprintf("%d %ss", n, k))
-		}
-	}
-	return strings.Join(parts, " and ")
 }
 
 // sqlString quotes s as a SQL string literal for printed SQL.

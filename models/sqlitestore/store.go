@@ -299,8 +299,8 @@ func compileTable(t models.Table, meta tableMeta) (compiled, error) {
 		return c, fmt.Errorf("key column of table %s: %w", c.table, err)
 	}
 	cols := []string{c.key, `"` + models.ColRRule + `"`}
-	for _, sc := range stateColumns {
-		cols = append(cols, `"`+sc+`"`)
+	for _, sc := range models.StateColumns {
+		cols = append(cols, `"`+sc.Name+`"`)
 	}
 	var payload []string
 	for _, p := range t.Payload {
