@@ -32,15 +32,5 @@ func quoteIdent(name string) (string, error) {
 // placeholdersPerSelect is the most keys one LockByKeys query carries.
 const placeholdersPerSelect = 5000
 
-// numStateColumns is the number of models.StateColumns (11).
-var numStateColumns = len(models.StateColumns)
-
 // attemptUIDColumn describes refresh_attempt_uid, which guards SaveIfAttempt.
-var attemptUIDColumn = func() *models.Column {
-	for i := range models.StateColumns {
-		if models.StateColumns[i].Name == models.ColAttemptUID {
-			return &models.StateColumns[i]
-		}
-	}
-	panic("models.StateColumns has no " + models.ColAttemptUID)
-}()
+var attemptUIDColumn = models.StateColumn(models.ColAttemptUID)
