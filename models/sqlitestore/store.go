@@ -187,7 +187,7 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now, from time.Time,
 	args := []any{dbTime(now)}
 	if !from.IsZero() {
 		b.WriteString(` AND "refresh_at" >= ?`)
-		args = append(args, dbTime(from))
+		args = append(args, fromBound(from))
 	}
 	fmt.Fprintf(&b, ` AND %s IS NOT NULL ORDER BY "refresh_at" LIMIT %d`, q.key, limit)
 	rows, err := query(ctx, tx.tx, q, b.String(), args, limit, true)
