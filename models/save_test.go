@@ -94,3 +94,18 @@ func TestDescribe(t *testing.T) {
 		eq(t, c.am.Describe(), c.want, c.am)
 	}
 }
+
+func TestIdentifiersQuoteName(t *testing.T) {
+	t.Parallel()
+	my := Identifiers{Quote: "`", MaxLen: 4, Limit: "4 characters"}
+	got, err := my.QuoteName("a`bé")
+	must(t, err)
+	eq(t, got, "`a``bé`")
+	pg := Identifiers{Quote: `"`, MaxLen: 4, MaxBytes: true, Limit: "4 bytes"}
+	_, err = pg.QuoteName("abcé")
+	errContains(t, err, "longer than 4 bytes")
+	for name, want := range map[string]string{"": "empty", "\xff": "UTF-8", "a ": "space", "a\x00": "control"} {
+		_, err := my.QuoteName(name)
+		errContains(t, err, want)
+	}
+}
