@@ -67,20 +67,9 @@ func Migrate(ctx context.Context, db *sql.DB, tables []string, w io.Writer, dryR
 	if err != nil {
 		return report, err
 	}
-	quoted := make([]string, 0, len(tables))
-	seen := map[string]bool{}
-	var names []string
-	for _, t := range tables {
-		q, err := quoteIdent(t)
-		if err != nil {
-			return report, fmt.Errorf("migrate table %q: %w", t, err)
-		}
-		if seen[strings.ToLower(t)] {
-			continue
-		}
-		seen[strings.ToLower(t)] = true
-		quoted = append(quoted, q)
-		names = append(names, t)
+	names, quoted, err := models.MigrationTables(tables, quoteIdent, true)
+	if err != nil {
+		return report, err
 	}
 
 	var conn *sql.Conn
@@ -174,10 +163,6 @@ func migrateTable(ctx context.Context, conn *sql.Conn, ms []migrations.Migration
 			return tm, fmt.Errorf("migrate table %s: %w", name, err)
 		}
 	}
-	comment := "-- "
-	if !dryRun {
-		comment = ""
-	}
 	for _, m := range ms {
 		if done[m.Version] {
 			continue
@@ -240,20 +225,11 @@ func migrateTable(ctx context.Context, conn *sql.Conn, ms []migrations.Migration
 			if _, err := conn.ExecContext(ctx, record, name, m.Version, m.Name); err != nil {
 				return tm, fmt.Errorf("migrate table %s: record %s: %w", name, m.Name, err)
 			}
-			verb := "applied"
-			if len(am.SQL) == 0 {
-				verb = "recorded"
-			}
-			fmt.Fprintf(w, "%s: %s %s (%s)\n", name, verb, m.Name, am.Describe())
+			am.WriteApplied(w, name)
 		}
 		tm.Applied = append(tm.Applied, am)
 	}
-	for _, warn := range tm.Warnings {
-		fmt.Fprintf(w, "%s%s: warning: %s\n", comment, name, warn)
-	}
-	if tm.UpToDate() {
-		fmt.Fprintf(w, "%s%s: up to date\n", comment, name)
-	}
+	tm.WriteEnd(w, dryRun)
 	return tm, nil
 }
 

@@ -55,18 +55,9 @@ func Migrate(ctx context.Context, db *sql.DB, tables []string, w io.Writer, dryR
 	if err != nil {
 		return report, err
 	}
-	var names, quoted []string
-	seen := map[string]bool{}
-	for _, t := range tables {
-		q, err := quoteIdent(t)
-		if err != nil {
-			return report, fmt.Errorf("migrate table %q: %w", t, err)
-		}
-		if seen[strings.ToLower(t)] {
-			continue
-		}
-		seen[strings.ToLower(t)] = true
-		names, quoted = append(names, t), append(quoted, q)
+	names, quoted, err := models.MigrationTables(tables, quoteIdent, true)
+	if err != nil {
+		return report, err
 	}
 	schemas := make([]tableSchema, len(names))
 	for i := range schemas {
@@ -158,10 +149,6 @@ func migrateTable(ctx context.Context, q queryer, ms []migrations.Migration, nam
 			return tm, fmt.Errorf("migrate table %s: %w", name, err)
 		}
 	}
-	comment := ""
-	if dryRun {
-		comment = "-- "
-	}
 	for _, m := range ms {
 		if done[m.Version] {
 			continue
@@ -209,12 +196,8 @@ func migrateTable(ctx context.Context, q queryer, ms []migrations.Migration, nam
 		}
 		am.SQL = stmts
 		if dryRun {
-			fmt.Fprintf(w, "\n-- %s: %s (%s)\n", name, m.Name, am.Describe())
-			for _, st := range stmts {
-				fmt.Fprintf(w, "%s;\n", st)
-			}
-			fmt.Fprintf(w, "INSERT INTO \"%s\" (table_name, version, name, applied_at) VALUES (%s, %d, %s, strftime('%%Y-%%m-%%d %%H:%%M:%%f000+00:00', 'now'));\n",
-				MigrationsTable, sqlString(name), m.Version, sqlString(m.Name))
+			am.WriteDryRun(w, name, fmt.Sprintf(`INSERT INTO "%s" (table_name, version, name, applied_at) VALUES (%s, %d, %s, strftime('%%Y-%%m-%%d %%H:%%M:%%f000+00:00', 'now'))`,
+				MigrationsTable, sqlString(name), m.Version, sqlString(m.Name)))
 		} else {
 			for _, st := range stmts {
 				if _, err := q.ExecContext(ctx, st); err != nil {
@@ -225,20 +208,11 @@ func migrateTable(ctx context.Context, q queryer, ms []migrations.Migration, nam
 				name, m.Version, m.Name, dbTime(time.Now())); err != nil {
 				return tm, fmt.Errorf("migrate table %s: record %s: %w", name, m.Name, err)
 			}
-			verb := "applied"
-			if len(stmts) == 0 {
-				verb = "recorded"
-			}
-			fmt.Fprintf(w, "%s: %s %s (%s)\n", name, verb, m.Name, am.Describe())
+			am.WriteApplied(w, name)
 		}
 		tm.Applied = append(tm.Applied, am)
 	}
-	for _, warn := range tm.Warnings {
-		fmt.Fprintf(w, "%s%s: warning: %s\n", comment, name, warn)
-	}
-	if tm.UpToDate() {
-		fmt.Fprintf(w, "%s%s: up to date\n", comment, name)
-	}
+	tm.WriteEnd(w, dryRun)
 	return tm, nil
 }
 
