@@ -63,24 +63,6 @@ func insertItems(t testing.TB, db *sql.DB, n int) {
 	}
 }
 
-func lockAll(t testing.TB, s *Store, tbl models.Table, keys ...string) map[string]models.Row {
-	t.Helper()
-	var got map[string]models.Row
-	must(t, s.Tx(context.Background(), func(tx models.Tx) (err error) {
-		got, err = tx.LockByKeys(context.Background(), tbl, keys)
-		return err
-	}))
-	return got
-}
-
-func keysOf(rows []models.Row) []string {
-	out := []string{}
-	for _, r := range rows {
-		out = append(out, r.Key)
-	}
-	return out
-}
-
 func TestCheck(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

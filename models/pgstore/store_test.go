@@ -167,16 +167,6 @@ func TestPayloadTypes(t *testing.T) {
 	eq(t, len(got), 1, "uuid spellings")
 }
 
-func lock(t *testing.T, s *Store, tbl models.Table, keys ...string) map[string]models.Row {
-	t.Helper()
-	var got map[string]models.Row
-	must(t, s.Tx(context.Background(), func(tx models.Tx) (err error) {
-		got, err = tx.LockByKeys(context.Background(), tbl, keys)
-		return err
-	}))
-	return got
-}
-
 func TestKeyTypeValid(t *testing.T) {
 	t.Parallel()
 	i4 := colMeta{typ: `"pg_catalog"."int4"`, name: "int4"}.keyType()

@@ -3,10 +3,9 @@ package sqlitestore
 import (
 	"context"
 	"fmt"
+	"github.com/refresher/refresher/models/storetest"
 	"io"
 	"path/filepath"
-	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -46,32 +45,6 @@ func each(t *testing.T, f func(t *testing.T, h harness)) {
 			t.Parallel()
 			f(t, h)
 		})
-	}
-}
-
-func must(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("unexpected error: %v", err)
-	}
-}
-
-func eq(t testing.TB, got, want any, what ...any) {
-	t.Helper()
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("%s\n got: %#v\nwant: %#v", fmt.Sprint(what...), got, want)
-	}
-}
-
-func errContains(t testing.TB, err error, subs ...string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("no error, want one containing %q", subs)
-	}
-	for _, s := range subs {
-		if !strings.Contains(err.Error(), s) {
-			t.Fatalf("error %q does not contain %q", err, s)
-		}
 	}
 }
 
@@ -126,30 +99,12 @@ func insertItems(t testing.TB, s *Store, n int) {
 	exec(t, s, "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM c WHERE i < ?) INSERT INTO items (k, refresh_at) SELECT i, ? FROM c", n, dbTime(base))
 }
 
-func lockAll(t testing.TB, s *Store, tbl models.Table, keys ...string) map[string]models.Row {
-	t.Helper()
-	var got map[string]models.Row
-	must(t, s.Tx(context.Background(), func(tx models.Tx) (err error) {
-		got, err = tx.LockByKeys(context.Background(), tbl, keys)
-		return err
-	}))
-	return got
-}
-
-func keysOf(rows []models.Row) []string {
-	out := []string{}
-	for _, r := range rows {
-		out = append(out, r.Key)
-	}
-	return out
-}
-
-func claim(t testing.TB, s *Store, tbl models.Table, now, from time.Time, limit int) []models.Row {
-	t.Helper()
-	var rows []models.Row
-	must(t, s.Tx(context.Background(), func(tx models.Tx) (err error) {
-		rows, err = tx.ClaimDue(context.Background(), tbl, now, from, limit)
-		return err
-	}))
-	return rows
-}
+// The assertions are the conformance suite's (see storetest).
+var (
+	must        = storetest.Must
+	eq          = storetest.Eq
+	errContains = storetest.ErrContains
+	keysOf      = storetest.KeysOf
+	lockAll     = storetest.Lock
+	claim       = storetest.Claim
+)

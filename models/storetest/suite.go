@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -62,19 +61,13 @@ func Run(t *testing.T, h Harness) {
 // base is a fixed instant with microseconds.
 var base = time.Date(2026, 3, 4, 5, 6, 7, 123456000, time.UTC)
 
-func must(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("unexpected error: %v", err)
-	}
-}
-
-func eq(t testing.TB, got, want any, what ...any) {
-	t.Helper()
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("%s\n got: %#v\nwant: %#v", fmt.Sprint(what...), got, want)
-	}
-}
+var (
+	must   = Must
+	eq     = Eq
+	claim  = Claim
+	lock   = Lock
+	keysOf = KeysOf
+)
 
 // sqlTime is t as a literal every dialect reads as that UTC time.
 func sqlTime(t time.Time) string { return "'" + t.UTC().Format("2006-01-02 15:04:05.000000") + "'" }
@@ -103,38 +96,10 @@ func insert(t *testing.T, env Env, key string, refreshAt time.Time) {
 	env.Exec(t, "INSERT INTO items (k, refresh_at, input_url, size) VALUES ("+k+", "+at+", 'https://example.com/"+key+"', 7)")
 }
 
-func claim(t *testing.T, s models.Store, tbl models.Table, now, from time.Time, limit int) []models.Row {
-	t.Helper()
-	var rows []models.Row
-	must(t, s.Tx(context.Background(), func(tx models.Tx) (err error) {
-		rows, err = tx.ClaimDue(context.Background(), tbl, now, from, limit)
-		return err
-	}))
-	return rows
-}
-
-func lock(t *testing.T, s models.Store, tbl models.Table, keys ...string) map[string]models.Row {
-	t.Helper()
-	var got map[string]models.Row
-	must(t, s.Tx(context.Background(), func(tx models.Tx) (err error) {
-		got, err = tx.LockByKeys(context.Background(), tbl, keys)
-		return err
-	}))
-	return got
-}
-
 func save(s models.Store, tbl models.Table, rows ...models.Row) error {
 	return s.Tx(context.Background(), func(tx models.Tx) error {
 		return tx.Save(context.Background(), tbl, rows)
 	})
-}
-
-func keysOf(rows []models.Row) []string {
-	out := []string{}
-	for _, r := range rows {
-		out = append(out, r.Key)
-	}
-	return out
 }
 
 // fullState sets every column, with microseconds and non-ASCII text.
