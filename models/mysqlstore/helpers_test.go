@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"github.com/refresher/refresher/models/storetest"
 	"testing"
-	"time"
 
 	"github.com/refresher/refresher/internal/testenv"
 )
@@ -27,7 +26,7 @@ func exec(t testing.TB, db *sql.DB, query string, args ...any) {
 }
 
 // base is a fixed instant with microseconds, for tests that control time.
-var base = time.Date(2026, 3, 4, 5, 6, 7, 123456000, time.UTC)
+var base = storetest.Base
 
 // The assertions are the conformance suite's (see storetest).
 var (
@@ -35,5 +34,6 @@ var (
 	eq          = storetest.Eq
 	errContains = storetest.ErrContains
 	keysOf      = storetest.KeysOf
+	fullState   = storetest.FullState
 	lockAll     = storetest.Lock
 )

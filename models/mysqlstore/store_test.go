@@ -29,22 +29,6 @@ func itemsTable(t testing.TB, db *sql.DB, keyType string) models.Table {
 }
 
 // fullState sets every column, with microseconds.
-func fullState(i int) policy.State {
-	at := base.Add(time.Duration(i) * time.Minute)
-	return policy.State{
-		RefreshAt:      at,
-		AttemptUID:     fmt.Sprintf("d1v5bqh6n88c7389%04d", i),
-		AttemptAt:      at.Add(-time.Hour + time.Microsecond),
-		AttemptNo:      i + 3,
-		TimeoutAt:      at.Add(2 * time.Hour),
-		DisabledAt:     at.Add(3 * time.Microsecond),
-		DisabledReason: "Provided URL is invalid: https://example.com/ünï",
-		FailingSince:   at.Add(-48 * time.Hour),
-		LastSuccessAt:  at.Add(-72*time.Hour + 999999*time.Microsecond),
-		LastError:      "HTTP 500 'quoted' \\ back",
-		Status:         "importing 5/10",
-	}
-}
 
 func insertItem(t testing.TB, db *sql.DB, key any, refreshAt time.Time) {
 	t.Helper()

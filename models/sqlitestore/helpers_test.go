@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"fmt"
 	"github.com/refresher/refresher/models/storetest"
 	"io"
 	"path/filepath"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/refresher/refresher/models"
-	"github.com/refresher/refresher/policy"
 )
 
 // The tests below take a harness: a fresh Store and a way to run raw SQL
@@ -56,7 +54,7 @@ func exec(t testing.TB, s *Store, query string, args ...any) {
 }
 
 // base is a fixed instant with microseconds, for tests that control time.
-var base = time.Date(2026, 3, 4, 5, 6, 7, 123456000, time.UTC)
+var base = storetest.Base
 
 // itemsTable creates table "items" with a key column of keyType plus some
 // payload columns, migrates it, and returns its models.Table.
@@ -71,22 +69,6 @@ func itemsTable(t testing.TB, s *Store, keyType string) models.Table {
 }
 
 // fullState sets every column, with microseconds.
-func fullState(i int) policy.State {
-	at := base.Add(time.Duration(i) * time.Minute)
-	return policy.State{
-		RefreshAt:      at,
-		AttemptUID:     fmt.Sprintf("d1v5bqh6n88c7389%04d", i),
-		AttemptAt:      at.Add(-time.Hour + time.Microsecond),
-		AttemptNo:      i + 3,
-		TimeoutAt:      at.Add(2 * time.Hour),
-		DisabledAt:     at.Add(3 * time.Microsecond),
-		DisabledReason: "Provided URL is invalid: https://example.com/ünï",
-		FailingSince:   at.Add(-48 * time.Hour),
-		LastSuccessAt:  at.Add(-72*time.Hour + 999999*time.Microsecond),
-		LastError:      "HTTP 500 'quoted' \\ back \"dq\"",
-		Status:         "importing 5/10",
-	}
-}
 
 func insertItem(t testing.TB, s *Store, key any, refreshAt time.Time) {
 	t.Helper()
@@ -105,6 +87,7 @@ var (
 	eq          = storetest.Eq
 	errContains = storetest.ErrContains
 	keysOf      = storetest.KeysOf
+	fullState   = storetest.FullState
 	lockAll     = storetest.Lock
 	claim       = storetest.Claim
 )

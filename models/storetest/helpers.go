@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/policy"
 )
 
 // The helpers below are shared by the suite and the drivers' own tests:
@@ -77,4 +78,27 @@ func KeysOf(rows []models.Row) []string {
 		out = append(out, r.Key)
 	}
 	return out
+}
+
+// Base is a fixed instant with microseconds, for tests that control time.
+var Base = time.Date(2026, 3, 4, 5, 6, 7, 123456000, time.UTC)
+
+// FullState is a state that sets every column, with microseconds, quotes,
+// a backslash and non-ASCII text (an emoji among it); i varies the times,
+// the attempt UID and the attempt number.
+func FullState(i int) policy.State {
+	at := Base.Add(time.Duration(i) * time.Minute)
+	return policy.State{
+		RefreshAt:      at,
+		AttemptUID:     fmt.Sprintf("d1v5bqh6n88c7389%04d", i),
+		AttemptAt:      at.Add(-time.Hour + time.Microsecond),
+		AttemptNo:      i + 3,
+		TimeoutAt:      at.Add(2 * time.Hour),
+		DisabledAt:     at.Add(3 * time.Microsecond),
+		DisabledReason: "Provided URL is invalid: https://example.com/ünï 💥",
+		FailingSince:   at.Add(-48 * time.Hour),
+		LastSuccessAt:  at.Add(-72*time.Hour + 999999*time.Microsecond),
+		LastError:      "HTTP 500 'quoted' \\ back \"dq\"",
+		Status:         "importing 5/10 ✓",
+	}
 }

@@ -59,14 +59,15 @@ func Run(t *testing.T, h Harness) {
 }
 
 // base is a fixed instant with microseconds.
-var base = time.Date(2026, 3, 4, 5, 6, 7, 123456000, time.UTC)
+var base = Base
 
 var (
-	must   = Must
-	eq     = Eq
-	claim  = Claim
-	lock   = Lock
-	keysOf = KeysOf
+	must      = Must
+	eq        = Eq
+	claim     = Claim
+	lock      = Lock
+	keysOf    = KeysOf
+	fullState = FullState
 )
 
 // sqlTime is t as a literal every dialect reads as that UTC time.
@@ -100,24 +101,6 @@ func save(s models.Store, tbl models.Table, rows ...models.Row) error {
 	return s.Tx(context.Background(), func(tx models.Tx) error {
 		return tx.Save(context.Background(), tbl, rows)
 	})
-}
-
-// fullState sets every column, with microseconds and non-ASCII text.
-func fullState(i int) policy.State {
-	at := base.Add(time.Duration(i) * time.Minute)
-	return policy.State{
-		RefreshAt:      at,
-		AttemptUID:     fmt.Sprintf("d1v5bqh6n88c7389%04d", i),
-		AttemptAt:      at.Add(-time.Hour + time.Microsecond),
-		AttemptNo:      i + 3,
-		TimeoutAt:      at.Add(2 * time.Hour),
-		DisabledAt:     at.Add(3 * time.Microsecond),
-		DisabledReason: "Provided URL is invalid: https://example.com/ünï 💥",
-		FailingSince:   at.Add(-48 * time.Hour),
-		LastSuccessAt:  at.Add(-72*time.Hour + 999999*time.Microsecond),
-		LastError:      "HTTP 500 'quoted' \\ back \"dq\"",
-		Status:         "importing 5/10 ✓",
-	}
 }
 
 func testCheck(t *testing.T, h Harness) {
