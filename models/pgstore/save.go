@@ -17,24 +17,19 @@ import (
 // are split, so one statement's arrays stay a few hundred kB.
 const maxSaveBatch = 1000
 
-// Save writes the refresh state of each row (the 11 State columns; never
-// refresh_rrule, which belongs to the application, nor any other column) in
-// one UPDATE statement per up to 1000 rows:
+// Save implements models.Tx.Save with one UPDATE statement per up to 1000
+// rows:
 //
 //	UPDATE t SET c1 = v.c1, c4 = $3 ... FROM unnest($1::int8[], $2::text[]) AS v(k, c1)
 //	  WHERE t.id = v.k
 //
-// Of rows that ClaimDue or LockByKeys returned it writes only the columns
-// that changed since they were read (in any row of the batch) and skips
-// rows where nothing did; a column that holds one value in every row is one
-// scalar parameter instead of an array. Save a row once per read.
-//
-// Rows read by ClaimDue or LockByKeys in a table whose primary key is not the
-// key are written by primary key (Loaded.ID); others by Key, compared as the
-// key column's type. Keys that name no row, or cannot be of the key
-// column's type, are ignored. When a key occurs twice the last row wins.
-// Times are stored truncated to microseconds; texts are cut by
-// models.Column.Fit (the rule of every driver; see cutText).
+// It writes only the columns of models.Changed (save a row once per read);
+// a column that holds one value in every row is one scalar parameter
+// instead of an array. Rows read by ClaimDue or LockByKeys in a table whose
+// primary key is not the key are written by primary key (Loaded.ID); others
+// by Key, compared as the key column's type; keys that cannot be of that
+// type name no row. Times are stored truncated to microseconds; texts are
+// cut by cutText.
 func (tx *Tx) Save(ctx context.Context, t models.Table, rows []models.Row) error {
 	q, err := tx.s.compile(ctx, t)
 	if err != nil {

@@ -15,19 +15,11 @@ import (
 // are split (a 1000-row document is about 600 kB).
 const maxSaveBatch = 1000
 
-// Save writes the refresh state of each row (the 11 State columns; never
-// refresh_rrule, which belongs to the application, nor any other column) in
-// one UPDATE statement per up to 1000 rows (see jsonUpdate). Of rows that
-// ClaimDue or LockByKeys returned it writes only the columns that changed
-// since they were read (in any row of the batch), and skips rows where
-// nothing did; those rows are written by rowid, others (built by hand,
-// only Key set) by Key. The comparison is with the row as read, so save a
-// row once per read.
-//
-// Keys that name no row are ignored. When a key occurs twice, the last row
-// wins. Times are stored as TimeFormat, UTC, truncated to microseconds;
-// texts longer than their column in the other databases (models.Schema's
-// MaxLen) are cut by models.Column.Fit and invalid UTF-8 is replaced, so
+// Save implements models.Tx.Save with one UPDATE statement per up to 1000
+// rows (see jsonUpdate). Rows that ClaimDue or LockByKeys returned are
+// written by rowid, others (built by hand, only Key set) by Key; the
+// columns that changed are those of models.Changed, so save a row once per
+// read. Times are stored as TimeFormat; texts are models.Column.Fit, so
 // that every driver stores the same text.
 func (tx *Tx) Save(ctx context.Context, t models.Table, rows []models.Row) error {
 	q, err := tx.s.compile(ctx, tx.tx, t)
