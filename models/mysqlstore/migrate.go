@@ -146,21 +146,9 @@ func migrateTable(ctx context.Context, conn *sql.Conn, ms []migrations.Migration
 	tm := models.TableMigration{Table: name}
 	done := map[int]bool{}
 	if conn != nil && recordExists {
-		rows, err := conn.QueryContext(ctx, "SELECT version FROM `"+MigrationsTable+"` WHERE table_name = ?", name)
-		if err != nil {
+		var err error
+		if done, err = models.AppliedVersions(ctx, conn, "SELECT version FROM `"+MigrationsTable+"` WHERE table_name = ?", name); err != nil {
 			return tm, fmt.Errorf("migrate table %s: read %s: %w", name, MigrationsTable, err)
-		}
-		for rows.Next() {
-			var v int
-			if err := rows.Scan(&v); err != nil {
-				rows.Close()
-				return tm, fmt.Errorf("migrate table %s: %w", name, err)
-			}
-			done[v] = true
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return tm, fmt.Errorf("migrate table %s: %w", name, err)
 		}
 	}
 	for _, m := range ms {

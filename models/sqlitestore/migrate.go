@@ -132,21 +132,9 @@ func migrateTable(ctx context.Context, q queryer, ms []migrations.Migration, nam
 	tm := models.TableMigration{Table: name}
 	done := map[int]bool{}
 	if q != nil && recordExists {
-		rows, err := q.QueryContext(ctx, `SELECT version FROM "`+MigrationsTable+`" WHERE table_name = ?`, name)
-		if err != nil {
+		var err error
+		if done, err = models.AppliedVersions(ctx, q, `SELECT version FROM "`+MigrationsTable+`" WHERE table_name = ?`, name); err != nil {
 			return tm, fmt.Errorf("migrate table %s: read %s: %w", name, MigrationsTable, err)
-		}
-		for rows.Next() {
-			var v int
-			if err := rows.Scan(&v); err != nil {
-				rows.Close()
-				return tm, fmt.Errorf("migrate table %s: %w", name, err)
-			}
-			done[v] = true
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return tm, fmt.Errorf("migrate table %s: %w", name, err)
 		}
 	}
 	for _, m := range ms {
