@@ -1,45 +1,22 @@
-package models
+package models_test
 
 import (
 	"database/sql"
 	"fmt"
-	"reflect"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/refresher/refresher/internal/testenv"
+	"github.com/refresher/refresher/models/storetest"
 	"github.com/refresher/refresher/policy"
 )
 
-// Small assertion helpers: testify v1.12 needs go.yaml.in/yaml/v3, which
-// go.sum does not list yet.
-
-func must(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("unexpected error: %v", err)
-	}
-}
-
-func eq(t testing.TB, got, want any, what ...any) {
-	t.Helper()
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("%s\n got: %#v\nwant: %#v", fmt.Sprint(what...), got, want)
-	}
-}
-
-func errContains(t testing.TB, err error, subs ...string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("no error, want one containing %q", subs)
-	}
-	for _, s := range subs {
-		if !strings.Contains(err.Error(), s) {
-			t.Fatalf("error %q does not contain %q", err, s)
-		}
-	}
-}
+// The assertions are the conformance suite's (see storetest).
+var (
+	must        = storetest.Must
+	eq          = storetest.Eq
+	errContains = storetest.ErrContains
+)
 
 // testDB opens a fresh MySQL database for the test (UTC, parseTime).
 func testDB(t testing.TB) *sql.DB {
