@@ -32,5 +32,3 @@ func exec(t testing.TB, db *sql.DB, query string, args ...any) {
 
 // base is the instant of fullState.
 var base = storetest.Base
-
-// fullState sets every column, with microseconds.
