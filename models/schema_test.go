@@ -1,6 +1,7 @@
-package models
+package models_test
 
 import (
+	. "github.com/refresher/refresher/models"
 	"os"
 	"reflect"
 	"regexp"

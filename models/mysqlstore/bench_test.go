@@ -79,7 +79,7 @@ var strategies = []struct {
 	for i := range rows {
 		ptrs[i] = &rows[i]
 	}
-	return jsonUpdate(q, by, q.meta.cols[strings.ToLower(q.keyName)], q.meta.cols[models.ColAttemptUID], allColumns, ids, ptrs, guard)
+	return jsonUpdate(q, by, q.meta.cols[strings.ToLower(q.keyName)], q.meta.cols[models.ColAttemptUID], models.AllColumns, ids, ptrs, guard)
 }}}
 
 // TestBulkUpdateStrategies checks that both strategies write every column
@@ -254,9 +254,9 @@ func BenchmarkBuildUpdate(b *testing.B) {
 					s.Status = fmt.Sprint("status ", i)
 				}
 			}
-			var cols columnSet
+			var cols models.ColumnSet
 			for i := range rows {
-				cols |= changed(&rows[i])
+				cols |= models.Changed(&rows[i])
 			}
 			b.ReportAllocs()
 			for b.Loop() {

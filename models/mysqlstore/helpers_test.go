@@ -3,43 +3,11 @@ package mysqlstore
 import (
 	"context"
 	"database/sql"
-	"fmt"
-	"reflect"
-	"strings"
+	"github.com/refresher/refresher/models/storetest"
 	"testing"
-	"time"
 
 	"github.com/refresher/refresher/internal/testenv"
 )
-
-// Small assertion helpers: testify v1.12 needs go.yaml.in/yaml/v3, which
-// go.sum does not list yet.
-
-func must(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("unexpected error: %v", err)
-	}
-}
-
-func eq(t testing.TB, got, want any, what ...any) {
-	t.Helper()
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("%s\n got: %#v\nwant: %#v", fmt.Sprint(what...), got, want)
-	}
-}
-
-func errContains(t testing.TB, err error, subs ...string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("no error, want one containing %q", subs)
-	}
-	for _, s := range subs {
-		if !strings.Contains(err.Error(), s) {
-			t.Fatalf("error %q does not contain %q", err, s)
-		}
-	}
-}
 
 // testDB opens a fresh database for the test through Open.
 func testDB(t testing.TB) *sql.DB {
@@ -58,4 +26,14 @@ func exec(t testing.TB, db *sql.DB, query string, args ...any) {
 }
 
 // base is a fixed instant with microseconds, for tests that control time.
-var base = time.Date(2026, 3, 4, 5, 6, 7, 123456000, time.UTC)
+var base = storetest.Base
+
+// The assertions are the conformance suite's (see storetest).
+var (
+	must        = storetest.Must
+	eq          = storetest.Eq
+	errContains = storetest.ErrContains
+	keysOf      = storetest.KeysOf
+	fullState   = storetest.FullState
+	lockAll     = storetest.Lock
+)

@@ -67,20 +67,9 @@ func Migrate(ctx context.Context, db *sql.DB, tables []string, w io.Writer, dryR
 	if err != nil {
 		return report, err
 	}
-	quoted := make([]string, 0, len(tables))
-	seen := map[string]bool{}
-	var names []string
-	for _, t := range tables {
-		q, err := quoteIdent(t)
-		if err != nil {
-			return report, fmt.Errorf("migrate table %q: %w", t, err)
-		}
-		if seen[strings.ToLower(t)] {
-			continue
-		}
-		seen[strings.ToLower(t)] = true
-		quoted = append(quoted, q)
-		names = append(names, t)
+	names, quoted, err := models.MigrationTables(tables, quoteIdent, true)
+	if err != nil {
+		return report, err
 	}
 
 	var conn *sql.Conn
@@ -157,26 +146,10 @@ func migrateTable(ctx context.Context, conn *sql.Conn, ms []migrations.Migration
 	tm := models.TableMigration{Table: name}
 	done := map[int]bool{}
 	if conn != nil && recordExists {
-		rows, err := conn.QueryContext(ctx, "SELECT version FROM `"+MigrationsTable+"` WHERE table_name = ?", name)
-		if err != nil {
+		var err error
+		if done, err = models.AppliedVersions(ctx, conn, "SELECT version FROM `"+MigrationsTable+"` WHERE table_name = ?", name); err != nil {
 			return tm, fmt.Errorf("migrate table %s: read %s: %w", name, MigrationsTable, err)
 		}
-		for rows.Next() {
-			var v int
-			if err := rows.Scan(&v); err != nil {
-				rows.Close()
-				return tm, fmt.Errorf("migrate table %s: %w", name, err)
-			}
-			done[v] = true
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return tm, fmt.Errorf("migrate table %s: %w", name, err)
-		}
-	}
-	comment := "-- "
-	if !dryRun {
-		comment = ""
 	}
 	for _, m := range ms {
 		if done[m.Version] {
@@ -209,7 +182,7 @@ func migrateTable(ctx context.Context, conn *sql.Conn, ms []migrations.Migration
 			}
 			am.SQL = append(am.SQL, stmt)
 			if dryRun {
-				fmt.Fprintf(w, "\n-- %s: %s (%s)\n%s;\n", name, m.Name, describe(am), stmt)
+				fmt.Fprintf(w, "\n-- %s: %s (%s)\n%s;\n", name, m.Name, am.Describe(), stmt)
 				continue
 			}
 			if _, err := conn.ExecContext(ctx, stmt); err != nil {
@@ -232,7 +205,7 @@ func migrateTable(ctx context.Context, conn *sql.Conn, ms []migrations.Migration
 		record := "INSERT INTO `" + MigrationsTable + "` (table_name, version, name, applied_at) VALUES (?, ?, ?, UTC_TIMESTAMP(6))"
 		if dryRun {
 			if len(am.SQL) == 0 {
-				fmt.Fprintf(w, "\n-- %s: %s (%s)\n", name, m.Name, describe(am))
+				fmt.Fprintf(w, "\n-- %s: %s (%s)\n", name, m.Name, am.Describe())
 			}
 			fmt.Fprintf(w, "INSERT INTO `%s` (table_name, version, name, applied_at) VALUES (%s, %d, %s, UTC_TIMESTAMP(6));\n",
 				MigrationsTable, sqlString(name), m.Version, sqlString(m.Name))
@@ -240,66 +213,12 @@ func migrateTable(ctx context.Context, conn *sql.Conn, ms []migrations.Migration
 			if _, err := conn.ExecContext(ctx, record, name, m.Version, m.Name); err != nil {
 				return tm, fmt.Errorf("migrate table %s: record %s: %w", name, m.Name, err)
 			}
-			verb := "applied"
-			if len(am.SQL) == 0 {
-				verb = "recorded"
-			}
-			fmt.Fprintf(w, "%s: %s %s (%s)\n", name, verb, m.Name, describe(am))
+			am.WriteApplied(w, name)
 		}
 		tm.Applied = append(tm.Applied, am)
 	}
-	for _, warn := range tm.Warnings {
-		fmt.Fprintf(w, "%s%s: warning: %s\n", comment, name, warn)
-	}
-	if tm.UpToDate() {
-		fmt.Fprintf(w, "%s%s: up to date\n", comment, name)
-	}
+	tm.WriteEnd(w, dryRun)
 	return tm, nil
-}
-
-// describe summarises a migration for humans: "added 12 columns",
-// "added 3 columns; 9 already existed", "index idx_refresh_at already existed".
-func describe(am models.AppliedMigration) string {
-	var parts []string
-	if len(am.Added) > 0 {
-		parts = append(parts, "added "+summarise(am.Added))
-	}
-	if len(am.Existing) > 0 {
-		parts = append(parts, summarise(am.Existing)+" already existed")
-	}
-	if len(parts) == 0 {
-		return "ran " + fmt.Sprint(len(am.SQL)) + " statement(s)"
-	}
-	return strings.Join(parts, "; ")
-}
-
-// summarise turns ["column a", "column b"] into "2 columns" and
-// ["index i"] into "index i".
-func summarise(things []string) string {
-	if len(things) == 1 {
-		return things[0]
-	}
-	kinds := map[string]int{}
-	var order []string
-	for _, t := range things {
-		k, _, _ := strings.Cut(t, " ")
-		if kinds[k] == 0 {
-			order = append(order, k)
-		}
-		kinds[k]++
-	}
-	var parts []string
-	for _, k := range order {
-		n := kinds[k]
-		if n == 1 {
-			parts = append(parts, "1 "+k)
-		} else if k == "index" {
-			parts = append(parts, fmt.Sprintf("%d indexes", n))
-		} else {
-			parts = append(parts, fmt.Sprintf("%d %ss", n, k))
-		}
-	}
-	return strings.Join(parts, " and ")
 }
 
 // tableSchema is what information_schema says about one table.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/bits"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/refresher/refresher/models"
@@ -47,11 +46,12 @@ func (tx *Tx) Save(ctx context.Context, t models.Table, rows []models.Row) error
 	if err != nil {
 		return err
 	}
-	rows, _ = lastWins(rows, nil)
-	for _, g := range groupByID(q, rows, nil, false) {
-		for start := 0; start < len(g.rows); start += maxSaveBatch {
-			end := min(start+maxSaveBatch, len(g.rows))
-			query, args := jsonUpdate(q, g.by, g.meta, q.meta.cols[models.ColAttemptUID], g.cols, g.ids[start:end], g.rows[start:end], nil)
+	rows, _ = models.LastWins(rows, nil)
+	for _, g := range models.GroupByID(rows, nil, false, q.id != "", nil) {
+		for start := 0; start < len(g.Rows); start += maxSaveBatch {
+			end := min(start+maxSaveBatch, len(g.Rows))
+			by, byMeta := q.by(g.ByID)
+			query, args := jsonUpdate(q, by, byMeta, q.meta.cols[models.ColAttemptUID], g.Cols, g.IDs[start:end], g.Rows[start:end], nil)
 			if _, err := tx.tx.ExecContext(ctx, query, args...); err != nil {
 				return fmt.Errorf("save %d rows of %s: %w", end-start, q.table, err)
 			}
@@ -78,12 +78,13 @@ func (s *Store) SaveIfAttempt(ctx context.Context, t models.Table, rows []models
 	if err != nil {
 		return 0, err
 	}
-	rows, attemptUIDs = lastWins(rows, attemptUIDs)
+	rows, attemptUIDs = models.LastWins(rows, attemptUIDs)
 	written := 0
-	for _, g := range groupByID(q, rows, attemptUIDs, true) {
-		for start := 0; start < len(g.rows); start += maxSaveBatch {
-			end := min(start+maxSaveBatch, len(g.rows))
-			query, args := jsonUpdate(q, g.by, g.meta, q.meta.cols[models.ColAttemptUID], g.cols, g.ids[start:end], g.rows[start:end], g.guard[start:end])
+	for _, g := range models.GroupByID(rows, attemptUIDs, true, q.id != "", nil) {
+		for start := 0; start < len(g.Rows); start += maxSaveBatch {
+			end := min(start+maxSaveBatch, len(g.Rows))
+			by, byMeta := q.by(g.ByID)
+			query, args := jsonUpdate(q, by, byMeta, q.meta.cols[models.ColAttemptUID], g.Cols, g.IDs[start:end], g.Rows[start:end], g.Guard[start:end])
 			res, err := s.db.ExecContext(ctx, query, args...)
 			if err != nil {
 				return written, fmt.Errorf("save %d rows of %s if attempt: %w", end-start, q.table, err)
@@ -98,76 +99,13 @@ func (s *Store) SaveIfAttempt(ctx context.Context, t models.Table, rows []models
 	return written, nil
 }
 
-// saveGroup is rows written by one column: the primary key or the key.
-type saveGroup struct {
-	by    string  // quoted column
-	meta  colMeta // its type
-	cols  columnSet
-	ids   []string
-	rows  []*models.Row
-	guard []string
-}
-
-// groupByID splits rows into those that carry a primary key (written by
-// it) and the others (written by Key), dropping empty groups. Unless all,
-// it leaves out rows that did not change since they were read, and each
-// group's cols are the columns that changed in any of its rows.
-func groupByID(q compiled, rows []models.Row, guard []string, all bool) []saveGroup {
-	byID := saveGroup{by: q.id, meta: q.meta.cols[strings.ToLower(q.meta.pk)]}
-	byKey := saveGroup{by: q.key, meta: q.meta.cols[strings.ToLower(q.keyName)]}
-	for i := range rows {
-		r := &rows[i]
-		cols := allColumns
-		if !all {
-			if cols = changed(r); cols == 0 {
-				continue
-			}
-		}
-		g := &byKey
-		id := r.Key
-		if q.id != "" && r.Loaded.ID != "" {
-			g, id = &byID, r.Loaded.ID
-		}
-		if g.rows == nil {
-			g.ids, g.rows = make([]string, 0, len(rows)-i), make([]*models.Row, 0, len(rows)-i)
-		}
-		g.cols |= cols
-		g.ids = append(g.ids, id)
-		g.rows = append(g.rows, r)
-		if guard != nil {
-			g.guard = append(g.guard, guard[i])
-		}
+// by returns the quoted column a save group is written by (the primary key
+// when byID, else the key) and its metadata.
+func (q compiled) by(byID bool) (string, colMeta) {
+	if byID {
+		return q.id, q.meta.cols[strings.ToLower(q.meta.pk)]
 	}
-	var out []saveGroup
-	for _, g := range []saveGroup{byID, byKey} {
-		if len(g.rows) > 0 {
-			out = append(out, g)
-		}
-	}
-	return out
-}
-
-// columnSet is a set of state columns: bit c stands for
-// models.StateColumns[c].
-type columnSet uint16
-
-var allColumns columnSet = 1<<numStateColumns - 1
-
-func (s columnSet) has(c int) bool { return s&(1<<c) != 0 }
-
-// changed returns the columns whose value differs from the one read; all of
-// them for a row that was not read from the database.
-func changed(r *models.Row) columnSet {
-	if !r.Loaded.OK {
-		return allColumns
-	}
-	var s columnSet
-	for c := range models.StateColumns {
-		if !models.StateColumns[c].Same(&r.Loaded.State, &r.State) {
-			s |= 1 << c
-		}
-	}
-	return s
+	return q.key, q.meta.cols[strings.ToLower(q.keyName)]
 }
 
 // columnValue is the value of col for s as a statement argument: nil for
@@ -180,27 +118,6 @@ func columnValue(col *models.Column, s *policy.State) any {
 		return nullText(col, *col.Text(s))
 	}
 	return int64(*col.Int(s))
-}
-
-// uniform returns the columns of cols that hold one value in all rows.
-func uniform(cols columnSet, rows []*models.Row) columnSet {
-	var u columnSet
-	for c := range models.StateColumns {
-		if !cols.has(c) {
-			continue
-		}
-		same := true
-		for _, r := range rows[1:] {
-			if !models.StateColumns[c].Same(&rows[0].State, &r.State) {
-				same = false
-				break
-			}
-		}
-		if same {
-			u |= 1 << c
-		}
-	}
-	return u
 }
 
 // jsonUpdate builds one UPDATE of the state columns cols of rows, identified
@@ -228,8 +145,8 @@ func uniform(cols columnSet, rows []*models.Row) columnSet {
 // index. So the id is declared as an integer for integer columns and
 // otherwise converted to the column's character set and collation
 // (matchExpr), and the same is done for the guard.
-func jsonUpdate(q compiled, by string, byMeta, uidMeta colMeta, cols columnSet, ids []string, rows []*models.Row, guard []string) (string, []any) {
-	same := uniform(cols, rows)
+func jsonUpdate(q compiled, by string, byMeta, uidMeta colMeta, cols models.ColumnSet, ids []string, rows []*models.Row, guard []string) (string, []any) {
+	same := models.Uniform(cols, rows)
 	perRow := cols &^ same
 	doc := make([]byte, 0, 64+len(rows)*(40+30*bits.OnesCount16(uint16(perRow))))
 	doc = append(doc, '[')
@@ -239,7 +156,7 @@ func jsonUpdate(q compiled, by string, byMeta, uidMeta colMeta, cols columnSet, 
 		}
 		doc = append(doc, `{"k":`...)
 		doc = jsontext.AppendString(doc, ids[i])
-		doc = appendState(doc, &r.State, perRow)
+		doc = models.AppendJSONState(doc, &r.State, perRow, "2006-01-02 15:04:05.000000")
 		if guard != nil && guard[i] != "" {
 			doc = append(doc, `,"g":`...)
 			doc = jsontext.AppendString(doc, attemptUIDColumn.Fit(guard[i]))
@@ -252,7 +169,7 @@ func jsonUpdate(q compiled, by string, byMeta, uidMeta colMeta, cols columnSet, 
 	var b strings.Builder
 	b.WriteString("UPDATE " + q.table + " AS t JOIN JSON_TABLE(?, '$[*]' COLUMNS (`k` " + keyType + " PATH '$.k'")
 	for c := range models.StateColumns {
-		if perRow.has(c) {
+		if perRow.Has(c) {
 			fmt.Fprintf(&b, ", `c%d` %s PATH '$.c%d'", c, models.StateColumns[c].Type.MySQL, c)
 		}
 	}
@@ -272,9 +189,9 @@ func jsonUpdate(q compiled, by string, byMeta, uidMeta colMeta, cols columnSet, 
 	for c := range models.StateColumns {
 		col := &models.StateColumns[c]
 		switch {
-		case perRow.has(c):
+		case perRow.Has(c):
 			fmt.Fprintf(&b, "%st.`%s` = j.`c%d`", sep, col.Name, c)
-		case same.has(c):
+		case same.Has(c):
 			fmt.Fprintf(&b, "%st.`%s` = ?", sep, col.Name)
 			args = append(args, columnValue(col, &rows[0].State))
 		default:
@@ -306,78 +223,10 @@ func matchExpr(m colMeta, ref string) (jsonType, expr string) {
 
 var sqlName = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
 
-// jsonField are the JSON member prefixes of the columns c0..c10.
-var jsonField = func() []string {
-	f := make([]string, len(models.StateColumns))
-	for c := range f {
-		f[c] = fmt.Sprintf(`,"c%d":`, c)
-	}
-	return f
-}()
-
-// appendState appends the members c0..c10 of s that are in cols (the
-// columns of models.StateColumns in order; NULLs are left out) without
-// allocating: this runs for every row of every batch. s must already live
-// on the heap (the accessors are called through func values).
-func appendState(doc []byte, s *policy.State, cols columnSet) []byte {
-	for c := range models.StateColumns {
-		if !cols.has(c) {
-			continue
-		}
-		col := &models.StateColumns[c]
-		switch col.Kind {
-		case models.TimeColumn:
-			t := *col.Time(s)
-			if t.IsZero() {
-				continue
-			}
-			doc = append(doc, jsonField[c]...)
-			doc = append(doc, '"')
-			doc = models.StoredTime(t).AppendFormat(doc, "2006-01-02 15:04:05.000000")
-			doc = append(doc, '"')
-		case models.TextColumn:
-			v := *col.Text(s)
-			if v == "" {
-				continue
-			}
-			doc = append(doc, jsonField[c]...)
-			doc = jsontext.AppendString(doc, col.Fit(v))
-		case models.IntColumn:
-			doc = append(doc, jsonField[c]...)
-			doc = strconv.AppendInt(doc, int64(*col.Int(s)), 10)
-		}
-	}
-	return doc
-}
-
 // nullText is s as col stores it (see Column.Fit), nil when empty.
 func nullText(col *models.Column, s string) any {
 	if s == "" {
 		return nil
 	}
 	return col.Fit(s)
-}
-
-// lastWins drops all but the last occurrence of each key, keeping order
-// (and guard aligned with rows).
-func lastWins(rows []models.Row, guard []string) ([]models.Row, []string) {
-	last := make(map[string]int, len(rows))
-	for i, r := range rows {
-		last[r.Key] = i
-	}
-	if len(last) == len(rows) {
-		return rows, guard
-	}
-	outRows := make([]models.Row, 0, len(last))
-	var outGuard []string
-	for i, r := range rows {
-		if last[r.Key] != i {
-			continue
-		}
-		outRows = append(outRows, r)
-		if guard != nil {
-			outGuard = append(outGuard, guard[i])
-		}
-	}
-	return outRows, outGuard
 }

@@ -228,7 +228,7 @@ func (tx *Tx) LockByKeys(ctx context.Context, t models.Table, keys []string) (ma
 	if err != nil {
 		return nil, err
 	}
-	keys = dedupe(keys)
+	keys = models.DistinctKeys(keys)
 	// One lock order for every transaction, so two pollers whose batches
 	// overlap wait for each other instead of deadlocking.
 	slices.Sort(keys)
@@ -564,16 +564,4 @@ func jsonValue(v any) any {
 	default:
 		return x
 	}
-}
-
-func dedupe(keys []string) []string {
-	seen := make(map[string]struct{}, len(keys))
-	out := make([]string, 0, len(keys))
-	for _, k := range keys {
-		if _, ok := seen[k]; !ok {
-			seen[k] = struct{}{}
-			out = append(out, k)
-		}
-	}
-	return out
 }

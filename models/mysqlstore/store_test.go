@@ -29,22 +29,6 @@ func itemsTable(t testing.TB, db *sql.DB, keyType string) models.Table {
 }
 
 // fullState sets every column, with microseconds.
-func fullState(i int) policy.State {
-	at := base.Add(time.Duration(i) * time.Minute)
-	return policy.State{
-		RefreshAt:      at,
-		AttemptUID:     fmt.Sprintf("d1v5bqh6n88c7389%04d", i),
-		AttemptAt:      at.Add(-time.Hour + time.Microsecond),
-		AttemptNo:      i + 3,
-		TimeoutAt:      at.Add(2 * time.Hour),
-		DisabledAt:     at.Add(3 * time.Microsecond),
-		DisabledReason: "Provided URL is invalid: https://example.com/ünï",
-		FailingSince:   at.Add(-48 * time.Hour),
-		LastSuccessAt:  at.Add(-72*time.Hour + 999999*time.Microsecond),
-		LastError:      "HTTP 500 'quoted' \\ back",
-		Status:         "importing 5/10",
-	}
-}
 
 func insertItem(t testing.TB, db *sql.DB, key any, refreshAt time.Time) {
 	t.Helper()
@@ -61,24 +45,6 @@ func insertItems(t testing.TB, db *sql.DB, n int) {
 		}
 		exec(t, db, "INSERT INTO items (k, refresh_at) VALUES "+strings.Join(vals, ","))
 	}
-}
-
-func lockAll(t testing.TB, s *Store, tbl models.Table, keys ...string) map[string]models.Row {
-	t.Helper()
-	var got map[string]models.Row
-	must(t, s.Tx(context.Background(), func(tx models.Tx) (err error) {
-		got, err = tx.LockByKeys(context.Background(), tbl, keys)
-		return err
-	}))
-	return got
-}
-
-func keysOf(rows []models.Row) []string {
-	out := []string{}
-	for _, r := range rows {
-		out = append(out, r.Key)
-	}
-	return out
 }
 
 func TestCheck(t *testing.T) {
@@ -534,15 +500,13 @@ func TestSaveWritesOnlyWhatChanged(t *testing.T) {
 			r.State = want[k]
 			rows = append(rows, r)
 		}
-		q, err := s.compile(ctx, tbl)
-		must(t, err)
-		groups := groupByID(q, rows, nil, false)
+		groups := models.GroupByID(rows, nil, false, true, nil)
 		eq(t, len(groups), 1, "groups")
-		eq(t, len(groups[0].rows), 2, "rows to write (2 did not change)")
+		eq(t, len(groups[0].Rows), 2, "rows to write (2 did not change)")
 		// models.Row 3 cleared every column but attempt_no (3+3 -> 0 changed too).
-		eq(t, groups[0].cols, allColumns, "columns of rows 1 and 3")
-		only1 := groupByID(q, rows[:1], nil, false)[0].cols
-		eq(t, only1, columnSet(1<<1|1<<10), "columns of row 1: attempt_uid and status")
+		eq(t, groups[0].Cols, models.AllColumns, "columns of rows 1 and 3")
+		only1 := models.GroupByID(rows[:1], nil, false, true, nil)[0].Cols
+		eq(t, only1, models.ColumnSet(1<<1|1<<10), "columns of row 1: attempt_uid and status")
 		return tx.Save(ctx, tbl, rows)
 	}))
 	got := lockAll(t, s, tbl, "1", "2", "3")
@@ -579,11 +543,11 @@ func TestSaveSetsSharedValuesOnce(t *testing.T) {
 	q, err := s.compile(ctx, tbl)
 	must(t, err)
 	ptrs := []*models.Row{&rows[0], &rows[1], &rows[2]}
-	query, args := jsonUpdate(q, q.key, q.meta.cols["k"], q.meta.cols[models.ColAttemptUID], allColumns, []string{"1", "2", "3"}, ptrs, nil)
+	query, args := jsonUpdate(q, q.key, q.meta.cols["k"], q.meta.cols[models.ColAttemptUID], models.AllColumns, []string{"1", "2", "3"}, ptrs, nil)
 	if !strings.Contains(query, "t.`refresh_at` = ?") || !strings.Contains(query, "t.`refresh_attempt_uid` = j.`c1`") || strings.Contains(query, "'$.c0'") {
 		t.Fatalf("shared columns not set from arguments: %s", query)
 	}
-	eq(t, len(args), 1+numStateColumns-1, "arguments: the document and the 10 shared columns")
+	eq(t, len(args), 1+models.NumStateColumns-1, "arguments: the document and the 10 shared columns")
 
 	must(t, s.Tx(ctx, func(tx models.Tx) error { return tx.Save(ctx, tbl, rows) }))
 	got := lockAll(t, s, tbl, "1", "2", "3")

@@ -2,8 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"fmt"
-	"reflect"
 	"testing"
 
 	"github.com/refresher/refresher/internal/testenv"
@@ -50,16 +48,9 @@ func exec(t testing.TB, s *Store, sql string, args ...any) {
 	}
 }
 
-func must(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("unexpected error: %v", err)
-	}
-}
-
-func eq(t testing.TB, got, want any, what ...any) {
-	t.Helper()
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("%s\n got: %#v\nwant: %#v", fmt.Sprint(what...), got, want)
-	}
-}
+// The assertions are the conformance suite's (see storetest).
+var (
+	must = storetest.Must
+	eq   = storetest.Eq
+	lock = storetest.Lock
+)

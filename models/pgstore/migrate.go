@@ -67,18 +67,9 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, tables []string, w io.Writ
 	if err != nil {
 		return report, err
 	}
-	var names, quoted []string
-	seen := map[string]bool{}
-	for _, t := range tables {
-		q, err := quoteIdent(t)
-		if err != nil {
-			return report, fmt.Errorf("migrate table %q: %w", t, err)
-		}
-		if seen[t] {
-			continue
-		}
-		seen[t] = true
-		names, quoted = append(names, t), append(quoted, q)
+	names, quoted, err := models.MigrationTables(tables, quoteIdent, false)
+	if err != nil {
+		return report, err
 	}
 
 	var conn *pgxpool.Conn
@@ -165,10 +156,6 @@ func migrateTable(ctx context.Context, conn *pgxpool.Conn, ms []migrations.Migra
 			done[int(v)] = true
 		}
 	}
-	comment := "-- "
-	if !dryRun {
-		comment = ""
-	}
 	for _, mg := range ms {
 		if done[mg.Version] {
 			continue
@@ -183,12 +170,8 @@ func migrateTable(ctx context.Context, conn *pgxpool.Conn, ms []migrations.Migra
 		}
 		record := `INSERT INTO "` + MigrationsTable + `" (table_name, version, name, applied_at) VALUES ($1, $2, $3, now())`
 		if dryRun {
-			fmt.Fprintf(w, "\n-- %s: %s (%s)\n", name, mg.Name, describe(am))
-			for _, s := range am.SQL {
-				fmt.Fprintf(w, "%s;\n", s)
-			}
-			fmt.Fprintf(w, `INSERT INTO "%s" (table_name, version, name, applied_at) VALUES (%s, %d, %s, now());`+"\n",
-				MigrationsTable, sqlString(name), mg.Version, sqlString(mg.Name))
+			am.WriteDryRun(w, name, fmt.Sprintf(`INSERT INTO "%s" (table_name, version, name, applied_at) VALUES (%s, %d, %s, now())`,
+				MigrationsTable, sqlString(name), mg.Version, sqlString(mg.Name)))
 		} else {
 			err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 				for _, s := range am.SQL {
@@ -204,11 +187,7 @@ func migrateTable(ctx context.Context, conn *pgxpool.Conn, ms []migrations.Migra
 			if err != nil {
 				return tm, fmt.Errorf("migrate table %s: %w", name, err)
 			}
-			verb := "applied"
-			if len(am.SQL) == 0 {
-				verb = "recorded"
-			}
-			fmt.Fprintf(w, "%s: %s %s (%s)\n", name, verb, mg.Name, describe(am))
+			am.WriteApplied(w, name)
 		}
 		// Later migrations see what this one added.
 		for _, st := range mg.Statements {
@@ -226,12 +205,7 @@ func migrateTable(ctx context.Context, conn *pgxpool.Conn, ms []migrations.Migra
 		}
 		tm.Applied = append(tm.Applied, am)
 	}
-	for _, warn := range tm.Warnings {
-		fmt.Fprintf(w, "%s%s: warning: %s\n", comment, name, warn)
-	}
-	if tm.UpToDate() {
-		fmt.Fprintf(w, "%s%s: up to date\n", comment, name)
-	}
+	tm.WriteEnd(w, dryRun)
 	return tm, nil
 }
 
@@ -355,52 +329,6 @@ func sameType(have, declared string) bool {
 		return true
 	}
 	return strings.Replace(have, "without time zone", "with time zone", 1) == declared
-}
-
-// describe summarises a migration for humans: "added 12 columns",
-// "added 3 columns; 9 already existed".
-func describe(am models.AppliedMigration) string {
-	var parts []string
-	if len(am.Added) > 0 {
-		parts = append(parts, "added "+summarise(am.Added))
-	}
-	if len(am.Existing) > 0 {
-		parts = append(parts, summarise(am.Existing)+" already existed")
-	}
-	if len(parts) == 0 {
-		return "ran " + fmt.Sprint(len(am.SQL)) + " statement(s)"
-	}
-	return strings.Join(parts, "; ")
-}
-
-// summarise turns ["column a", "column b"] into "2 columns" and
-// ["index i"] into "index i".
-func summarise(things []string) string {
-	if len(things) == 1 {
-		return things[0]
-	}
-	kinds := map[string]int{}
-	var order []string
-	for _, t := range things {
-		k, _, _ := strings.Cut(t, " ")
-		if kinds[k] == 0 {
-			order = append(order, k)
-		}
-		kinds[k]++
-	}
-	var parts []string
-	for _, k := range order {
-		n := kinds[k]
-		switch {
-		case n == 1:
-			parts = append(parts, "1 "+k)
-		case k == "index":
-			parts = append(parts, fmt.Sprintf("%d indexes", n))
-		default:
-			parts = append(parts, fmt.Sprintf("%d %ss", n, k))
-		}
-	}
-	return strings.Join(parts, " and ")
 }
 
 // sqlString quotes s as a SQL string literal for printed SQL

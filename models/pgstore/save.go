@@ -17,33 +17,28 @@ import (
 // are split, so one statement's arrays stay a few hundred kB.
 const maxSaveBatch = 1000
 
-// Save writes the refresh state of each row (the 11 State columns; never
-// refresh_rrule, which belongs to the application, nor any other column) in
-// one UPDATE statement per up to 1000 rows:
+// Save implements models.Tx.Save with one UPDATE statement per up to 1000
+// rows:
 //
 //	UPDATE t SET c1 = v.c1, c4 = $3 ... FROM unnest($1::int8[], $2::text[]) AS v(k, c1)
 //	  WHERE t.id = v.k
 //
-// Of rows that ClaimDue or LockByKeys returned it writes only the columns
-// that changed since they were read (in any row of the batch) and skips
-// rows where nothing did; a column that holds one value in every row is one
-// scalar parameter instead of an array. Save a row once per read.
-//
-// Rows read by ClaimDue or LockByKeys in a table whose primary key is not the
-// key are written by primary key (Loaded.ID); others by Key, compared as the
-// key column's type. Keys that name no row, or cannot be of the key
-// column's type, are ignored. When a key occurs twice the last row wins.
-// Times are stored truncated to microseconds; texts are cut by the rule of
-// cutText (as mysqlstore).
+// It writes only the columns of models.Changed (save a row once per read);
+// a column that holds one value in every row is one scalar parameter
+// instead of an array. Rows read by ClaimDue or LockByKeys in a table whose
+// primary key is not the key are written by primary key (Loaded.ID); others
+// by Key, compared as the key column's type; keys that cannot be of that
+// type name no row. Times are stored truncated to microseconds; texts are
+// cut by cutText.
 func (tx *Tx) Save(ctx context.Context, t models.Table, rows []models.Row) error {
 	q, err := tx.s.compile(ctx, t)
 	if err != nil {
 		return err
 	}
-	rows, _ = lastWins(rows, nil)
+	rows, _ = models.LastWins(rows, nil)
 	for _, g := range groupByID(q, rows, nil, false) {
-		for start := 0; start < len(g.rows); start += maxSaveBatch {
-			end := min(start+maxSaveBatch, len(g.rows))
+		for start := 0; start < len(g.Rows); start += maxSaveBatch {
+			end := min(start+maxSaveBatch, len(g.Rows))
 			query, args := unnestUpdate(q, g, start, end)
 			if _, err := tx.tx.Exec(ctx, query, args...); err != nil {
 				return fmt.Errorf("save %d rows of %s: %w", end-start, q.table, err)
@@ -66,11 +61,11 @@ func (s *Store) SaveIfAttempt(ctx context.Context, t models.Table, rows []models
 	if err != nil {
 		return 0, err
 	}
-	rows, attemptUIDs = lastWins(rows, attemptUIDs)
+	rows, attemptUIDs = models.LastWins(rows, attemptUIDs)
 	written := 0
 	for _, g := range groupByID(q, rows, attemptUIDs, true) {
-		for start := 0; start < len(g.rows); start += maxSaveBatch {
-			end := min(start+maxSaveBatch, len(g.rows))
+		for start := 0; start < len(g.Rows); start += maxSaveBatch {
+			end := min(start+maxSaveBatch, len(g.Rows))
 			query, args := unnestUpdate(q, g, start, end)
 			tag, err := s.pool.Exec(ctx, query, args...)
 			if err != nil {
@@ -82,176 +77,72 @@ func (s *Store) SaveIfAttempt(ctx context.Context, t models.Table, rows []models
 	return written, nil
 }
 
-// saveGroup is rows written by one column: the primary key or the key.
-type saveGroup struct {
-	by     string // quoted column
-	byType keyType
-	cols   columnSet
-	ids    []string
-	rows   []*models.Row
-	guard  []string // nil without a guard
+// groupByID splits rows into those read with a primary key other than the
+// key (written by it) and the others (written by Key), leaving out ids that
+// cannot be of the column's type: they name no row. See models.GroupByID.
+func groupByID(q compiled, rows []models.Row, guard []string, all bool) []models.SaveGroup {
+	return models.GroupByID(rows, guard, all, q.id != "", func(byID bool, id string) bool {
+		if byID {
+			return q.idType.valid(id)
+		}
+		return q.keyType.valid(id)
+	})
 }
 
-// groupByID splits rows into those that carry a primary key (written by
-// it) and the others (written by Key, when the key can be of the column's
-// type), dropping empty groups. Unless all, it leaves out rows that did not
-// change since they were read, and each group's cols are the columns that
-// changed in any of its rows.
-func groupByID(q compiled, rows []models.Row, guard []string, all bool) []saveGroup {
-	byID := saveGroup{by: q.id, byType: q.idType}
-	byKey := saveGroup{by: q.key, byType: q.keyType}
-	if guard != nil {
-		byID.guard, byKey.guard = []string{}, []string{}
-	}
-	for i := range rows {
-		r := &rows[i]
-		cols := allColumns
-		if !all {
-			if cols = changed(r); cols == 0 {
-				continue
-			}
-		}
-		g := &byKey
-		id := r.Key
-		if q.id != "" && r.Loaded.ID != "" {
-			g, id = &byID, r.Loaded.ID
-		}
-		if !g.byType.valid(id) {
-			continue // names no row
-		}
-		g.cols |= cols
-		g.ids = append(g.ids, id)
-		g.rows = append(g.rows, r)
-		if guard != nil {
-			g.guard = append(g.guard, guard[i])
-		}
-	}
-	var out []saveGroup
-	for _, g := range []saveGroup{byID, byKey} {
-		if len(g.rows) > 0 {
-			out = append(out, g)
-		}
-	}
-	return out
-}
-
-// columnSet is a set of stateColumns: bit c stands for stateColumns[c].
-type columnSet uint16
-
-const allColumns columnSet = 1<<numStateColumns - 1
-
-func (s columnSet) has(c int) bool { return s&(1<<c) != 0 }
-
-// changed returns the columns whose value differs from the one read; all of
-// them for a row that was not read from the database.
-func changed(r *models.Row) columnSet {
-	if !r.Loaded.OK {
-		return allColumns
-	}
-	var s columnSet
-	for c := range numStateColumns {
-		if !sameColumn(c, &r.Loaded.State, &r.State) {
-			s |= 1 << c
-		}
-	}
-	return s
-}
-
-// sameColumn reports whether a and b are stored with the same value in
-// column c of stateColumns.
-func sameColumn(c int, a, b *policy.State) bool {
-	switch c {
-	case 0:
-		return sameTime(a.RefreshAt, b.RefreshAt)
-	case 1:
-		return cutText(a.AttemptUID, attemptUIDLen) == cutText(b.AttemptUID, attemptUIDLen)
-	case 2:
-		return sameTime(a.AttemptAt, b.AttemptAt)
-	case 3:
-		return a.AttemptNo == b.AttemptNo
-	case 4:
-		return sameTime(a.TimeoutAt, b.TimeoutAt)
-	case 5:
-		return sameTime(a.DisabledAt, b.DisabledAt)
-	case 6:
-		return a.DisabledReason == b.DisabledReason
-	case 7:
-		return sameTime(a.FailingSince, b.FailingSince)
-	case 8:
-		return sameTime(a.LastSuccessAt, b.LastSuccessAt)
-	case 9:
-		return a.LastError == b.LastError
-	default:
-		return a.Status == b.Status
-	}
-}
-
-// sameTime reports whether a and b are stored as the same timestamp(6).
-func sameTime(a, b time.Time) bool {
-	if a.IsZero() || b.IsZero() {
-		return a.IsZero() == b.IsZero()
-	}
-	return a.Truncate(time.Microsecond).Equal(b.Truncate(time.Microsecond))
-}
-
-// uniform returns the columns of cols that hold one value in all rows.
-func uniform(cols columnSet, rows []*models.Row) columnSet {
-	var u columnSet
-	for c := range numStateColumns {
-		if !cols.has(c) {
-			continue
-		}
-		same := true
-		for _, r := range rows[1:] {
-			if !sameColumn(c, &rows[0].State, &r.State) {
-				same = false
-				break
-			}
-		}
-		if same {
-			u |= 1 << c
-		}
-	}
-	return u
-}
-
-// pgTypes are the parameter types of stateColumns, in order. Times are
+// paramType is the parameter type of a state column of kind k. Times are
 // timestamptz, written into a timestamp (without time zone) column AT TIME
 // ZONE 'UTC'.
-var pgTypes = [numStateColumns]string{"timestamptz", "text", "timestamptz", "int4", "timestamptz", "timestamptz", "text", "timestamptz", "timestamptz", "text", "text"}
+func paramType(k models.ColumnKind) string {
+	switch k {
+	case models.TimeColumn:
+		return "timestamptz"
+	case models.IntColumn:
+		return "int4"
+	}
+	return "text"
+}
+
+// attemptUIDColumn describes refresh_attempt_uid, which guards SaveIfAttempt.
+var attemptUIDColumn = models.StateColumn(models.ColAttemptUID)
 
 // unnestUpdate builds the UPDATE of g's rows [start, end); see Save.
-func unnestUpdate(q compiled, g saveGroup, start, end int) (string, []any) {
-	rows := g.rows[start:end]
-	same := uniform(g.cols, rows)
-	perRow := g.cols &^ same
+func unnestUpdate(q compiled, g models.SaveGroup, start, end int) (string, []any) {
+	rows := g.Rows[start:end]
+	same := models.Uniform(g.Cols, rows)
+	perRow := g.Cols &^ same
+	by, byType := q.key, q.keyType
+	if g.ByID {
+		by, byType = q.id, q.idType
+	}
 
-	args := []any{g.ids[start:end]}
-	from := []string{"$1::" + g.byType.arrayType()}
+	args := []any{g.IDs[start:end]}
+	from := []string{"$1::" + byType.arrayType()}
 	names := []string{"k"}
 	var set []string
-	for c, col := range stateColumns {
+	for c := range models.StateColumns {
+		col := &models.StateColumns[c]
 		// A timestamp without time zone column gets the UTC wall clock
 		// whatever the session's time zone.
 		zone := ""
-		if q.meta.cols[col].name == "timestamp" {
+		if q.meta.cols[col.Name].name == "timestamp" {
 			zone = " AT TIME ZONE 'UTC'"
 		}
+		typ := paramType(col.Kind)
 		switch {
-		case perRow.has(c):
-			args = append(args, columnArray(c, rows))
-			from = append(from, "$"+strconv.Itoa(len(args))+"::"+pgTypes[c]+"[]")
+		case perRow.Has(c):
+			args = append(args, columnArray(col, rows))
+			from = append(from, "$"+strconv.Itoa(len(args))+"::"+typ+"[]")
 			names = append(names, "c"+strconv.Itoa(c))
-			set = append(set, `"`+col+`" = v.c`+strconv.Itoa(c)+zone)
-		case same.has(c):
-			args = append(args, columnValue(c, &rows[0].State))
-			set = append(set, `"`+col+`" = $`+strconv.Itoa(len(args))+"::"+pgTypes[c]+zone)
+			set = append(set, `"`+col.Name+`" = v.c`+strconv.Itoa(c)+zone)
+		case same.Has(c):
+			args = append(args, columnValue(col, &rows[0].State))
+			set = append(set, `"`+col.Name+`" = $`+strconv.Itoa(len(args))+"::"+typ+zone)
 		}
 	}
-	if g.guard != nil {
+	if g.Guard != nil {
 		guard := make([]pgtype.Text, len(rows))
-		for i, u := range g.guard[start:end] {
-			guard[i] = text(u, attemptUIDLen)
+		for i, u := range g.Guard[start:end] {
+			guard[i] = text(attemptUIDColumn, u)
 		}
 		args = append(args, guard)
 		from = append(from, "$"+strconv.Itoa(len(args))+"::text[]")
@@ -260,75 +151,45 @@ func unnestUpdate(q compiled, g saveGroup, start, end int) (string, []any) {
 	var b strings.Builder
 	b.WriteString("UPDATE " + q.table + " AS t SET " + strings.Join(set, ", "))
 	b.WriteString(" FROM unnest(" + strings.Join(from, ", ") + ") AS v(" + strings.Join(names, ", ") + ")")
-	b.WriteString(" WHERE " + g.byType.equals("t."+g.by, "v.k"))
-	if g.guard != nil {
+	b.WriteString(" WHERE " + byType.equals("t."+by, "v.k"))
+	if g.Guard != nil {
 		b.WriteString(` AND t."` + models.ColAttemptUID + `" IS NOT DISTINCT FROM v.g`)
 	}
 	return b.String(), args
 }
 
-// columnArray is column c of stateColumns for rows, as an array parameter.
-func columnArray(c int, rows []*models.Row) any {
-	switch pgTypes[c] {
-	case "timestamptz":
+// columnArray is col's value in each of rows, as an array parameter.
+func columnArray(col *models.Column, rows []*models.Row) any {
+	switch col.Kind {
+	case models.TimeColumn:
 		a := make([]pgtype.Timestamptz, len(rows))
 		for i, r := range rows {
-			a[i] = timestamp(timeColumn(c, &r.State))
+			a[i] = timestamp(*col.Time(&r.State))
 		}
 		return a
-	case "int4":
+	case models.IntColumn:
 		a := make([]int32, len(rows))
 		for i, r := range rows {
-			a[i] = int32(r.State.AttemptNo)
+			a[i] = int32(*col.Int(&r.State))
 		}
 		return a
 	}
 	a := make([]pgtype.Text, len(rows))
 	for i, r := range rows {
-		a[i] = textColumn(c, &r.State)
+		a[i] = text(col, *col.Text(&r.State))
 	}
 	return a
 }
 
-// columnValue is column c of stateColumns for s as a scalar parameter.
-func columnValue(c int, s *policy.State) any {
-	switch pgTypes[c] {
-	case "timestamptz":
-		return timestamp(timeColumn(c, s))
-	case "int4":
-		return int32(s.AttemptNo)
+// columnValue is col's value in s as a scalar parameter.
+func columnValue(col *models.Column, s *policy.State) any {
+	switch col.Kind {
+	case models.TimeColumn:
+		return timestamp(*col.Time(s))
+	case models.IntColumn:
+		return int32(*col.Int(s))
 	}
-	return textColumn(c, s)
-}
-
-func timeColumn(c int, s *policy.State) time.Time {
-	switch c {
-	case 0:
-		return s.RefreshAt
-	case 2:
-		return s.AttemptAt
-	case 4:
-		return s.TimeoutAt
-	case 5:
-		return s.DisabledAt
-	case 7:
-		return s.FailingSince
-	default:
-		return s.LastSuccessAt
-	}
-}
-
-func textColumn(c int, s *policy.State) pgtype.Text {
-	switch c {
-	case 1:
-		return text(s.AttemptUID, attemptUIDLen)
-	case 6:
-		return text(s.DisabledReason, maxReasonLen)
-	case 9:
-		return text(s.LastError, maxReasonLen)
-	default:
-		return text(s.Status, maxStatusLen)
-	}
+	return text(col, *col.Text(s))
 }
 
 // timestamp is how times go to the database: truncated to microseconds
@@ -338,48 +199,24 @@ func timestamp(t time.Time) pgtype.Timestamptz {
 	if t.IsZero() {
 		return pgtype.Timestamptz{}
 	}
-	return pgtype.Timestamptz{Time: t.UTC().Truncate(time.Microsecond), Valid: true}
+	return pgtype.Timestamptz{Time: models.StoredTime(t), Valid: true}
 }
 
-// text is s for a varchar(max) column: NULL when empty, otherwise cutText.
-func text(s string, max int) pgtype.Text {
+// text is s as col stores it: NULL when empty, otherwise cutText.
+func text(col *models.Column, s string) pgtype.Text {
 	if s == "" {
 		return pgtype.Text{}
 	}
-	return pgtype.Text{String: cutText(s, max), Valid: true}
+	return pgtype.Text{String: cutText(col, s), Valid: true}
 }
 
-// cutText is the one rule for texts of every driver (policy.Truncate:
-// invalid UTF-8 replaced by U+FFFD, cut to at most max characters with "…"
-// as the last). PostgreSQL text cannot hold NUL either, so NUL bytes are
-// replaced by U+FFFD as well, before counting.
-func cutText(s string, max int) string {
+// cutText is s as col stores it: the one rule of every driver
+// (models.Column.Fit: invalid UTF-8 replaced by U+FFFD, cut to MaxLen
+// characters with "…" as the last). PostgreSQL text cannot hold NUL either,
+// so NUL bytes are replaced by U+FFFD as well, before counting.
+func cutText(col *models.Column, s string) string {
 	if strings.IndexByte(s, 0) >= 0 {
 		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
 	}
-	return policy.Truncate(s, max)
-}
-
-// lastWins drops all but the last occurrence of each key, keeping order
-// (and guard aligned with rows).
-func lastWins(rows []models.Row, guard []string) ([]models.Row, []string) {
-	last := make(map[string]int, len(rows))
-	for i, r := range rows {
-		last[r.Key] = i
-	}
-	if len(last) == len(rows) {
-		return rows, guard
-	}
-	outRows := make([]models.Row, 0, len(last))
-	var outGuard []string
-	for i, r := range rows {
-		if last[r.Key] != i {
-			continue
-		}
-		outRows = append(outRows, r)
-		if guard != nil {
-			outGuard = append(outGuard, guard[i])
-		}
-	}
-	return outRows, outGuard
+	return col.Fit(s)
 }

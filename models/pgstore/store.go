@@ -106,28 +106,9 @@ func (s *Store) Check(ctx context.Context, t models.Table) error {
 		return tableErrorf("table %s does not exist in schema %q of database %q: create it in the application, or fix `table:` of the kind in the config", q.table, schema, db)
 	}
 	var problems []error
-	if _, ok := meta.cols[t.Key]; !ok {
-		problems = append(problems, tableErrorf("table %s has no key column %q: fix `key:` of the kind in the config", q.table, t.Key))
-	} else if !meta.uniqueOn(t.Key) {
-		problems = append(problems, tableErrorf("key column %q of table %s has no unique index: pick a unique column as `key:` or add one (CREATE UNIQUE INDEX ON %s (%s))", t.Key, q.table, q.table, q.key))
-	}
-	var missing []string
-	for _, c := range t.Payload {
-		if _, ok := meta.cols[c]; !ok {
-			missing = append(missing, fmt.Sprintf("%q", c))
-		}
-	}
-	if len(missing) > 0 {
-		problems = append(problems, tableErrorf("table %s has no payload column(s) %s: fix `payload:` of the kind in the config", q.table, strings.Join(missing, ", ")))
-	}
-	missing = missing[:0]
-	for _, c := range models.Columns {
-		if _, ok := meta.cols[c]; !ok {
-			missing = append(missing, c)
-		}
-	}
-	if len(missing) > 0 {
-		problems = append(problems, tableErrorf("table %s lacks refresh column(s) %s: run `refresher migrate --config FILE` (or `refresher migrate --print` for the SQL)", q.table, strings.Join(missing, ", ")))
+	has := func(c string) bool { _, ok := meta.cols[c]; return ok }
+	for _, p := range models.CheckColumns(t, q.table, has, meta.uniqueOn, "CREATE UNIQUE INDEX ON "+q.table+" ("+q.key+")") {
+		problems = append(problems, tableErrorf("%s", p))
 	}
 	return errors.Join(problems...)
 }
@@ -177,7 +158,7 @@ func (tx *Tx) LockByKeys(ctx context.Context, t models.Table, keys []string) (ma
 	if err != nil {
 		return nil, err
 	}
-	keys = q.keyType.filter(dedupe(keys))
+	keys = q.keyType.filter(models.DistinctKeys(keys))
 	out := make(map[string]models.Row, len(keys))
 	if len(keys) == 0 {
 		return out, nil
@@ -247,8 +228,8 @@ func compileTable(t models.Table, m tableMeta) (compiled, error) {
 		c.idType = m.cols[m.pk].keyType()
 	}
 	cols := []string{c.key + "::text", `"` + models.ColRRule + `"`}
-	for _, sc := range stateColumns {
-		cols = append(cols, `"`+sc+`"`)
+	for _, sc := range models.StateColumns {
+		cols = append(cols, `"`+sc.Name+`"`)
 	}
 	var payload []string
 	for _, p := range t.Payload {
@@ -369,16 +350,4 @@ func utc(t *time.Time) time.Time {
 		return time.Time{}
 	}
 	return t.UTC()
-}
-
-func dedupe(keys []string) []string {
-	seen := make(map[string]struct{}, len(keys))
-	out := make([]string, 0, len(keys))
-	for _, k := range keys {
-		if _, ok := seen[k]; !ok {
-			seen[k] = struct{}{}
-			out = append(out, k)
-		}
-	}
-	return out
 }

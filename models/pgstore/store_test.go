@@ -167,16 +167,6 @@ func TestPayloadTypes(t *testing.T) {
 	eq(t, len(got), 1, "uuid spellings")
 }
 
-func lock(t *testing.T, s *Store, tbl models.Table, keys ...string) map[string]models.Row {
-	t.Helper()
-	var got map[string]models.Row
-	must(t, s.Tx(context.Background(), func(tx models.Tx) (err error) {
-		got, err = tx.LockByKeys(context.Background(), tbl, keys)
-		return err
-	}))
-	return got
-}
-
 func TestKeyTypeValid(t *testing.T) {
 	t.Parallel()
 	i4 := colMeta{typ: `"pg_catalog"."int4"`, name: "int4"}.keyType()
@@ -187,7 +177,7 @@ func TestKeyTypeValid(t *testing.T) {
 	eq(t, txt.valid("💥"), true)
 	eq(t, txt.valid("a\x00b"), false, "NUL")
 	eq(t, txt.valid("\xff"), false, "invalid UTF-8")
-	eq(t, cutText("a\x00b\xff"+strings.Repeat("é", 10), 6), "a\uFFFDb\uFFFDé…")
+	eq(t, cutText(&models.Column{Kind: models.TextColumn, MaxLen: 6}, "a\x00b\xff"+strings.Repeat("é", 10)), "a\uFFFDb\uFFFDé…")
 	eq(t, numericString(nil, 0), "0")
 	for _, c := range []struct {
 		digits string

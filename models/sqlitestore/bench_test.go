@@ -59,8 +59,8 @@ func BenchmarkSave(b *testing.B) {
 // per row.
 func savePrepared(ctx context.Context, tx *sql.Tx, byRowid bool, rows []models.Row) error {
 	var set []string
-	for _, c := range stateColumns {
-		set = append(set, `"`+c+`" = ?`)
+	for _, c := range models.StateColumns {
+		set = append(set, `"`+c.Name+`" = ?`)
 	}
 	where := `"k" = ?`
 	if byRowid {
@@ -71,14 +71,15 @@ func savePrepared(ctx context.Context, tx *sql.Tx, byRowid bool, rows []models.R
 		return err
 	}
 	defer st.Close()
-	args := make([]any, numStateColumns+1)
+	n := len(models.StateColumns)
+	args := make([]any, n+1)
 	for i := range rows {
-		for c := range numStateColumns {
-			args[c] = columnValue(c, &rows[i].State)
+		for c := range n {
+			args[c] = columnValue(&models.StateColumns[c], &rows[i].State)
 		}
-		args[numStateColumns] = rows[i].Key
+		args[n] = rows[i].Key
 		if byRowid {
-			args[numStateColumns] = rows[i].Loaded.ID
+			args[n] = rows[i].Loaded.ID
 		}
 		if _, err := st.ExecContext(ctx, args...); err != nil {
 			return err
@@ -131,7 +132,7 @@ func TestSaveUsesLookups(t *testing.T) {
 	must(t, err)
 	r := &models.Row{Key: "1", State: fullState(1)}
 	for _, byRowid := range []bool{true, false} {
-		query, args := jsonUpdate(q, byRowid, allColumns, []string{"1", "2"}, []*models.Row{r, r}, []string{"g", "h"})
+		query, args := jsonUpdate(q, byRowid, models.AllColumns, []string{"1", "2"}, []*models.Row{r, r}, []string{"g", "h"})
 		rows, err := s.DB().Query("EXPLAIN QUERY PLAN "+query, args...)
 		must(t, err)
 		var plan []string

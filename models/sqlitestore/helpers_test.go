@@ -2,16 +2,13 @@ package sqlitestore
 
 import (
 	"context"
-	"fmt"
+	"github.com/refresher/refresher/models/storetest"
 	"io"
 	"path/filepath"
-	"reflect"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/refresher/refresher/models"
-	"github.com/refresher/refresher/policy"
 )
 
 // The tests below take a harness: a fresh Store and a way to run raw SQL
@@ -49,32 +46,6 @@ func each(t *testing.T, f func(t *testing.T, h harness)) {
 	}
 }
 
-func must(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("unexpected error: %v", err)
-	}
-}
-
-func eq(t testing.TB, got, want any, what ...any) {
-	t.Helper()
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("%s\n got: %#v\nwant: %#v", fmt.Sprint(what...), got, want)
-	}
-}
-
-func errContains(t testing.TB, err error, subs ...string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("no error, want one containing %q", subs)
-	}
-	for _, s := range subs {
-		if !strings.Contains(err.Error(), s) {
-			t.Fatalf("error %q does not contain %q", err, s)
-		}
-	}
-}
-
 func exec(t testing.TB, s *Store, query string, args ...any) {
 	t.Helper()
 	if _, err := s.DB().Exec(query, args...); err != nil {
@@ -83,7 +54,7 @@ func exec(t testing.TB, s *Store, query string, args ...any) {
 }
 
 // base is a fixed instant with microseconds, for tests that control time.
-var base = time.Date(2026, 3, 4, 5, 6, 7, 123456000, time.UTC)
+var base = storetest.Base
 
 // itemsTable creates table "items" with a key column of keyType plus some
 // payload columns, migrates it, and returns its models.Table.
@@ -98,22 +69,6 @@ func itemsTable(t testing.TB, s *Store, keyType string) models.Table {
 }
 
 // fullState sets every column, with microseconds.
-func fullState(i int) policy.State {
-	at := base.Add(time.Duration(i) * time.Minute)
-	return policy.State{
-		RefreshAt:      at,
-		AttemptUID:     fmt.Sprintf("d1v5bqh6n88c7389%04d", i),
-		AttemptAt:      at.Add(-time.Hour + time.Microsecond),
-		AttemptNo:      i + 3,
-		TimeoutAt:      at.Add(2 * time.Hour),
-		DisabledAt:     at.Add(3 * time.Microsecond),
-		DisabledReason: "Provided URL is invalid: https://example.com/ünï",
-		FailingSince:   at.Add(-48 * time.Hour),
-		LastSuccessAt:  at.Add(-72*time.Hour + 999999*time.Microsecond),
-		LastError:      "HTTP 500 'quoted' \\ back \"dq\"",
-		Status:         "importing 5/10",
-	}
-}
 
 func insertItem(t testing.TB, s *Store, key any, refreshAt time.Time) {
 	t.Helper()
@@ -126,30 +81,13 @@ func insertItems(t testing.TB, s *Store, n int) {
 	exec(t, s, "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM c WHERE i < ?) INSERT INTO items (k, refresh_at) SELECT i, ? FROM c", n, dbTime(base))
 }
 
-func lockAll(t testing.TB, s *Store, tbl models.Table, keys ...string) map[string]models.Row {
-	t.Helper()
-	var got map[string]models.Row
-	must(t, s.Tx(context.Background(), func(tx models.Tx) (err error) {
-		got, err = tx.LockByKeys(context.Background(), tbl, keys)
-		return err
-	}))
-	return got
-}
-
-func keysOf(rows []models.Row) []string {
-	out := []string{}
-	for _, r := range rows {
-		out = append(out, r.Key)
-	}
-	return out
-}
-
-func claim(t testing.TB, s *Store, tbl models.Table, now, from time.Time, limit int) []models.Row {
-	t.Helper()
-	var rows []models.Row
-	must(t, s.Tx(context.Background(), func(tx models.Tx) (err error) {
-		rows, err = tx.ClaimDue(context.Background(), tbl, now, from, limit)
-		return err
-	}))
-	return rows
-}
+// The assertions are the conformance suite's (see storetest).
+var (
+	must        = storetest.Must
+	eq          = storetest.Eq
+	errContains = storetest.ErrContains
+	keysOf      = storetest.KeysOf
+	fullState   = storetest.FullState
+	lockAll     = storetest.Lock
+	claim       = storetest.Claim
+)

@@ -55,18 +55,9 @@ func Migrate(ctx context.Context, db *sql.DB, tables []string, w io.Writer, dryR
 	if err != nil {
 		return report, err
 	}
-	var names, quoted []string
-	seen := map[string]bool{}
-	for _, t := range tables {
-		q, err := quoteIdent(t)
-		if err != nil {
-			return report, fmt.Errorf("migrate table %q: %w", t, err)
-		}
-		if seen[strings.ToLower(t)] {
-			continue
-		}
-		seen[strings.ToLower(t)] = true
-		names, quoted = append(names, t), append(quoted, q)
+	names, quoted, err := models.MigrationTables(tables, quoteIdent, true)
+	if err != nil {
+		return report, err
 	}
 	schemas := make([]tableSchema, len(names))
 	for i := range schemas {
@@ -141,26 +132,10 @@ func migrateTable(ctx context.Context, q queryer, ms []migrations.Migration, nam
 	tm := models.TableMigration{Table: name}
 	done := map[int]bool{}
 	if q != nil && recordExists {
-		rows, err := q.QueryContext(ctx, `SELECT version FROM "`+MigrationsTable+`" WHERE table_name = ?`, name)
-		if err != nil {
+		var err error
+		if done, err = models.AppliedVersions(ctx, q, `SELECT version FROM "`+MigrationsTable+`" WHERE table_name = ?`, name); err != nil {
 			return tm, fmt.Errorf("migrate table %s: read %s: %w", name, MigrationsTable, err)
 		}
-		for rows.Next() {
-			var v int
-			if err := rows.Scan(&v); err != nil {
-				rows.Close()
-				return tm, fmt.Errorf("migrate table %s: %w", name, err)
-			}
-			done[v] = true
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return tm, fmt.Errorf("migrate table %s: %w", name, err)
-		}
-	}
-	comment := ""
-	if dryRun {
-		comment = "-- "
 	}
 	for _, m := range ms {
 		if done[m.Version] {
@@ -209,12 +184,8 @@ func migrateTable(ctx context.Context, q queryer, ms []migrations.Migration, nam
 		}
 		am.SQL = stmts
 		if dryRun {
-			fmt.Fprintf(w, "\n-- %s: %s (%s)\n", name, m.Name, describe(am))
-			for _, st := range stmts {
-				fmt.Fprintf(w, "%s;\n", st)
-			}
-			fmt.Fprintf(w, "INSERT INTO \"%s\" (table_name, version, name, applied_at) VALUES (%s, %d, %s, strftime('%%Y-%%m-%%d %%H:%%M:%%f000+00:00', 'now'));\n",
-				MigrationsTable, sqlString(name), m.Version, sqlString(m.Name))
+			am.WriteDryRun(w, name, fmt.Sprintf(`INSERT INTO "%s" (table_name, version, name, applied_at) VALUES (%s, %d, %s, strftime('%%Y-%%m-%%d %%H:%%M:%%f000+00:00', 'now'))`,
+				MigrationsTable, sqlString(name), m.Version, sqlString(m.Name)))
 		} else {
 			for _, st := range stmts {
 				if _, err := q.ExecContext(ctx, st); err != nil {
@@ -225,20 +196,11 @@ func migrateTable(ctx context.Context, q queryer, ms []migrations.Migration, nam
 				name, m.Version, m.Name, dbTime(time.Now())); err != nil {
 				return tm, fmt.Errorf("migrate table %s: record %s: %w", name, m.Name, err)
 			}
-			verb := "applied"
-			if len(stmts) == 0 {
-				verb = "recorded"
-			}
-			fmt.Fprintf(w, "%s: %s %s (%s)\n", name, verb, m.Name, describe(am))
+			am.WriteApplied(w, name)
 		}
 		tm.Applied = append(tm.Applied, am)
 	}
-	for _, warn := range tm.Warnings {
-		fmt.Fprintf(w, "%s%s: warning: %s\n", comment, name, warn)
-	}
-	if tm.UpToDate() {
-		fmt.Fprintf(w, "%s%s: up to date\n", comment, name)
-	}
+	tm.WriteEnd(w, dryRun)
 	return tm, nil
 }
 
@@ -257,51 +219,6 @@ func freeIndexName(ctx context.Context, q queryer, name, table string) (string, 
 		return name, nil
 	}
 	return name + "_" + table, nil
-}
-
-// describe summarises a migration for humans: "added 12 columns",
-// "added 3 columns; 9 columns already existed".
-func describe(am models.AppliedMigration) string {
-	var parts []string
-	if len(am.Added) > 0 {
-		parts = append(parts, "added "+summarise(am.Added))
-	}
-	if len(am.Existing) > 0 {
-		parts = append(parts, summarise(am.Existing)+" already existed")
-	}
-	if len(parts) == 0 {
-		return "ran " + fmt.Sprint(len(am.SQL)) + " statement(s)"
-	}
-	return strings.Join(parts, "; ")
-}
-
-// summarise turns ["column a", "column b"] into "2 columns" and
-// ["index i"] into "index i".
-func summarise(things []string) string {
-	if len(things) == 1 {
-		return things[0]
-	}
-	kinds := map[string]int{}
-	var order []string
-	for _, t := range things {
-		k, _, _ := strings.Cut(t, " ")
-		if kinds[k] == 0 {
-			order = append(order, k)
-		}
-		kinds[k]++
-	}
-	var parts []string
-	for _, k := range order {
-		switch n := kinds[k]; {
-		case n == 1:
-			parts = append(parts, "1 "+k)
-		case k == "index":
-			parts = append(parts, fmt.Sprintf("%d indexes", n))
-		default:
-			parts = append(parts, fmt.Sprintf("%d %ss", n, k))
-		}
-	}
-	return strings.Join(parts, " and ")
 }
 
 // sqlString quotes s as a SQL string literal for printed SQL.

@@ -123,29 +123,10 @@ func (s *Store) Check(ctx context.Context, t models.Table) error {
 		return fmt.Errorf("table %s does not exist in SQLite database %s: create it in the application, or fix `table:` of the kind in the config", q.table, s.where())
 	}
 	var problems []error
-	if _, ok := schema.columns[strings.ToLower(t.Key)]; !ok {
-		problems = append(problems, fmt.Errorf("table %s has no key column %q: fix `key:` of the kind in the config", q.table, t.Key))
-	} else if !schema.uniqueOn(t.Key) {
-		problems = append(problems, fmt.Errorf("key column %q of table %s has no unique index: pick a unique column as `key:` or add one (CREATE UNIQUE INDEX %s ON %s (%s))",
-			t.Key, q.table, quoteName("uk_"+t.Name+"_"+t.Key), q.table, q.key))
-	}
-	var missing []string
-	for _, c := range t.Payload {
-		if _, ok := schema.columns[strings.ToLower(c)]; !ok {
-			missing = append(missing, strconv.Quote(c))
-		}
-	}
-	if len(missing) > 0 {
-		problems = append(problems, fmt.Errorf("table %s has no payload column(s) %s: fix `payload:` of the kind in the config", q.table, strings.Join(missing, ", ")))
-	}
-	missing = missing[:0]
-	for _, c := range models.Columns {
-		if _, ok := schema.columns[c]; !ok {
-			missing = append(missing, c)
-		}
-	}
-	if len(missing) > 0 {
-		problems = append(problems, fmt.Errorf("table %s lacks refresh column(s) %s: run `refresher migrate --config FILE` (or `refresher migrate --print` for the SQL)", q.table, strings.Join(missing, ", ")))
+	has := func(c string) bool { _, ok := schema.columns[strings.ToLower(c)]; return ok }
+	addUnique := "CREATE UNIQUE INDEX " + quoteName("uk_"+t.Name+"_"+t.Key) + " ON " + q.table + " (" + q.key + ")"
+	for _, p := range models.CheckColumns(t, q.table, has, schema.uniqueOn, addUnique) {
+		problems = append(problems, errors.New(p))
 	}
 	return errors.Join(problems...)
 }
@@ -187,7 +168,7 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now, from time.Time,
 	args := []any{dbTime(now)}
 	if !from.IsZero() {
 		b.WriteString(` AND "refresh_at" >= ?`)
-		args = append(args, dbTime(from))
+		args = append(args, fromBound(from))
 	}
 	fmt.Fprintf(&b, ` AND %s IS NOT NULL ORDER BY "refresh_at" LIMIT %d`, q.key, limit)
 	rows, err := query(ctx, tx.tx, q, b.String(), args, limit, true)
@@ -207,7 +188,7 @@ func (tx *Tx) LockByKeys(ctx context.Context, t models.Table, keys []string) (ma
 	if err != nil {
 		return nil, err
 	}
-	keys = dedupe(keys)
+	keys = models.DistinctKeys(keys)
 	slices.Sort(keys)
 	out := make(map[string]models.Row, len(keys))
 	for start := 0; start < len(keys); start += keysPerSelect {
@@ -299,8 +280,8 @@ func compileTable(t models.Table, meta tableMeta) (compiled, error) {
 		return c, fmt.Errorf("key column of table %s: %w", c.table, err)
 	}
 	cols := []string{c.key, `"` + models.ColRRule + `"`}
-	for _, sc := range stateColumns {
-		cols = append(cols, `"`+sc+`"`)
+	for _, sc := range models.StateColumns {
+		cols = append(cols, `"`+sc.Name+`"`)
 	}
 	var payload []string
 	for _, p := range t.Payload {
@@ -456,16 +437,4 @@ func jsonValue(v any) any {
 	default:
 		return x
 	}
-}
-
-func dedupe(keys []string) []string {
-	seen := make(map[string]struct{}, len(keys))
-	out := make([]string, 0, len(keys))
-	for _, k := range keys {
-		if _, ok := seen[k]; !ok {
-			seen[k] = struct{}{}
-			out = append(out, k)
-		}
-	}
-	return out
 }

@@ -23,6 +23,20 @@ func dbTime(t time.Time) any {
 	return t.UTC().Truncate(time.Microsecond).Format(TimeFormat)
 }
 
+// fromBound is t as the lower bound of a comparison with a stored time
+// (refresh_at >= ?): TimeFormat without its "+00:00". Stored times are
+// compared as text, and an application may write the same instant with the
+// offset (TimeFormat, as the README says) or without it (as
+// "2006-01-02 15:04:05.000000"); the text without it sorts before or at
+// both, so the bound stays inclusive either way. An upper bound (<=) takes
+// dbTime, which sorts at or after both. nil for the zero time.
+func fromBound(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC().Truncate(time.Microsecond).Format(strings.TrimSuffix(TimeFormat, "+00:00"))
+}
+
 // readFormats are the text forms parseTime accepts: TimeFormat first, then
 // what SQLite drivers and GORM write ("...-07:00" is the modernc and mattn
 // drivers' _time_format=sqlite, the last one time.Time.String, their

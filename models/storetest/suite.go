@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -60,21 +59,16 @@ func Run(t *testing.T, h Harness) {
 }
 
 // base is a fixed instant with microseconds.
-var base = time.Date(2026, 3, 4, 5, 6, 7, 123456000, time.UTC)
+var base = Base
 
-func must(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("unexpected error: %v", err)
-	}
-}
-
-func eq(t testing.TB, got, want any, what ...any) {
-	t.Helper()
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("%s\n got: %#v\nwant: %#v", fmt.Sprint(what...), got, want)
-	}
-}
+var (
+	must      = Must
+	eq        = Eq
+	claim     = Claim
+	lock      = Lock
+	keysOf    = KeysOf
+	fullState = FullState
+)
 
 // sqlTime is t as a literal every dialect reads as that UTC time.
 func sqlTime(t time.Time) string { return "'" + t.UTC().Format("2006-01-02 15:04:05.000000") + "'" }
@@ -103,56 +97,10 @@ func insert(t *testing.T, env Env, key string, refreshAt time.Time) {
 	env.Exec(t, "INSERT INTO items (k, refresh_at, input_url, size) VALUES ("+k+", "+at+", 'https://example.com/"+key+"', 7)")
 }
 
-func claim(t *testing.T, s models.Store, tbl models.Table, now, from time.Time, limit int) []models.Row {
-	t.Helper()
-	var rows []models.Row
-	must(t, s.Tx(context.Background(), func(tx models.Tx) (err error) {
-		rows, err = tx.ClaimDue(context.Background(), tbl, now, from, limit)
-		return err
-	}))
-	return rows
-}
-
-func lock(t *testing.T, s models.Store, tbl models.Table, keys ...string) map[string]models.Row {
-	t.Helper()
-	var got map[string]models.Row
-	must(t, s.Tx(context.Background(), func(tx models.Tx) (err error) {
-		got, err = tx.LockByKeys(context.Background(), tbl, keys)
-		return err
-	}))
-	return got
-}
-
 func save(s models.Store, tbl models.Table, rows ...models.Row) error {
 	return s.Tx(context.Background(), func(tx models.Tx) error {
 		return tx.Save(context.Background(), tbl, rows)
 	})
-}
-
-func keysOf(rows []models.Row) []string {
-	out := []string{}
-	for _, r := range rows {
-		out = append(out, r.Key)
-	}
-	return out
-}
-
-// fullState sets every column, with microseconds and non-ASCII text.
-func fullState(i int) policy.State {
-	at := base.Add(time.Duration(i) * time.Minute)
-	return policy.State{
-		RefreshAt:      at,
-		AttemptUID:     fmt.Sprintf("d1v5bqh6n88c7389%04d", i),
-		AttemptAt:      at.Add(-time.Hour + time.Microsecond),
-		AttemptNo:      i + 3,
-		TimeoutAt:      at.Add(2 * time.Hour),
-		DisabledAt:     at.Add(3 * time.Microsecond),
-		DisabledReason: "Provided URL is invalid: https://example.com/ünï 💥",
-		FailingSince:   at.Add(-48 * time.Hour),
-		LastSuccessAt:  at.Add(-72*time.Hour + 999999*time.Microsecond),
-		LastError:      "HTTP 500 'quoted' \\ back \"dq\"",
-		Status:         "importing 5/10 ✓",
-	}
 }
 
 func testCheck(t *testing.T, h Harness) {

@@ -1,0 +1,203 @@
+package models
+
+import (
+	"strconv"
+
+	"github.com/refresher/refresher/internal/jsontext"
+	"github.com/refresher/refresher/policy"
+)
+
+// NumStateColumns is the number of StateColumns (11); a ColumnSet has a bit
+// for each. A test checks it against StateColumns.
+const NumStateColumns = 11
+
+// ColumnSet is a set of state columns: bit c stands for StateColumns[c].
+// The drivers' bulk writes use it to write only the columns that changed.
+type ColumnSet uint16
+
+// AllColumns holds every state column.
+const AllColumns ColumnSet = 1<<NumStateColumns - 1
+
+// Has reports whether column c of StateColumns is in s.
+func (s ColumnSet) Has(c int) bool { return s&(1<<c) != 0 }
+
+// Changed returns the state columns whose value in r.State differs from the
+// one read (r.Loaded.State), as the columns store them (Column.Same); all of
+// them for a row that was not read from the database. It does not allocate.
+func Changed(r *Row) ColumnSet {
+	if !r.Loaded.OK {
+		return AllColumns
+	}
+	var s ColumnSet
+	for c := range StateColumns {
+		if !StateColumns[c].Same(&r.Loaded.State, &r.State) {
+			s |= 1 << c
+		}
+	}
+	return s
+}
+
+// Uniform returns the columns of cols that hold one value in every row
+// (as Column.Same compares them): a bulk write sets those from one
+// argument instead of one value per row. rows must not be empty.
+func Uniform(cols ColumnSet, rows []*Row) ColumnSet {
+	var u ColumnSet
+	for c := range StateColumns {
+		if !cols.Has(c) {
+			continue
+		}
+		same := true
+		for _, r := range rows[1:] {
+			if !StateColumns[c].Same(&rows[0].State, &r.State) {
+				same = false
+				break
+			}
+		}
+		if same {
+			u |= 1 << c
+		}
+	}
+	return u
+}
+
+// LastWins drops all but the last occurrence of each key, keeping order, and
+// keeps guard (nil, or one entry per row) aligned with rows. It returns rows
+// and guard themselves when no key repeats.
+func LastWins(rows []Row, guard []string) ([]Row, []string) {
+	last := make(map[string]int, len(rows))
+	for i, r := range rows {
+		last[r.Key] = i
+	}
+	if len(last) == len(rows) {
+		return rows, guard
+	}
+	outRows := make([]Row, 0, len(last))
+	var outGuard []string
+	for i, r := range rows {
+		if last[r.Key] != i {
+			continue
+		}
+		outRows = append(outRows, r)
+		if guard != nil {
+			outGuard = append(outGuard, guard[i])
+		}
+	}
+	return outRows, outGuard
+}
+
+// SaveGroup is rows that one bulk UPDATE writes by one column: by the
+// primary key or rowid the row was read with (ByID), or by Key.
+type SaveGroup struct {
+	// ByID: IDs are Row.Loaded.ID values; otherwise they are Row.Key.
+	ByID bool
+	// Cols are the columns that changed in any of the rows.
+	Cols ColumnSet
+	IDs  []string
+	Rows []*Row
+	// Guard holds the attempt UID each row must still have; nil without a
+	// guard (Save), never nil with one (SaveIfAttempt).
+	Guard []string
+}
+
+// GroupByID splits rows into those written by the ID they were read with
+// (when byID allows it and Loaded.ID is set) and the others (by Key),
+// dropping empty groups; the by-ID group comes first. Unless all, it leaves
+// out rows that did not change since they were read. valid, when not nil,
+// drops rows whose id cannot name a row (an id that is not of the column's
+// type). guard, when not nil, holds one attempt UID per row.
+func GroupByID(rows []Row, guard []string, all, byID bool, valid func(byID bool, id string) bool) []SaveGroup {
+	groups := [2]SaveGroup{{ByID: true}, {}}
+	for i := range rows {
+		r := &rows[i]
+		cols := AllColumns
+		if !all {
+			if cols = Changed(r); cols == 0 {
+				continue
+			}
+		}
+		g, id := &groups[1], r.Key
+		if byID && r.Loaded.ID != "" {
+			g, id = &groups[0], r.Loaded.ID
+		}
+		if valid != nil && !valid(g.ByID, id) {
+			continue // names no row
+		}
+		if g.Rows == nil {
+			g.IDs, g.Rows = make([]string, 0, len(rows)-i), make([]*Row, 0, len(rows)-i)
+			if guard != nil {
+				g.Guard = make([]string, 0, len(rows)-i)
+			}
+		}
+		g.Cols |= cols
+		g.IDs = append(g.IDs, id)
+		g.Rows = append(g.Rows, r)
+		if guard != nil {
+			g.Guard = append(g.Guard, guard[i])
+		}
+	}
+	out := make([]SaveGroup, 0, 2)
+	for _, g := range groups {
+		if len(g.Rows) > 0 {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// StateColumn returns the column of StateColumns named name, or nil.
+func StateColumn(name string) *Column {
+	for i := range StateColumns {
+		if StateColumns[i].Name == name {
+			return &StateColumns[i]
+		}
+	}
+	return nil
+}
+
+// jsonMember are the JSON member prefixes `,"c0":` .. `,"c10":` of
+// AppendJSONState.
+var jsonMember = func() (f [NumStateColumns]string) {
+	for c := range f {
+		f[c] = `,"c` + strconv.Itoa(c) + `":`
+	}
+	return f
+}()
+
+// AppendJSONState appends to doc the JSON members "c0".."c10" (c for
+// StateColumns[c]) of s that are in cols, each preceded by a comma, for the
+// drivers that send a batch as one JSON document (MySQL's JSON_TABLE,
+// SQLite's json_each). NULLs (zero times, empty texts) are left out; times
+// are strings in timeLayout of StoredTime; texts are Column.Fit; integers
+// are numbers. It does not allocate beyond growing doc (this runs for every
+// row of every batch); s must already live on the heap (the accessors are
+// called through func values).
+func AppendJSONState(doc []byte, s *policy.State, cols ColumnSet, timeLayout string) []byte {
+	for c := range StateColumns {
+		if !cols.Has(c) {
+			continue
+		}
+		col := &StateColumns[c]
+		switch col.Kind {
+		case TimeColumn:
+			t := *col.Time(s)
+			if t.IsZero() {
+				continue
+			}
+			doc = append(doc, jsonMember[c]...)
+			doc = append(doc, '"')
+			doc = StoredTime(t).AppendFormat(doc, timeLayout)
+			doc = append(doc, '"')
+		case TextColumn:
+			v := *col.Text(s)
+			if v == "" {
+				continue
+			}
+			doc = append(doc, jsonMember[c]...)
+			doc = jsontext.AppendString(doc, col.Fit(v))
+		case IntColumn:
+			doc = append(doc, jsonMember[c]...)
+			doc = strconv.AppendInt(doc, int64(*col.Int(s)), 10)
+		}
+	}
+	return doc
+}
