@@ -59,8 +59,10 @@ func TestThrottleHoldsItsGroupOnly(t *testing.T) {
 	require.Equal(t, 1, st.AttemptNo, "the row that got the 429 used its attempt")
 	require.True(t, st.RefreshAt.Equal(holdEnd), "refresh_at %s", st.RefreshAt)
 
-	// The hold is in Redis and expires by itself.
+	// The hold is in Redis (written just after the commit) and expires by
+	// itself.
 	key := b.kind.Lists.Input + ":throttle"
+	waitCounter(t, func() float64 { return float64(b.rdb.Exists(context.Background(), key).Val()) }, 1, "hold written")
 	ttl, err := b.rdb.PTTL(context.Background(), key).Result()
 	require.NoError(t, err)
 	require.True(t, ttl > 0 && ttl <= 601*time.Second, "ttl %s", ttl)
