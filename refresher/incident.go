@@ -122,7 +122,8 @@ func (g *incident) record(ctx context.Context, now time.Time, batch policy.Windo
 	return nil
 }
 
-// window counts the results of a batch for the guard: successes and
+// window counts the results of a batch for the guard, as read (a stale
+// result counts too: the share is what matters): successes and
 // failures (status reports are progress, not outcomes; throttled answers,
 // "scope":"group", are neither), the non-permanent failures among them, and whether one says "scope":"worker".
 func window(msgs []redisio.Message) policy.Window {
