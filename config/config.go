@@ -149,6 +149,28 @@ type Kind struct {
 	// dead-lettered with its first 4 KiB, size and SHA-1 and never copied
 	// whole out of Redis. Default 65536 (64 KiB); at most 16 MiB.
 	MaxResultBytes int `yaml:"max_result_bytes"`
+	// ThrottleGroup names a payload column (e.g. the host or the
+	// credential id) whose value is a row's throttle group: while a failure
+	// with retry_after_seconds and a throttle_key holds a group, none of
+	// its rows is dispatched. It must be one of Payload. Default "" (no
+	// group: a Retry-After delays only its own row).
+	ThrottleGroup string `yaml:"throttle_group"`
+	// IncidentGuard turns the incident guard on or off (README, "Schedules
+	// and retry policies"): during an incident failures do not count and
+	// disable nobody. Default true.
+	IncidentGuard *bool `yaml:"incident_guard"`
+	// IncidentThreshold is the share of non-permanent failures among the
+	// results of the window that starts an incident. Default 0.8.
+	IncidentThreshold float64 `yaml:"incident_threshold"`
+	// IncidentMinResults is the fewest results the window needs for its
+	// share to count. Default 50.
+	IncidentMinResults int `yaml:"incident_min_results"`
+	// IncidentWindow is the sliding window of the statistic (whole
+	// minutes). Default 5m.
+	IncidentWindow Duration `yaml:"incident_window"`
+	// IncidentRetry is the shortest retry delay during an incident.
+	// Default 1m.
+	IncidentRetry Duration `yaml:"incident_retry"`
 
 	// Parsed by Validate.
 	ScheduleParsed *schedule.Schedule `yaml:"-"`

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -121,6 +122,14 @@ func (c *Config) Validate() error {
 		if err := (policy.Policy{PermanentReason: k.PermanentReason}).Validate(); err != nil {
 			bad("%s.permanent_reason: %v", at, err)
 		}
+		if k.ThrottleGroup != "" && !slices.Contains(k.Payload, k.ThrottleGroup) {
+			bad("%s.throttle_group: %q is not a payload column (add it to payload, e.g. payload: [%s], so each job carries it and the worker can send it back as throttle_key)", at, k.ThrottleGroup, strings.Join(append(slices.Clone(k.Payload), k.ThrottleGroup), ", "))
+		}
+		if k.IncidentWindow == zeroWritten || k.IncidentRetry == zeroWritten {
+			bad("%s.incident_window, incident_retry: 0s is not allowed (leave them out for the defaults 5m and 1m; incident_guard: false turns the guard off)", at)
+		} else if err := k.Guard().Validate(); err != nil {
+			bad("%s: %v (keys incident_threshold, incident_min_results, incident_window, incident_retry)", at, err)
+		}
 		if k.MaxRetryAfter.D() < 0 {
 			bad("%s.max_retry_after: must not be negative (e.g. 168h, the default)", at)
 		}
@@ -150,6 +159,17 @@ func (c *Config) Validate() error {
 		bad("worker.max_body_bytes: must be positive (default 100 MB)")
 	}
 	return errors.Join(errs...)
+}
+
+// Guard returns the kind's incident guard, from its incident_* keys.
+func (k *Kind) Guard() policy.Guard {
+	return policy.Guard{
+		Off:        k.IncidentGuard != nil && !*k.IncidentGuard,
+		Threshold:  k.IncidentThreshold,
+		MinResults: k.IncidentMinResults,
+		Window:     k.IncidentWindow.D(),
+		Retry:      k.IncidentRetry.D(),
+	}
 }
 
 // Kind returns the kind with the given name.

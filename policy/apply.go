@@ -26,6 +26,9 @@ type Result struct {
 	RetryAfter         time.Duration
 	// Status is text for the application's UI; "" when the result has none.
 	Status string
+	// Scope says whose fault a failure is (ScopeModel, ScopeGroup,
+	// ScopeWorker); other types ignore it.
+	Scope Scope
 }
 
 // Outcome is what became of a result.
@@ -88,7 +91,10 @@ type ApplyDecision struct {
 //  4. a status result stores r.Status (SetStatus) and keeps the attempt
 //     running; it may come any number of times and does not extend
 //     timeout_at;
-//  5. a success ends the attempt (Success), a failure too (Failure); the
+//  5. a success ends the attempt (Success), a failure too (Failure; a
+//     non-permanent failure with ScopeGroup is Throttled instead and does
+//     not count; during an incident, p.Incident, a non-permanent failure
+//     does not count either, see Failure); the
 //     row's status becomes the result's status, or NULL when it carries
 //     none, so refresh_status always describes the latest attempt: its
 //     progress while it runs, its final word after.
@@ -122,12 +128,17 @@ func (p Policy) Apply(s State, r Result, now time.Time, sched Nexter, schedErr e
 		s = Success(s, now, sched)
 	default: // ResultFailure; the codec admits no other type
 		d.Failed = true
-		s, d.Failure = p.Failure(s, now, Failure{
+		f := Failure{
 			Reason:             r.Reason,
 			UserFriendlyReason: r.UserFriendlyReason,
 			Permanent:          r.Permanent,
 			RetryAfter:         r.RetryAfter,
-		}, sched, u)
+		}
+		if r.Scope == ScopeGroup && !r.Permanent {
+			s, d.Failure = p.Throttled(s, now, f)
+		} else {
+			s, d.Failure = p.Failure(s, now, f, sched, u)
+		}
 	}
 	if r.Status != "" {
 		s = SetStatus(s, r.Status)

@@ -56,6 +56,14 @@ type Policy struct {
 	// buggy or hostile answer such as 9223372036 seconds cannot plan a row
 	// centuries ahead. Default: 7 days (168h).
 	MaxRetryAfter time.Duration
+	// Guard is the kind's incident guard (see Guard). Default: on, 80% of
+	// at least 50 results in 5 minutes.
+	Guard Guard
+	// Incident: the kind is in an incident (Guard.Incident of its window),
+	// as the shell found it for the batch in hand; not configuration. A
+	// non-permanent failure then never disables and its attempt does not
+	// count (see Failure). explain --incident sets it to simulate one.
+	Incident bool
 }
 
 // WithDefaults returns p with every zero field set to its default.
@@ -68,6 +76,7 @@ func (p Policy) WithDefaults() Policy {
 	p.DisabledReason = cmp.Or(p.DisabledReason, DefaultDisabledReason)
 	p.PermanentReason = cmp.Or(p.PermanentReason, DefaultPermanentReason)
 	p.MaxRetryAfter = cmp.Or(p.MaxRetryAfter, DefaultMaxRetryAfter)
+	p.Guard = p.Guard.WithDefaults()
 	return p
 }
 
@@ -81,6 +90,9 @@ func (p Policy) Validate() error {
 	}
 	if p.MaxRetryAfter < 0 {
 		return fmt.Errorf("MaxRetryAfter cannot be negative (got %s)", p.MaxRetryAfter)
+	}
+	if err := p.Guard.Validate(); err != nil {
+		return fmt.Errorf("Guard: %w", err)
 	}
 	for _, r := range []struct{ field, text string }{{"DisabledReason", p.DisabledReason}, {"PermanentReason", p.PermanentReason}} {
 		for _, ph := range placeholderRE.FindAllString(r.text, -1) {
@@ -137,6 +149,9 @@ type Decision struct {
 	Permanent bool
 	// GaveUp: disabled because the retry policy gave up (attempts or age).
 	GaveUp bool
+	// Incident: the failure came during an incident (Policy.Incident): it
+	// was not counted and could not disable the model.
+	Incident bool
 	// Backoff is the retry policy's range for this failure (before
 	// RetryAfter); zero when disabled.
 	Backoff Backoff
@@ -197,7 +212,11 @@ func Success(s State, now time.Time, sched Nexter) State {
 // Alignment, with floor = now + RetryAfter and timeout = p.Timeout:
 // delay = max(policy delay, RetryAfter), retry = now + delay, planned = first
 // occurrence > now and >= floor. No planned → retry; retry + timeout > planned
-// → planned (the planned refresh serves as the retry); else retry. So with a
+// → planned (the planned refresh serves as the retry); else retry. During an
+// incident (p.Incident, guard on) a non-permanent failure never disables:
+// its attempt does not count (attempt_no goes back by one), the policy's
+// give-up is ignored, and the delay is at least Guard.Retry (default 1m),
+// aligned the same way; a permanent failure still disables. So with a
 // daily 14:00 rule and a 1h timeout a retry due at 13:05 waits for 14:00, one
 // due at 12:59 runs, and one due at 13:00 (ending exactly at 14:00) runs.
 func (p Policy) Failure(s State, now time.Time, f Failure, sched Nexter, u float64) (State, Decision) {
@@ -223,13 +242,25 @@ func (p Policy) Failure(s State, now time.Time, f Failure, sched Nexter, u float
 
 	n := max(s.AttemptNo, 1)
 	b := p.Retry.Delay(n, now.Sub(s.FailingSince))
-	if b.GiveUp {
+	incident := p.Incident && !p.Guard.Off
+	if b.GiveUp && !incident {
 		s = Disable(s, now, p.reason(p.DisabledReason, n))
 		return s, Decision{Branch: BranchDisabled, GaveUp: true, Reason: s.DisabledReason}
 	}
 
 	retryAfter := min(max(f.RetryAfter, 0), p.MaxRetryAfter)
 	d := Decision{Backoff: b, Delay: max(b.Pick(u), retryAfter)}
+	if incident {
+		// Not the model's fault: the attempt does not count, nothing gives
+		// up, and the retry waits at least Guard.Retry so that rows do not
+		// spin against a dead upstream.
+		s.AttemptNo = max(s.AttemptNo-1, 0)
+		d.Incident = true
+		if b.GiveUp {
+			d.Backoff = Backoff{}
+		}
+		d.Delay = max(d.Delay, p.Guard.Retry)
+	}
 	d.RetryAt = now.Add(d.Delay)
 	if retryAfter > 0 {
 		// The first occurrence at or after floor; floor > now.
@@ -254,6 +285,9 @@ func (p Policy) Failure(s State, now time.Time, f Failure, sched Nexter, u float
 		d.Branch, d.RefreshAt = BranchRetry, d.RetryAt
 		d.Reason = fmt.Sprintf("retry after %s ends (timeout %s) by the planned %s",
 			FormatDuration(d.Delay), FormatDuration(p.Timeout), d.PlannedAt.UTC().Format(time.RFC3339))
+	}
+	if incident {
+		d.Reason = "incident, the attempt does not count: " + d.Reason
 	}
 	s.RefreshAt = d.RefreshAt
 	return s, d

@@ -207,10 +207,11 @@ func DecodeResult(raw []byte) (Result, error) {
 //   - type is not "success", "failure" or "status",
 //   - type is "status" and there is no "status" string,
 //   - a known field has the wrong JSON type (strings for uid, attempt_uid,
-//     type, reason, user_friendly_reason and status; a boolean for
+//     type, reason, user_friendly_reason, status, scope and throttle_key; a boolean for
 //     permanent; a whole number for retry_after_seconds),
 //   - retry_after_seconds is negative, fractional or above
-//     MaxRetryAfterSeconds.
+//     MaxRetryAfterSeconds,
+//   - scope is not "", "group" or "worker".
 //
 // Field names are matched exactly (case-sensitive). Optional fields may be
 // null, which means absent. Unknown fields are accepted and ignored, so that
@@ -290,6 +291,17 @@ func DecodeResultLimit(raw []byte, maxBytes int) (Result, error) {
 	if r.Status, hasStatus, err = f.optionalString(fieldStatus); err != nil {
 		return Result{}, err
 	}
+	if r.Scope, _, err = f.optionalString(fieldScope); err != nil {
+		return Result{}, err
+	}
+	switch r.Scope {
+	case "", ScopeGroup, ScopeWorker:
+	default:
+		return Result{}, invalid(`"scope" is %q, want "group" (the row's throttle group is throttled) or "worker" (the worker or its upstream is broken)`, r.Scope)
+	}
+	if r.ThrottleKey, _, err = f.optionalString(fieldThrottleKey); err != nil {
+		return Result{}, err
+	}
 	if r.Type == ResultStatus && !hasStatus {
 		return Result{}, invalid(`"status" is missing; a result of type "status" carries the text to show in "status"`)
 	}
@@ -330,11 +342,13 @@ const (
 	fieldStatus
 	fieldPermanent
 	fieldRetryAfter
+	fieldScope
+	fieldThrottleKey
 	numResultFields
 )
 
 // resultFieldNames are the JSON names of the fields, matched exactly.
-var resultFieldNames = [numResultFields]string{"uid", "attempt_uid", "type", "reason", "user_friendly_reason", "status", "permanent", "retry_after_seconds"}
+var resultFieldNames = [numResultFields]string{"uid", "attempt_uid", "type", "reason", "user_friendly_reason", "status", "permanent", "retry_after_seconds", "scope", "throttle_key"}
 
 // resultFields holds the value of each field present in a message.
 type resultFields struct {

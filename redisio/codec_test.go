@@ -143,6 +143,11 @@ func TestDecodeResult(t *testing.T) {
 			Result{UID: "42", AttemptUID: "a1", Type: ResultSuccess}},
 		{`{"uid":"42","attempt_uid":"a1","type":"failure","retry_after_seconds":0}`, Result{UID: "42", AttemptUID: "a1", Type: ResultFailure}},
 		{`{"uid":"\u00e9","attempt_uid":"a1","type":"success"}`, Result{UID: "é", AttemptUID: "a1", Type: ResultSuccess}},
+		{`{"uid":"42","attempt_uid":"a1","type":"failure","reason":"HTTP 429","retry_after_seconds":60,"scope":"group","throttle_key":"api.example.com"}`,
+			Result{UID: "42", AttemptUID: "a1", Type: ResultFailure, Reason: "HTTP 429", RetryAfterSeconds: 60, Scope: ScopeGroup, ThrottleKey: "api.example.com"}},
+		{`{"uid":"42","attempt_uid":"a1","type":"failure","scope":"worker","throttle_key":null}`,
+			Result{UID: "42", AttemptUID: "a1", Type: ResultFailure, Scope: ScopeWorker}},
+		{`{"uid":"42","attempt_uid":"a1","type":"failure","scope":""}`, Result{UID: "42", AttemptUID: "a1", Type: ResultFailure}},
 	}
 	for _, tc := range good {
 		got, err := DecodeResult([]byte(tc.raw))
@@ -179,6 +184,9 @@ func TestDecodeResult(t *testing.T) {
 		{`{"uid":"42","attempt_uid":"a1","type":"failure","retry_after_seconds":1.5}`, `"retry_after_seconds" is 1.5, want a whole number of seconds from 0 to 9223372036`},
 		{`{"uid":"42","attempt_uid":"a1","type":"failure","retry_after_seconds":9223372037}`, `"retry_after_seconds" is 9223372037, want a whole number of seconds from 0 to 9223372036`},
 		{`{"uid":"42","attempt_uid":"a1","type":"failure","retry_after_seconds":"60"}`, `"retry_after_seconds" is a string, want a whole number of seconds >= 0`},
+		{`{"uid":"42","attempt_uid":"a1","type":"failure","scope":"model"}`, `"scope" is "model", want "group" (the row's throttle group is throttled) or "worker" (the worker or its upstream is broken)`},
+		{`{"uid":"42","attempt_uid":"a1","type":"failure","scope":true}`, `"scope" is a boolean, want a string`},
+		{`{"uid":"42","attempt_uid":"a1","type":"failure","throttle_key":7}`, `"throttle_key" is a number, want a string`},
 		{`{"uid":"42","attempt_uid":"a1","type":"success","padding":"` + strings.Repeat("x", 1<<20) + `"}`, `message is 1048637 bytes, the limit is 65536`},
 	}
 	for _, tc := range bad {

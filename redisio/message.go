@@ -22,6 +22,12 @@ const (
 	ResultStatus  = "status"
 )
 
+// Scopes a failure may carry (Result.Scope).
+const (
+	ScopeGroup  = "group"
+	ScopeWorker = "worker"
+)
+
 // Result is one message on a kind's output list: what a worker reports about
 // one attempt.
 //
@@ -36,4 +42,13 @@ type Result struct {
 	Permanent          bool   `json:"permanent,omitempty"`
 	RetryAfterSeconds  int    `json:"retry_after_seconds,omitempty"`
 	Status             string `json:"status,omitempty"`
+	// Scope says whose fault a failure is: "" (the model's), "group" (the
+	// row's throttle group is throttled: the attempt does not count) or
+	// "worker" (the worker or its upstream is broken: the kind enters an
+	// incident). See the README's protocol section.
+	Scope string `json:"scope,omitempty"`
+	// ThrottleKey names the throttle group a failure with
+	// retry_after_seconds holds (e.g. the host or credential id); "" for
+	// none.
+	ThrottleKey string `json:"throttle_key,omitempty"`
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,6 +46,9 @@ type Kind struct {
 	// MaxQueued pauses dispatching while the input list holds more jobs.
 	// Default 100000.
 	MaxQueued int
+	// ThrottleGroup is the payload column (one of Table.Payload) whose
+	// value is a row's throttle group; "" for none (see throttle).
+	ThrottleGroup string
 }
 
 // Config configures a Service.
@@ -139,6 +143,9 @@ func (c Config) validate() error {
 		tables[strings.ToLower(k.Table.Name)] = cmp.Or(tables[strings.ToLower(k.Table.Name)], k.Name)
 		if k.Lists.MaxDead < 0 || k.Lists.MaxResultBytes < 0 {
 			errs = append(errs, fmt.Errorf("kind %q: Lists.MaxDead (%d) and Lists.MaxResultBytes (%d) must not be negative (0: the defaults)", k.Name, k.Lists.MaxDead, k.Lists.MaxResultBytes))
+		}
+		if k.ThrottleGroup != "" && !slices.Contains(k.Table.Payload, k.ThrottleGroup) {
+			errs = append(errs, fmt.Errorf("kind %q: ThrottleGroup %q is not one of the payload columns %v", k.Name, k.ThrottleGroup, k.Table.Payload))
 		}
 		if k.Schedule == nil {
 			errs = append(errs, fmt.Errorf("kind %q: Schedule is required", k.Name))

@@ -32,6 +32,8 @@ type dispatcher struct {
 	// jobs and starts are the batch in hand, reused from pass to pass.
 	jobs   []redisio.Job
 	starts []started
+	// holds are the throttle groups held in the pass in hand (see throttle).
+	holds map[string]time.Time
 }
 
 // queuedRecheck is how long the dispatcher trusts the input list length it
@@ -122,6 +124,13 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 		return 0, false, throttled, err
 	}
 
+	if d.holds, err = d.throttle.held(bctx, d.clock.Now()); err != nil {
+		return 0, false, false, err
+	}
+	if d.throttle != nil && d.throttle.column != "" {
+		d.metrics.ThrottledGroups.WithLabelValues(k.Name).Set(float64(len(d.holds)))
+	}
+
 	claimed := 0
 	err = d.store.Tx(bctx, func(tx models.Tx) error {
 		// Cleared, so that the last batch's rows and payloads can be freed.
@@ -155,6 +164,13 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 		return 0, false, false, fmt.Errorf("claim due rows of %s: %w", k.Table.Name, err)
 	}
 	d.tally.flush(d.metrics, d.activity, k.Name) // committed: counted once
+	if n := d.tally.timeouts; n > 0 {
+		// Timeouts are failures for the incident guard: a dead worker fleet
+		// answers nothing.
+		if err := d.incident.record(bctx, d.clock.Now(), policy.Window{Results: n, Failures: n}); err != nil {
+			d.log.Warn("cannot count timeouts for the incident guard", "err", err)
+		}
+	}
 	full = claimed == d.cfg.BatchSize
 	jobs := d.jobs
 	if len(jobs) == 0 {
@@ -212,7 +228,10 @@ func (d *dispatcher) setQueued(n int64) {
 func (d *dispatcher) decide(row *models.Row, now time.Time) {
 	sched, err := d.schedules.get(row.Rule)
 	var dec policy.DueDecision
-	row.State, dec = d.kind.Policy.Due(row.State, now, sched, err, xid.NewWithTime(now).String(), d.rand())
+	row.State, dec = d.incident.policy(d.kind.Policy).Due(row.State, now, sched, err, xid.NewWithTime(now).String(), d.rand())
+	if until := d.throttle.until(d.holds, row); !until.IsZero() {
+		row.State, dec = policy.Held(row.State, dec, until, now)
+	}
 	d.tally.due(row.Key, dec)
 	if dec.Action == policy.DueStarted {
 		before := *row

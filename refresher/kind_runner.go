@@ -22,6 +22,10 @@ type kindRunner struct {
 	hooks   Hooks
 	// activity sums the kind's work for its periodic log line.
 	activity *activity
+	// throttle and incident are the kind's throttle groups and incident
+	// guard, shared by its dispatcher and poller.
+	throttle *throttle
+	incident *incident
 	// fatal stops the service and makes Run return err: for an error no
 	// retry can fix (see Service). Outages are retried, never fatal.
 	fatal func(err error)

@@ -30,6 +30,15 @@ type Metrics struct {
 	Errors *prometheus.CounterVec
 	// Queued is the length of the input list last seen, by kind.
 	Queued *prometheus.GaugeVec
+	// Throttled counts rows held by their throttle group, by kind and how:
+	// held (due, not dispatched) or answered (a "scope":"group" result).
+	Throttled *prometheus.CounterVec
+	// ThrottledGroups is the number of throttle groups held, as the
+	// dispatcher last read them, by kind.
+	ThrottledGroups *prometheus.GaugeVec
+	// Incident is 1 while the kind is in an incident (its failures do not
+	// count toward giving up), else 0.
+	Incident *prometheus.GaugeVec
 }
 
 // NewMetrics registers the metrics (and Go runtime collectors) on a new
@@ -53,8 +62,15 @@ func NewMetrics() *Metrics {
 		Queued: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: "refresher", Name: "input_queue_length", Help: "Jobs waiting in the input list.",
 		}, []string{"kind"}),
+		Throttled: counter("throttled_total", "Rows held by their throttle group: held (due, not dispatched) or answered (a throttled result).", "kind", "how"),
+		ThrottledGroups: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "refresher", Name: "throttled_groups", Help: "Throttle groups held, as the dispatcher last read them.",
+		}, []string{"kind"}),
+		Incident: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "refresher", Name: "incident", Help: "1 while the kind is in an incident: failures do not count toward giving up.",
+		}, []string{"kind"}),
 	}
-	r.MustRegister(m.Queued, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	r.MustRegister(m.Queued, m.ThrottledGroups, m.Incident, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
@@ -64,7 +80,8 @@ func NewMetrics() *Metrics {
 var (
 	resultTypes      = []string{"success", "failure", "status"}
 	resultOutcomes   = []string{"applied", "stale", "unknown_model"}
-	decisionBranches = []string{"retry", "planned", "disabled"}
+	decisionBranches = []string{"retry", "planned", "disabled", "throttled"}
+	throttledHows    = []string{"held", "answered"}
 	decisionCauses   = []string{"worker", "timeout"}
 	loops            = []string{"dispatch", "poll"}
 )
@@ -89,4 +106,9 @@ func (m *Metrics) initKind(kind string) {
 		m.Errors.WithLabelValues(kind, loop)
 	}
 	m.Queued.WithLabelValues(kind)
+	for _, how := range throttledHows {
+		m.Throttled.WithLabelValues(kind, how)
+	}
+	m.ThrottledGroups.WithLabelValues(kind)
+	m.Incident.WithLabelValues(kind)
 }

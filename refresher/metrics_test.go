@@ -42,12 +42,15 @@ func TestMetricsExistBeforeTheFirstEvent(t *testing.T) {
 		for name, n := range map[string]int{
 			"refresher_attempts_started_total":  1,
 			"refresher_results_total":           9, // 3 types x applied, stale, unknown_model
-			"refresher_failure_decisions_total": 6, // retry, planned, disabled x worker, timeout
+			"refresher_failure_decisions_total": 8, // retry, planned, disabled, throttled x worker, timeout
 			"refresher_push_failures_total":     1,
 			"refresher_dead_letters_total":      1,
 			"refresher_invalid_schedules_total": 1,
 			"refresher_loop_errors_total":       2, // dispatch, poll
 			"refresher_input_queue_length":      1,
+			"refresher_throttled_total":         2, // held, answered
+			"refresher_throttled_groups":        1,
+			"refresher_incident":                1,
 		} {
 			require.Equal(t, n, series[name+" "+kind], "%s{kind=%q}", name, kind)
 		}

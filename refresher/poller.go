@@ -25,6 +25,9 @@ type poller struct {
 	// list before anything else is fetched.
 	requeue bool
 	tally   tally // the counts of the batch in hand
+	// holds are the throttle holds the committed results of the batch in
+	// hand decided, by group (see throttle).
+	holds map[string]time.Time
 }
 
 // loop runs passes until ctx is cancelled. It heartbeats, and takes over the
@@ -105,12 +108,27 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("fetch results from %s: %w", p.kind.Lists.Output, err)
 	}
 	if len(msgs) == 0 {
+		if p.incident.due() {
+			// Without results, timeouts may start an incident, and one
+			// ends when the window empties.
+			if _, err := p.incident.decide(ctx, p.clock.Now(), policy.Window{}); err != nil {
+				p.log.Warn("cannot read the incident window", "err", err)
+			}
+		}
 		return 0, nil
 	}
 	// From here on the batch finishes even if ctx is cancelled.
 	bctx, cancel := p.batchContext(ctx)
 	defer cancel()
 	p.requeue = true // until acknowledged, the batch sits in the processing list
+
+	// The incident guard decides on the window with this batch in it, so a
+	// batch of failures can start an incident for itself.
+	batch := window(msgs)
+	if _, err := p.incident.decide(bctx, p.clock.Now(), batch); err != nil {
+		p.log.Warn("cannot read the incident window; keeping the last decision", "err", err)
+	}
+	clear(p.holds)
 
 	dead, earliest, err := p.applyBatch(bctx, msgs)
 	if err != nil && p.class(err) == models.ValueRefused {
@@ -124,6 +142,14 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 	}
 	if err != nil {
 		return 0, fmt.Errorf("apply %d results: %w", len(msgs), err)
+	}
+	now := p.clock.Now()
+	if err := p.throttle.hold(bctx, p.holds, now); err != nil {
+		p.metrics.Errors.WithLabelValues(p.kind.Name, "poll").Inc()
+		p.log.Error("cannot hold throttle groups; their rows are dispatched meanwhile", "err", err)
+	}
+	if err := p.incident.record(bctx, now, batch); err != nil {
+		p.log.Warn("cannot count results for the incident guard", "err", err)
 	}
 	if err := p.drain.Ack(bctx, msgs, dead); err != nil {
 		if errors.Is(err, redisio.ErrRecovered) {
@@ -156,6 +182,7 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 // commits. It returns the messages for the dead-letter list (undecodable, or
 // naming no row) and the earliest refresh_at it planned.
 func (p *poller) applyBatch(ctx context.Context, msgs []redisio.Message) (dead []redisio.Message, earliest time.Time, err error) {
+	var holds map[string]time.Time // allocated for the first hold only
 	err = p.store.Tx(ctx, func(tx models.Tx) error {
 		dead, earliest = dead[:0], time.Time{}
 		p.tally.reset()
@@ -170,6 +197,8 @@ func (p *poller) applyBatch(ctx context.Context, msgs []redisio.Message) (dead [
 			return err
 		}
 		now := p.clock.Now()
+		pol := p.incident.policy(p.kind.Policy)
+		holds = nil
 		changed := make(map[string]struct{}, len(rows))
 		for _, m := range msgs {
 			if m.Err != nil {
@@ -184,10 +213,19 @@ func (p *poller) applyBatch(ctx context.Context, msgs []redisio.Message) (dead [
 				continue
 			}
 			sched, serr := p.schedules.get(row.Rule)
-			st, dec := p.kind.Policy.Apply(row.State, policyResult(m.Result), now, sched, serr, p.rand())
+			pr := policyResult(m.Result)
+			st, dec := pol.Apply(row.State, pr, now, sched, serr, p.rand())
 			p.tally.apply(m.Result.UID, m.Result.Type, dec)
 			if dec.Outcome == policy.OutcomeStale {
 				continue
+			}
+			if g := m.Result.ThrottleKey; g != "" && dec.Outcome == policy.OutcomeApplied {
+				if until, ok := pol.GroupHold(pr, now); ok && until.After(holds[g]) {
+					if holds == nil {
+						holds = map[string]time.Time{}
+					}
+					holds[g] = until
+				}
 			}
 			row.State = st
 			rows[m.Result.UID] = row
@@ -214,6 +252,14 @@ func (p *poller) applyBatch(ctx context.Context, msgs []redisio.Message) (dead [
 		return nil, time.Time{}, err
 	}
 	p.tally.flush(p.metrics, p.activity, p.kind.Name) // committed: counted once
+	if p.holds == nil {
+		p.holds = map[string]time.Time{}
+	}
+	for g, until := range holds {
+		if until.After(p.holds[g]) {
+			p.holds[g] = until
+		}
+	}
 	return dead, earliest, nil
 }
 
@@ -263,5 +309,6 @@ func policyResult(r redisio.Result) policy.Result {
 		Permanent:          r.Permanent,
 		RetryAfter:         time.Duration(r.RetryAfterSeconds) * time.Second,
 		Status:             r.Status,
+		Scope:              policy.Scope(r.Scope),
 	}
 }

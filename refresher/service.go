@@ -183,7 +183,9 @@ func (s *Service) Run(ctx context.Context) error {
 			log: s.cfg.Logger.With("kind", k.Name), metrics: s.cfg.Metrics, hooks: s.cfg.Hooks,
 			activity: &activity{},
 			fatal:    fatal,
+			throttle: newThrottle(s.rdb, k),
 		}
+		r.incident = newIncident(s.rdb, k, r.log, s.cfg.Metrics)
 		wake := make(chan struct{}, 1)
 		dr := *r // the dispatcher's store skips claims when nothing is due
 		dr.store = &dueGate{Store: s.store, table: k.Table, clock: s.cfg.Clock}

@@ -14,6 +14,9 @@ type tally struct {
 	late      int               // results read at or after their timeout_at
 	disabled  int               // rows disabled (any cause)
 	invalid   int               // rows disabled for an invalid schedule
+	held      int               // due rows held by their throttle group
+	answered  int               // throttled results ("scope":"group")
+	timeouts  int               // attempts the dispatcher declared timed out
 	// invalidKey and invalidErr are the batch's first invalid schedule, for
 	// the log.
 	invalidKey, invalidErr string
@@ -26,6 +29,7 @@ func (t *tally) reset() {
 	clear(t.results)
 	clear(t.decisions)
 	t.late, t.disabled, t.invalid = 0, 0, 0
+	t.held, t.answered, t.timeouts = 0, 0, 0
 	t.invalidKey, t.invalidErr = "", ""
 }
 
@@ -33,6 +37,9 @@ func (t *tally) result(typ, outcome string) { t.results[[2]string{typ, outcome}]
 
 func (t *tally) decision(d policy.Decision, cause string) {
 	t.decisions[[2]string{d.Branch.String(), cause}]++
+	if d.Branch == policy.BranchThrottled {
+		t.answered++
+	}
 	if d.Branch == policy.BranchDisabled {
 		t.disabled++
 	}
@@ -52,7 +59,11 @@ func (t *tally) due(key string, d policy.DueDecision) {
 		t.invalidSchedule(key, d.ScheduleError)
 	}
 	if d.TimedOut {
+		t.timeouts++
 		t.decision(d.Timeout, "timeout")
+	}
+	if d.Action == policy.DueHeld {
+		t.held++
 	}
 }
 
@@ -85,6 +96,12 @@ func (t *tally) flush(m *Metrics, a *activity, kind string) {
 	}
 	if t.invalid > 0 {
 		m.InvalidSchedules.WithLabelValues(kind).Add(float64(t.invalid))
+	}
+	if t.held > 0 {
+		m.Throttled.WithLabelValues(kind, "held").Add(float64(t.held))
+	}
+	if t.answered > 0 {
+		m.Throttled.WithLabelValues(kind, "answered").Add(float64(t.answered))
 	}
 	a.add(t)
 }

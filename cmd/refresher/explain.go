@@ -26,6 +26,7 @@ type explainOptions struct {
 	run         string
 	kind        string
 	json        bool
+	incident    bool
 }
 
 func newExplainCmd() *cobra.Command {
@@ -57,6 +58,7 @@ is simulated at the range's lower bound. Times are printed in UTC.`,
 	f.StringVar(&o.run, "run", "0s", "how long each simulated attempt runs before it fails")
 	f.StringVar(&o.kind, "kind", policy.DefaultKind, "kind name used in the disabled reason")
 	f.BoolVar(&o.json, "json", false, "print one JSON object instead of tables")
+	f.BoolVar(&o.incident, "incident", false, "simulate the failures during an incident of the kind: they do not count toward giving up and disable nobody (a permanent failure still would)")
 	_ = cmd.MarkFlagRequired("schedule")
 	return cmd
 }
@@ -95,7 +97,7 @@ func runExplain(o explainOptions, now time.Time, out io.Writer) error {
 	if o.fail < 0 {
 		return fmt.Errorf("--fail %d: cannot be negative", o.fail)
 	}
-	p := policy.Policy{Kind: o.kind, Timeout: timeout, Retry: retry}
+	p := policy.Policy{Kind: o.kind, Timeout: timeout, Retry: retry, Incident: o.incident}
 	if err := p.Validate(); err != nil {
 		return oneLine(err)
 	}

@@ -217,3 +217,28 @@ func TestExplainBadInput(t *testing.T) {
 		})
 	}
 }
+
+// --incident simulates failures during an incident: none counts and none
+// disables, where the same failures without it disable at the 3rd.
+func TestExplainIncident(t *testing.T) {
+	t.Parallel()
+	args := []string{"--schedule", daily14, "--from", "2025-06-10T10:00:00Z", "--occurrences", "1", "--fail", "5",
+		"--retry", "delays:0s,1m", "--json"}
+	decode := func(out string) explainJSON {
+		var got explainJSON
+		require.NoError(t, json.Unmarshal([]byte(out), &got))
+		return got
+	}
+	out, err := runExplainCmd(t, args...)
+	require.NoError(t, err)
+	require.Len(t, decode(out).Attempts, 3, "without an incident the 3rd failure disables")
+
+	out, err = runExplainCmd(t, append(args, "--incident")...)
+	require.NoError(t, err)
+	got := decode(out)
+	require.Len(t, got.Attempts, 5)
+	for _, a := range got.Attempts {
+		require.Equal(t, 1, a.AttemptNo, "attempts during an incident do not count")
+		require.Equal(t, f64p(60), a.DelaySeconds, "the guard's 1m floor")
+	}
+}

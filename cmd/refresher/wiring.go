@@ -41,8 +41,10 @@ func serviceConfig(c *config.Config, log *slog.Logger) refresher.Config {
 				DisabledReason:  k.DisabledReason,
 				PermanentReason: k.PermanentReason,
 				MaxRetryAfter:   k.MaxRetryAfter.D(),
+				Guard:           k.Guard(),
 			},
-			MaxQueued: k.MaxQueued,
+			MaxQueued:     k.MaxQueued,
+			ThrottleGroup: k.ThrottleGroup,
 		}
 	}
 	return refresher.Config{

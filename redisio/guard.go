@@ -1,0 +1,112 @@
+package redisio
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The keys of throttle holds and of the incident guard are the caller's
+// (refresher derives them from a kind's input list). Times are the caller's
+// clock in Unix milliseconds; TTLs are durations, so a test's fake clock and
+// Redis's own clock never need to agree.
+
+// holdScript adds a group's hold to the sorted set KEYS[1] (member ARGV[2],
+// score ARGV[1] = the hold's end in Unix ms), keeping the later end when the
+// group is already held (ZADD GT), and makes the set expire no earlier than
+// ARGV[3] ms from now: it expires by itself after its last hold.
+var holdScript = redis.NewScript(`
+redis.call('ZADD', KEYS[1], 'GT', ARGV[1], ARGV[2])
+local ttl = tonumber(ARGV[3])
+if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
+return 1`)
+
+// Hold records that group is held until until (by the caller's clock, whose
+// now is given) in the sorted set key. A later hold of the same group wins;
+// an earlier one changes nothing. The key expires by itself once every hold
+// in it has ended (plus a second).
+func (c *Client) Hold(ctx context.Context, key, group string, until, now time.Time) error {
+	ttl := until.Sub(now) + time.Second
+	if ttl <= time.Second {
+		return nil // already over
+	}
+	err := holdScript.Run(ctx, c.rdb, []string{key}, until.UnixMilli(), group, ttl.Milliseconds()).Err()
+	if err != nil {
+		return fmt.Errorf("hold throttle group %q in %q: %w", group, key, err)
+	}
+	return nil
+}
+
+// Held returns the groups of the sorted set key held after now (by the
+// caller's clock), with the end of each hold. An absent key holds none.
+func (c *Client) Held(ctx context.Context, key string, now time.Time) (map[string]time.Time, error) {
+	zs, err := c.rdb.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{
+		Min: "(" + strconv.FormatInt(now.UnixMilli(), 10), Max: "+inf"}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read throttle holds %q: %w", key, err)
+	}
+	held := make(map[string]time.Time, len(zs))
+	for _, z := range zs {
+		if g, ok := z.Member.(string); ok {
+			held[g] = time.UnixMilli(int64(z.Score)).UTC()
+		}
+	}
+	return held, nil
+}
+
+// Count adds results and failures to the hash key (fields "results" and
+// "failures"), a per-minute bucket of the incident guard's window, and
+// makes it expire after ttl, in one round trip.
+func (c *Client) Count(ctx context.Context, key string, results, failures int, ttl time.Duration) error {
+	_, err := c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HIncrBy(ctx, key, "results", int64(results))
+		p.HIncrBy(ctx, key, "failures", int64(failures))
+		p.PExpire(ctx, key, ttl)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("count results in %q: %w", key, err)
+	}
+	return nil
+}
+
+// Counts sums the fields "results" and "failures" of the hashes keys (see
+// Count) and reports whether flag exists, in one round trip. Absent keys
+// count 0.
+func (c *Client) Counts(ctx context.Context, keys []string, flag string) (results, failures int, flagged bool, err error) {
+	cmds := make([]*redis.SliceCmd, len(keys))
+	var exists *redis.IntCmd
+	_, err = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			cmds[i] = p.HMGet(ctx, k, "results", "failures")
+		}
+		exists = p.Exists(ctx, flag)
+		return nil
+	})
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("read the incident window: %w", err)
+	}
+	for _, cmd := range cmds {
+		v := cmd.Val()
+		results += atoi(v[0])
+		failures += atoi(v[1])
+	}
+	return results, failures, exists.Val() > 0, nil
+}
+
+// Flag sets key for ttl (SET PX): a mark that expires by itself.
+func (c *Client) Flag(ctx context.Context, key string, ttl time.Duration) error {
+	if err := c.rdb.Set(ctx, key, "1", ttl).Err(); err != nil {
+		return fmt.Errorf("set %q: %w", key, err)
+	}
+	return nil
+}
+
+func atoi(v any) int {
+	s, _ := v.(string)
+	n, _ := strconv.Atoi(s)
+	return n
+}

@@ -1,0 +1,152 @@
+package refresher
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/refresher/refresher/policy"
+	"github.com/refresher/refresher/redisio"
+)
+
+// incident is one kind's incident guard (README, "Schedules and retry
+// policies"). The window statistic is shared by every instance in Redis:
+// one hash per minute of the service's clock,
+// "<input list>:incident:<unix minute>" with the fields results and
+// failures (HINCRBY, expiring after the window and a minute), and
+// "<input list>:incident:worker", set for one window by a result with
+// "scope":"worker". The window is the last ceil(Window/1m) buckets, the
+// current minute's included. The decision is the policy's
+// (policy.Guard.Incident); the poller makes it for each batch of results,
+// counting that batch too, and the dispatcher reads the last one for its
+// timeouts. Timeouts count in the window as failures.
+type incident struct {
+	rdb     *redisio.Client
+	guard   policy.Guard
+	prefix  string
+	kind    string
+	log     *slog.Logger
+	metrics *Metrics
+
+	active atomic.Bool
+	mu     sync.Mutex
+	// checked is when the window was last read (wall clock, pacing only).
+	checked time.Time
+}
+
+// idleCheck is how often a poller without results reads the window, so
+// that an incident from timeouts starts and one ends when results stop.
+const idleCheck = 5 * time.Second
+
+func newIncident(rdb *redisio.Client, k Kind, log *slog.Logger, m *Metrics) *incident {
+	return &incident{rdb: rdb, guard: k.Policy.Guard.WithDefaults(), prefix: k.Lists.Input + ":incident:",
+		kind: k.Name, log: log, metrics: m}
+}
+
+// policy returns p with Incident set as last decided.
+func (g *incident) policy(p policy.Policy) policy.Policy {
+	if g != nil {
+		p.Incident = g.active.Load()
+	}
+	return p
+}
+
+func (g *incident) buckets(now time.Time) []string {
+	n := int((g.guard.Window + time.Minute - 1) / time.Minute)
+	m := now.Unix() / 60
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = g.prefix + strconv.FormatInt(m-int64(i), 10)
+	}
+	return keys
+}
+
+// decide reads the window at now, adds batch (the results in hand, not yet
+// counted) and decides whether the kind is in an incident. A Redis error
+// keeps the last decision and is returned for the log.
+func (g *incident) decide(ctx context.Context, now time.Time, batch policy.Window) (bool, error) {
+	if g == nil || g.guard.Off {
+		return false, nil
+	}
+	g.mu.Lock()
+	g.checked = time.Now()
+	g.mu.Unlock()
+	results, failures, worker, err := g.rdb.Counts(ctx, g.buckets(now), g.prefix+"worker")
+	if err != nil {
+		return g.active.Load(), err
+	}
+	w := policy.Window{Results: results + batch.Results, Failures: failures + batch.Failures, Worker: worker || batch.Worker}
+	on := g.guard.Incident(w)
+	if was := g.active.Swap(on); was != on {
+		if on {
+			g.log.Warn("incident: most results fail; failures do not count toward giving up and disable nobody until the rate falls",
+				"results", w.Results, "failures", w.Failures, "worker_scope", w.Worker, "window", g.guard.Window)
+		} else {
+			g.log.Info("incident ended: failures count again", "results", w.Results, "failures", w.Failures)
+		}
+	}
+	v := 0.0
+	if on {
+		v = 1
+	}
+	g.metrics.Incident.WithLabelValues(g.kind).Set(v)
+	return on, nil
+}
+
+// due reports whether the window should be read again by an idle poller.
+func (g *incident) due() bool {
+	if g == nil || g.guard.Off {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return time.Since(g.checked) >= idleCheck
+}
+
+// record adds a committed batch's counts to the window at now.
+func (g *incident) record(ctx context.Context, now time.Time, batch policy.Window) error {
+	if g == nil || g.guard.Off {
+		return nil
+	}
+	if batch.Results > 0 {
+		if err := g.rdb.Count(ctx, g.buckets(now)[0], batch.Results, batch.Failures, g.guard.Window+time.Minute); err != nil {
+			return err
+		}
+	}
+	if batch.Worker {
+		return g.rdb.Flag(ctx, g.prefix+"worker", g.guard.Window)
+	}
+	return nil
+}
+
+// window counts the results of a batch for the guard, as read (a stale
+// result counts too: the share is what matters): successes and
+// failures (status reports are progress, not outcomes; throttled answers,
+// "scope":"group", are neither), the non-permanent failures among them, and whether one says "scope":"worker".
+func window(msgs []redisio.Message) policy.Window {
+	var w policy.Window
+	for _, m := range msgs {
+		if m.Err != nil {
+			continue
+		}
+		switch m.Result.Type {
+		case redisio.ResultSuccess:
+			w.Results++
+		case redisio.ResultFailure:
+			if m.Result.Scope == redisio.ScopeGroup && !m.Result.Permanent {
+				continue // throttled: neither the model's nor the worker's failure
+			}
+			w.Results++
+			if !m.Result.Permanent {
+				w.Failures++
+			}
+			if m.Result.Scope == redisio.ScopeWorker {
+				w.Worker = true
+			}
+		}
+	}
+	return w
+}

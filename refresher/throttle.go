@@ -1,0 +1,82 @@
+package refresher
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/redisio"
+)
+
+// throttle is one kind's throttle groups (README, "Schedules and retry
+// policies"): a failure with retry_after_seconds and a throttle_key holds
+// its group until then, and the dispatcher starts none of the group's rows
+// meanwhile. The holds live in one Redis sorted set per kind,
+// "<input list>:throttle" (member: the group, score: the hold's end in Unix
+// ms by the service's clock), shared by every instance; the set expires by
+// itself a second after its last hold ends. The decisions are the policy's
+// (policy.Policy.GroupHold, policy.Held); this is their I/O.
+type throttle struct {
+	rdb *redisio.Client
+	key string
+	// column is the payload column naming a row's group; "" when the kind
+	// names none: holds are still written, and no row is held by them.
+	column string
+}
+
+func newThrottle(rdb *redisio.Client, k Kind) *throttle {
+	return &throttle{rdb: rdb, key: k.Lists.Input + ":throttle", column: k.ThrottleGroup}
+}
+
+// held returns the groups held after now, for the dispatcher's pass; none
+// (and no Redis round trip) when the kind names no group column.
+func (t *throttle) held(ctx context.Context, now time.Time) (map[string]time.Time, error) {
+	if t == nil || t.column == "" {
+		return nil, nil
+	}
+	return t.rdb.Held(ctx, t.key, now)
+}
+
+// until returns the end of the hold of row's group in holds, or zero.
+func (t *throttle) until(holds map[string]time.Time, row *models.Row) time.Time {
+	if len(holds) == 0 {
+		return time.Time{}
+	}
+	g := groupOf(row.Payload[t.column])
+	if g == "" {
+		return time.Time{}
+	}
+	return holds[g]
+}
+
+// hold writes the holds a batch of results decided; the later end wins.
+func (t *throttle) hold(ctx context.Context, holds map[string]time.Time, now time.Time) error {
+	for g, until := range holds {
+		if err := t.rdb.Hold(ctx, t.key, g, until, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// groupOf is a payload value as a group name, as a worker reads it from the
+// job's JSON and sends it back in throttle_key: text as it is, numbers in
+// decimal; "" (no group) for NULL.
+func groupOf(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	case []byte:
+		return string(v)
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	default:
+		return fmt.Sprint(v)
+	}
+}
