@@ -56,6 +56,13 @@ type Policy struct {
 	// buggy or hostile answer such as 9223372036 seconds cannot plan a row
 	// centuries ahead. Default: 7 days (168h).
 	MaxRetryAfter time.Duration
+	// Catchup says what Due does with a row due for too long (misfire.go).
+	// Default: an unlimited window.
+	Catchup Catchup
+	// Spread is the kind's load spreading (spread.go). The shell applies it
+	// when it hands a row's schedule to Due and Apply (Spreaded); the
+	// transitions themselves never read it. Default: none.
+	Spread Spread
 }
 
 // WithDefaults returns p with every zero field set to its default.
@@ -81,6 +88,12 @@ func (p Policy) Validate() error {
 	}
 	if p.MaxRetryAfter < 0 {
 		return fmt.Errorf("MaxRetryAfter cannot be negative (got %s)", p.MaxRetryAfter)
+	}
+	if err := p.Catchup.Validate(); err != nil {
+		return err
+	}
+	if p.Spread.Window < 0 {
+		return fmt.Errorf("Spread.Window cannot be negative (got %s)", p.Spread.Window)
 	}
 	for _, r := range []struct{ field, text string }{{"DisabledReason", p.DisabledReason}, {"PermanentReason", p.PermanentReason}} {
 		for _, ph := range placeholderRE.FindAllString(r.text, -1) {
