@@ -210,7 +210,7 @@ func (d *dispatcher) setQueued(n int64) {
 // decide applies policy.Due to one claimed row in place and keeps the
 // attempt it started, if any, with its job.
 func (d *dispatcher) decide(row *models.Row, now time.Time) {
-	sched, err := d.schedules.get(row.Rule)
+	sched, err := d.schedules.get(row.Key, row.Rule)
 	var dec policy.DueDecision
 	row.State, dec = d.kind.Policy.Due(row.State, now, sched, err, xid.NewWithTime(now).String(), d.rand())
 	d.tally.due(row.Key, dec)

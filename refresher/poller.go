@@ -183,7 +183,7 @@ func (p *poller) applyBatch(ctx context.Context, msgs []redisio.Message) (dead [
 				dead = append(dead, m)
 				continue
 			}
-			sched, serr := p.schedules.get(row.Rule)
+			sched, serr := p.schedules.get(row.Key, row.Rule)
 			st, dec := p.kind.Policy.Apply(row.State, policyResult(m.Result), now, sched, serr, p.rand())
 			p.tally.apply(m.Result.UID, m.Result.Type, dec)
 			if dec.Outcome == policy.OutcomeStale {

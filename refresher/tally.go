@@ -14,6 +14,7 @@ type tally struct {
 	late      int               // results read at or after their timeout_at
 	disabled  int               // rows disabled (any cause)
 	invalid   int               // rows disabled for an invalid schedule
+	misfires  map[policy.Misfire]int
 	// invalidKey and invalidErr are the batch's first invalid schedule, for
 	// the log.
 	invalidKey, invalidErr string
@@ -22,9 +23,11 @@ type tally struct {
 func (t *tally) reset() {
 	if t.results == nil {
 		t.results, t.decisions = map[[2]string]int{}, map[[2]string]int{}
+		t.misfires = map[policy.Misfire]int{}
 	}
 	clear(t.results)
 	clear(t.decisions)
+	clear(t.misfires)
 	t.late, t.disabled, t.invalid = 0, 0, 0
 	t.invalidKey, t.invalidErr = "", ""
 }
@@ -53,6 +56,9 @@ func (t *tally) due(key string, d policy.DueDecision) {
 	}
 	if d.TimedOut {
 		t.decision(d.Timeout, "timeout")
+	}
+	if d.Misfire != "" {
+		t.misfires[d.Misfire]++
 	}
 }
 
@@ -85,6 +91,9 @@ func (t *tally) flush(m *Metrics, a *activity, kind string) {
 	}
 	if t.invalid > 0 {
 		m.InvalidSchedules.WithLabelValues(kind).Add(float64(t.invalid))
+	}
+	for action, n := range t.misfires {
+		m.Misfires.WithLabelValues(kind, string(action)).Add(float64(n))
 	}
 	a.add(t)
 }
