@@ -41,6 +41,8 @@ func serviceConfig(c *config.Config, log *slog.Logger) refresher.Config {
 				DisabledReason:  k.DisabledReason,
 				PermanentReason: k.PermanentReason,
 				MaxRetryAfter:   k.MaxRetryAfter.D(),
+				Catchup:         k.CatchupPolicy(),
+				Spread:          k.SpreadPolicy(),
 			},
 			MaxQueued: k.MaxQueued,
 		}
