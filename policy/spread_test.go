@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -159,4 +160,17 @@ func TestSpreadAlignment(t *testing.T) {
 	_, d = p.Failure(running, at("2025-06-10T12:39:00Z"), Failure{Reason: "429", RetryAfter: 90 * time.Minute}, sched, 0)
 	require.Equal(t, at("2025-06-10T14:09:00Z"), d.PlannedAt)
 	require.Equal(t, BranchPlanned, d.Branch)
+}
+
+// The inline hash is hash/fnv's FNV-1a of kind, NUL, key.
+// Not parallel: AllocsPerRun refuses parallel tests.
+func TestSpreadOffsetIsFNV1a(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 4))
+	for range 1000 {
+		kind, key := fmt.Sprint(rng.Uint64()), fmt.Sprintf("k%x\x00é", rng.Uint64())
+		h := fnv.New64a()
+		h.Write([]byte(kind + "\x00" + key))
+		require.Equal(t, time.Duration(h.Sum64()%3600)*time.Second, SpreadOffset(kind, key, time.Hour))
+	}
+	require.Zero(t, testing.AllocsPerRun(100, func() { SpreadOffset("feeds", "d0uid", time.Hour) }))
 }
