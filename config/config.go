@@ -171,6 +171,23 @@ type Kind struct {
 	// IncidentRetry is the shortest retry delay during an incident.
 	// Default 1m.
 	IncidentRetry Duration `yaml:"incident_retry"`
+	// Spread spreads the kind's rows over a window (e.g. 10m): each row
+	// gets a stable offset in [0, spread), from a hash of the kind's name
+	// and the row's key at 1 s resolution, and runs at the rule's
+	// occurrences plus its offset. Default: none (every row at the rule's
+	// times). See policy.Spread.
+	Spread Duration `yaml:"spread"`
+	// SpreadOwnRules: rows with a refresh_rrule of their own are spread
+	// too. Default true; false leaves them at their rule's exact times.
+	SpreadOwnRules *bool `yaml:"spread_own_rules"`
+	// CatchupWindow is how long a row may have been due (after a downtime,
+	// say) and still start; a row due for longer misfires (see Misfire).
+	// Default: unlimited.
+	CatchupWindow Duration `yaml:"catchup_window"`
+	// Misfire is what a row due for longer than CatchupWindow does: skip
+	// (the default: it moves to its next occurrence) or run_once (it starts
+	// once now). Missed occurrences are never run one by one.
+	Misfire string `yaml:"misfire"`
 
 	// Parsed by Validate.
 	ScheduleParsed *schedule.Schedule `yaml:"-"`

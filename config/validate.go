@@ -133,6 +133,9 @@ func (c *Config) Validate() error {
 		if k.MaxRetryAfter.D() < 0 {
 			bad("%s.max_retry_after: must not be negative (e.g. 168h, the default)", at)
 		}
+		for _, err := range k.validateSchedulePolicy() {
+			bad("%s.%v", at, err)
+		}
 	}
 	names := make([]string, len(c.Kinds))
 	lists := make([]redisio.Lists, len(c.Kinds))

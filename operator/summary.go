@@ -32,6 +32,13 @@ type Timeline struct {
 	RetryPlan []PlannedRetry `json:"retry_plan"`
 	// ScheduleError is set when the row's refresh_rrule does not parse.
 	ScheduleError string `json:"schedule_error,omitempty"`
+	// SpreadOffsetSeconds is the row's offset when its kind spreads it
+	// (spread:); every time above includes it.
+	SpreadOffsetSeconds *float64 `json:"spread_offset_seconds,omitempty"`
+	// Misfire is set when the row has been due for longer than its kind's
+	// catchup_window: what the dispatcher will do with it (skip or
+	// run_once).
+	Misfire string `json:"misfire,omitempty"`
 }
 
 // PlannedRetry is one simulated failure of the retry plan.
@@ -61,6 +68,14 @@ func timeline(k *Kind, row models.Row, now time.Time) Timeline {
 	}
 	if sched == nil || sched == (*schedule.Schedule)(nil) {
 		return tl
+	}
+	if off := k.Policy.Spread.Offset(k.Name, row.Key, row.Rule != ""); off > 0 {
+		secs := off.Seconds()
+		tl.SpreadOffsetSeconds = &secs
+		sched = policy.Spreaded(sched, off)
+	}
+	if m, ok := k.Policy.Catchup.Misfired(st, now); ok && !st.Disabled() {
+		tl.Misfire = string(m)
 	}
 	sim := policy.Simulate(sched, k.Policy, policy.SimulateOptions{From: now, Occurrences: timelineLen})
 	tl.Occurrences = append(tl.Occurrences, sim.Occurrences...)
@@ -156,6 +171,12 @@ func summary(row models.Row, tl Timeline, now time.Time, lateAfter time.Duration
 			s += ", late by " + policy.FormatDuration(late.Truncate(time.Second))
 		}
 		parts = append(parts, s)
+		switch policy.Misfire(tl.Misfire) {
+		case policy.MisfireSkip:
+			parts = append(parts, "longer than the catchup window: it will not start late but wait for its next occurrence")
+		case policy.MisfireRunOnce:
+			parts = append(parts, "longer than the catchup window: it will start once (misfire run_once)")
+		}
 	default:
 		what := "next refresh"
 		if !st.FailingSince.IsZero() {

@@ -21,6 +21,10 @@ const (
 	// DueInvalidSchedule: the row's rule is unparsable or empty; the row is
 	// disabled (DisableInvalidSchedule).
 	DueInvalidSchedule DueAction = "invalid_schedule"
+	// DueMisfireSkipped: the row had been due for longer than the kind's
+	// catchup window and misfire is skip: it did not start; refresh_at
+	// moved to its next occurrence after now (see DueDecision.Misfire).
+	DueMisfireSkipped DueAction = "misfire_skipped"
 )
 
 // DueDecision says what Due did, for the shell to count and log.
@@ -39,6 +43,11 @@ type DueDecision struct {
 	// claimed state, after the timeout when TimedOut. The shell restores it
 	// when the job cannot be pushed, so the attempt does not count.
 	BeforeStart State
+	// Misfire is set when the row had been due for longer than the catchup
+	// window: MisfireSkip (DueMisfireSkipped) or MisfireRunOnce
+	// (DueStarted); MissedSince is the refresh_at it had been due since.
+	Misfire     Misfire
+	MissedSince time.Time
 }
 
 // Due is the dispatcher's transition of one row it claimed at now, the
@@ -50,8 +59,17 @@ type DueDecision struct {
 //     gets refresh_at = NULL (DueDisabledRow);
 //  3. schedErr != nil or sched == nil (the row's rule is unparsable or
 //     empty) disables the row (DueInvalidSchedule);
-//  4. a running attempt times out: TimedOut, with the jitter draw u;
-//  5. if the row is then due (refresh_at <= now) and not disabled, the
+//  4. a row that is not running and has been due for longer than the
+//     kind's catchup window (now - refresh_at > Catchup.Window, when set)
+//     misfires: with misfire skip it does not start and refresh_at becomes
+//     sched.Next(now), its next occurrence (zero when the rule has none
+//     left; the attempt count and failing run are kept, so the occurrence
+//     serves as a missed retry too) (DueMisfireSkipped); with run_once it
+//     starts once now, as in 6. Missed occurrences are never run one by
+//     one: at most one attempt starts per pass;
+//  5. a running attempt times out: TimedOut, with the jitter draw u (a
+//     timeout is never a misfire, however long ago timeout_at was);
+//  6. if the row is then due (refresh_at <= now) and not disabled, the
 //     attempt uid starts (Start): DueStarted, so a timed-out attempt whose
 //     retry is due at once restarts in the same pass.
 //
@@ -75,6 +93,14 @@ func (p Policy) Due(s State, now time.Time, sched Nexter, schedErr error, uid st
 		return s, d
 	}
 	var d DueDecision
+	if m, ok := p.Catchup.Misfired(s, now); ok {
+		d.Misfire, d.MissedSince = m, s.RefreshAt
+		if m == MisfireSkip {
+			s.RefreshAt = sched.Next(now)
+			d.Action = DueMisfireSkipped
+			return s, d
+		}
+	}
 	if s.Running() {
 		d.TimedOut = true
 		s, d.Timeout = p.TimedOut(s, now, sched, u)

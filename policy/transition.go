@@ -64,6 +64,13 @@ type Policy struct {
 	// non-permanent failure then never disables and its attempt does not
 	// count (see Failure). explain --incident sets it to simulate one.
 	Incident bool
+	// Catchup says what Due does with a row due for too long (misfire.go).
+	// Default: an unlimited window.
+	Catchup Catchup
+	// Spread is the kind's load spreading (spread.go). The shell applies it
+	// when it hands a row's schedule to Due and Apply (Spreaded); the
+	// transitions themselves never read it. Default: none.
+	Spread Spread
 }
 
 // WithDefaults returns p with every zero field set to its default.
@@ -93,6 +100,12 @@ func (p Policy) Validate() error {
 	}
 	if err := p.Guard.Validate(); err != nil {
 		return fmt.Errorf("Guard: %w", err)
+	}
+	if err := p.Catchup.Validate(); err != nil {
+		return err
+	}
+	if p.Spread.Window < 0 {
+		return fmt.Errorf("Spread.Window cannot be negative (got %s)", p.Spread.Window)
 	}
 	for _, r := range []struct{ field, text string }{{"DisabledReason", p.DisabledReason}, {"PermanentReason", p.PermanentReason}} {
 		for _, ph := range placeholderRE.FindAllString(r.text, -1) {

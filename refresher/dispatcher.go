@@ -226,7 +226,7 @@ func (d *dispatcher) setQueued(n int64) {
 // decide applies policy.Due to one claimed row in place and keeps the
 // attempt it started, if any, with its job.
 func (d *dispatcher) decide(row *models.Row, now time.Time) {
-	sched, err := d.schedules.get(row.Rule)
+	sched, err := d.schedules.get(row.Key, row.Rule)
 	var dec policy.DueDecision
 	row.State, dec = d.incident.policy(d.kind.Policy).Due(row.State, now, sched, err, xid.NewWithTime(now).String(), d.rand())
 	if until := d.throttle.until(d.holds, row); !until.IsZero() {

@@ -3,6 +3,8 @@ package refresher
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/refresher/refresher/policy"
 )
 
 // Metrics are the service's Prometheus metrics, on a registry of their own
@@ -39,6 +41,10 @@ type Metrics struct {
 	// Incident is 1 while the kind is in an incident (its failures do not
 	// count toward giving up), else 0.
 	Incident *prometheus.GaugeVec
+	// Misfires counts rows found due for longer than their kind's catchup
+	// window, by kind and action (skip: moved to the next occurrence;
+	// run_once: started once).
+	Misfires *prometheus.CounterVec
 }
 
 // NewMetrics registers the metrics (and Go runtime collectors) on a new
@@ -59,6 +65,7 @@ func NewMetrics() *Metrics {
 		DeadLetters:      counter("dead_letters_total", "Messages sent to the dead-letter list.", "kind"),
 		InvalidSchedules: counter("invalid_schedules_total", "Rows disabled for an invalid refresh schedule.", "kind"),
 		Errors:           counter("loop_errors_total", "Passes that failed with an error.", "kind", "loop"),
+		Misfires:         counter("misfires_total", "Rows due for longer than the catchup window, by the misfire action taken.", "kind", "action"),
 		Queued: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: "refresher", Name: "input_queue_length", Help: "Jobs waiting in the input list.",
 		}, []string{"kind"}),
@@ -111,4 +118,7 @@ func (m *Metrics) initKind(kind string) {
 	}
 	m.ThrottledGroups.WithLabelValues(kind)
 	m.Incident.WithLabelValues(kind)
+	for _, action := range policy.Misfires {
+		m.Misfires.WithLabelValues(kind, string(action))
+	}
 }

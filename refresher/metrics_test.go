@@ -51,6 +51,7 @@ func TestMetricsExistBeforeTheFirstEvent(t *testing.T) {
 			"refresher_throttled_total":         2, // held, answered
 			"refresher_throttled_groups":        1,
 			"refresher_incident":                1,
+			"refresher_misfires_total":          2, // skip, run_once
 		} {
 			require.Equal(t, n, series[name+" "+kind], "%s{kind=%q}", name, kind)
 		}

@@ -212,7 +212,7 @@ func (p *poller) applyBatch(ctx context.Context, msgs []redisio.Message) (dead [
 				dead = append(dead, m)
 				continue
 			}
-			sched, serr := p.schedules.get(row.Rule)
+			sched, serr := p.schedules.get(row.Key, row.Rule)
 			pr := policyResult(m.Result)
 			st, dec := pol.Apply(row.State, pr, now, sched, serr, p.rand())
 			p.tally.apply(m.Result.UID, m.Result.Type, dec)

@@ -13,8 +13,11 @@ var _ policy.Nexter = (*schedule.Schedule)(nil)
 // concurrent use: the dispatcher and the poller each have their own). Within
 // a batch most rows share the kind's rule and the same `now`, so each
 // schedule remembers its last Next call and computes Next(now) once per
-// batch instead of once per row.
+// batch instead of once per row (rows of a spread kind each ask their own
+// time, so they miss the memo).
 type schedules struct {
+	kind        string
+	spread      policy.Spread
 	kindDefault *schedule.Schedule
 	cache       *schedule.Cache // parsed refresh_rrule texts; made on first use
 	memo        map[*schedule.Schedule]*memoNext
@@ -24,9 +27,16 @@ type schedules struct {
 // each add one entry.
 const maxMemo = 4096
 
-// get returns the rule of a row: its own refresh_rrule, or the kind's
-// default when that is NULL.
-func (s *schedules) get(rule string) (policy.Nexter, error) {
+// newSchedules returns the schedules of kind k.
+func newSchedules(k Kind) schedules {
+	return schedules{kind: k.Name, spread: k.Policy.Spread, kindDefault: k.Schedule}
+}
+
+// get returns the schedule of the row with the given key: its own
+// refresh_rrule, or the kind's default when that is NULL, spread by the
+// row's offset when the kind spreads (policy.Spread), so that Due and Apply
+// align to the row's own occurrences.
+func (s *schedules) get(key, rule string) (policy.Nexter, error) {
 	sched := s.kindDefault
 	if rule != "" {
 		if s.cache == nil {
@@ -45,7 +55,7 @@ func (s *schedules) get(rule string) (policy.Nexter, error) {
 		m = &memoNext{s: sched}
 		s.memo[sched] = m
 	}
-	return m, nil
+	return policy.Spreaded(m, s.spread.Offset(s.kind, key, rule != "")), nil
 }
 
 // memoNext is a schedule that remembers its last answer.

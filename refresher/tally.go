@@ -17,6 +17,7 @@ type tally struct {
 	held      int               // due rows held by their throttle group
 	answered  int               // throttled results ("scope":"group")
 	timeouts  int               // attempts the dispatcher declared timed out
+	misfires  map[policy.Misfire]int
 	// invalidKey and invalidErr are the batch's first invalid schedule, for
 	// the log.
 	invalidKey, invalidErr string
@@ -25,9 +26,11 @@ type tally struct {
 func (t *tally) reset() {
 	if t.results == nil {
 		t.results, t.decisions = map[[2]string]int{}, map[[2]string]int{}
+		t.misfires = map[policy.Misfire]int{}
 	}
 	clear(t.results)
 	clear(t.decisions)
+	clear(t.misfires)
 	t.late, t.disabled, t.invalid = 0, 0, 0
 	t.held, t.answered, t.timeouts = 0, 0, 0
 	t.invalidKey, t.invalidErr = "", ""
@@ -64,6 +67,9 @@ func (t *tally) due(key string, d policy.DueDecision) {
 	}
 	if d.Action == policy.DueHeld {
 		t.held++
+	}
+	if d.Misfire != "" {
+		t.misfires[d.Misfire]++
 	}
 }
 
@@ -102,6 +108,9 @@ func (t *tally) flush(m *Metrics, a *activity, kind string) {
 	}
 	if t.answered > 0 {
 		m.Throttled.WithLabelValues(kind, "answered").Add(float64(t.answered))
+	}
+	for action, n := range t.misfires {
+		m.Misfires.WithLabelValues(kind, string(action)).Add(float64(n))
 	}
 	a.add(t)
 }

@@ -42,6 +42,8 @@ func serviceConfig(c *config.Config, log *slog.Logger) refresher.Config {
 				PermanentReason: k.PermanentReason,
 				MaxRetryAfter:   k.MaxRetryAfter.D(),
 				Guard:           k.Guard(),
+				Catchup:         k.CatchupPolicy(),
+				Spread:          k.SpreadPolicy(),
 			},
 			MaxQueued:     k.MaxQueued,
 			ThrottleGroup: k.ThrottleGroup,
