@@ -32,6 +32,7 @@ type dispatcher struct {
 	// jobs and starts are the batch in hand, reused from pass to pass.
 	jobs   []redisio.Job
 	starts []started
+	paused pauses // the operator's pauses, read each pass (pause.go)
 }
 
 // queuedRecheck is how long the dispatcher trusts the input list length it
@@ -118,6 +119,9 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	bctx, cancel := d.batchContext(ctx)
 	defer cancel()
 
+	if paused, err := d.readPauses(bctx); err != nil || paused { // a paused kind waits as a throttled one
+		return 0, false, paused, err
+	}
 	if throttled, err := d.throttled(bctx); err != nil || throttled {
 		return 0, false, throttled, err
 	}
@@ -210,6 +214,9 @@ func (d *dispatcher) setQueued(n int64) {
 // decide applies policy.Due to one claimed row in place and keeps the
 // attempt it started, if any, with its job.
 func (d *dispatcher) decide(row *models.Row, now time.Time) {
+	if d.keepPaused(row) {
+		return
+	}
 	sched, err := d.schedules.get(row.Rule)
 	var dec policy.DueDecision
 	row.State, dec = d.kind.Policy.Due(row.State, now, sched, err, xid.NewWithTime(now).String(), d.rand())
