@@ -419,7 +419,8 @@ func (s *Server) modelDetail(ctx context.Context, k *Kind, uid string) (ModelDet
 	}
 	now := s.o.Now()
 	tl := timeline(k, row, now)
-	d := ModelDetail{Kind: k.Name, Model: withPause(item(row, now, k.LateAfter), paused), Summary: summary(row, tl, now, k.LateAfter), Timeline: tl}
+	d := ModelDetail{Kind: k.Name, Model: withPause(item(row, now, k.LateAfter), paused), Timeline: tl}
+	d.Summary = summary(row, tl, now, k.LateAfter, d.Model.Pause != nil)
 	if p := d.Model.Pause; p != nil {
 		d.Summary = pauseSummary(p, now) + "; " + d.Summary
 	}
@@ -451,6 +452,9 @@ func (s *Server) apiEnable(w http.ResponseWriter, r *http.Request, k *Kind) {
 }
 
 func (s *Server) apiTrigger(w http.ResponseWriter, r *http.Request, k *Kind) {
+	if s.refusePaused(w, r, k, "a refresh now") {
+		return
+	}
 	s.change(w, r, k, "trigger", refresher.Trigger)
 }
 

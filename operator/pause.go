@@ -112,6 +112,21 @@ func (s *Server) apiResumeKind(w http.ResponseWriter, r *http.Request, k *Kind) 
 	writeJSON(w, http.StatusOK, KindPauseResult{Kind: k.Name, Note: note})
 }
 
+// refusePaused answers 409 and returns true when the model {uid} is paused:
+// what (a refresh now) would not happen until it is resumed.
+func (s *Server) refusePaused(w http.ResponseWriter, r *http.Request, k *Kind, what string) bool {
+	_, hash := refresher.PauseKeys(k.Lists)
+	paused, err := s.o.Redis.HExists(r.Context(), hash, r.PathValue("uid")).Result()
+	if err != nil {
+		s.internal(w, "read the model's pause", err)
+		return true
+	}
+	if paused {
+		writeError(w, http.StatusConflict, fmt.Sprintf("model %q is paused by an operator: resume it first, or %s would not happen", r.PathValue("uid"), what))
+	}
+	return paused
+}
+
 // scheduleFor returns the schedule of a row whose refresh_rrule is rule
 // ("": the kind's), nil when it has none that parses.
 func (k *Kind) scheduleFor(rule string) policy.Nexter {

@@ -73,8 +73,11 @@ func TestPauseModelAndKind(t *testing.T) {
 	}
 	var d ModelDetail
 	f.do("GET", "/api/v1/kinds/items/models/late-1", "", nil, &d)
-	if !strings.HasPrefix(d.Summary, "paused by ops at 14:00: "+note+"; not dispatched until resumed; ") {
+	if d.Summary != "paused by ops at 14:00: "+note+"; not dispatched until resumed; refreshed at Mar 3 14:00; nothing is planned while paused; resuming plans the next occurrence (UTC)" {
 		t.Fatalf("summary %q", d.Summary)
+	}
+	if st := f.do("POST", "/api/v1/kinds/items/models/late-1/trigger", testToken, nil, &e); st != 409 || !strings.Contains(e["error"], "resume it first") {
+		t.Fatalf("trigger a paused model: %d %v", st, e)
 	}
 
 	// The kind: paused with a note, shown on the overview with the count.
