@@ -11,7 +11,7 @@ func TestLoadEmbedded(t *testing.T) {
 	t.Parallel()
 	ms, err := Load()
 	require.NoError(t, err)
-	require.Len(t, ms, 2)
+	require.Len(t, ms, 3)
 
 	require.Equal(t, 1, ms[0].Version)
 	require.Equal(t, "0001_refresh_columns", ms[0].Name)
@@ -31,6 +31,15 @@ func TestLoadEmbedded(t *testing.T) {
 	require.Equal(t, AddIndex, idx[0].Kind)
 	require.Equal(t, "idx_refresh_at", idx[0].Name)
 	require.Equal(t, []string{"refresh_at"}, idx[0].Columns)
+
+	require.Equal(t, 3, ms[2].Version)
+	require.Equal(t, "0003_state_count_indexes", ms[2].Name)
+	idx = ms[2].Statements[0].Clauses
+	require.Len(t, idx, 4)
+	for _, c := range idx {
+		require.Equal(t, AddIndex, c.Kind, c.SQL)
+	}
+	require.Equal(t, []string{"refresh_disabled_until_update", "refresh_failing_since"}, idx[1].Columns)
 }
 
 func TestStatementSQL(t *testing.T) {

@@ -39,7 +39,8 @@ ALTER TABLE {{table}}`)
 
 // TestRefreshColumnsMatchSchema checks that the migration adds exactly the
 // columns of models.Schema, in its order, with its MySQL definitions, and
-// that 0002 indexes the Indexed ones. A migration already applied is never
+// that 0002 indexes the Indexed ones (the dispatcher's; 0003's indexes
+// serve the operator's counts and are not in models.Schema). A migration already applied is never
 // edited: a change to the schema needs a new migration, and this test then
 // says which.
 func TestRefreshColumnsMatchSchema(t *testing.T) {
@@ -56,7 +57,7 @@ func TestRefreshColumnsMatchSchema(t *testing.T) {
 	ms, err := Load()
 	require.NoError(t, err)
 	var indexed []string
-	for _, m := range ms[1:] {
+	for _, m := range ms[1:2] {
 		for _, st := range m.Statements {
 			for _, c := range st.Clauses {
 				if c.Kind == AddIndex {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/refresher"
@@ -25,6 +27,7 @@ func (s *Server) apiRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/v1/kinds/{kind}/models/{uid}/enable", s.authed(s.withKind(s.apiEnable)))
 	mux.HandleFunc("POST /api/v1/kinds/{kind}/models/{uid}/trigger", s.authed(s.withKind(s.apiTrigger)))
 	mux.HandleFunc("POST /api/v1/kinds/{kind}/enable", s.authed(s.withKind(s.apiBulkEnable)))
+	s.pauseRoutes(mux)
 	mux.HandleFunc("GET /api/v1/kinds/{kind}/dead", s.withKind(s.apiDead))
 	mux.HandleFunc("POST /api/v1/kinds/{kind}/dead/replay", s.authed(s.withKind(s.apiDeadReplay)))
 	mux.HandleFunc("POST /api/v1/kinds/{kind}/dead/discard", s.authed(s.withKind(s.apiDeadDiscard)))
@@ -103,6 +106,10 @@ type KindSummary struct {
 	Running  int64  `json:"running"`
 	Failing  int64  `json:"failing"`
 	Disabled int64  `json:"disabled"`
+	// Paused is the number of models an operator paused.
+	Paused int64 `json:"paused"`
+	// Pause is the kind's own pause; nil when it is not paused.
+	Pause *refresher.PauseInfo `json:"pause,omitempty"`
 	// OldestDueAgeSeconds is now - the oldest due refresh_at; 0 when
 	// nothing is due.
 	OldestDueAgeSeconds float64    `json:"oldest_due_age_seconds"`
@@ -198,7 +205,7 @@ func (s *Server) Overview(ctx context.Context, now time.Time) ([]KindSummary, er
 				ks.OldestDueAgeSeconds = max(0, now.Sub(t).Seconds())
 			}
 		}
-		if ks.Lists, err = s.listLens(ctx, k); err != nil {
+		if ks.Lists, ks.Paused, ks.Pause, err = s.listLens(ctx, k); err != nil {
 			if ctx.Err() != nil {
 				return nil, err
 			}
@@ -210,13 +217,24 @@ func (s *Server) Overview(ctx context.Context, now time.Time) ([]KindSummary, er
 	return out, nil
 }
 
-func (s *Server) listLens(ctx context.Context, k *Kind) (ListLens, error) {
+// listLens reads, in one round trip, a kind's list lengths, the number of
+// its paused models and its own pause (nil when not paused).
+func (s *Server) listLens(ctx context.Context, k *Kind) (ListLens, int64, *refresher.PauseInfo, error) {
+	kindKey, hash := refresher.PauseKeys(k.Lists)
 	p := s.o.Redis.Pipeline()
 	in, out, dead := p.LLen(ctx, k.Lists.Input), p.LLen(ctx, k.Lists.Output), p.LLen(ctx, k.Lists.Dead)
-	if _, err := p.Exec(ctx); err != nil {
-		return ListLens{}, err
+	paused, kind := p.HLen(ctx, hash), p.Get(ctx, kindKey)
+	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return ListLens{}, 0, nil, err
 	}
-	return ListLens{Input: in.Val(), Output: out.Val(), Dead: dead.Val()}, nil
+	var pause *refresher.PauseInfo
+	if kind.Err() == nil {
+		pause = &refresher.PauseInfo{}
+		if json.Unmarshal([]byte(kind.Val()), pause) != nil {
+			pause = &refresher.PauseInfo{Note: kind.Val()}
+		}
+	}
+	return ListLens{Input: in.Val(), Output: out.Val(), Dead: dead.Val()}, paused.Val(), pause, nil
 }
 
 // ModelItem is one model in the API: its state columns, named as in the
@@ -236,6 +254,9 @@ type ModelItem struct {
 	LastError      string     `json:"last_error,omitempty"`
 	Status         string     `json:"status,omitempty"`
 	RRule          string     `json:"rrule,omitempty"`
+	// Pause is the operator's pause of the model (State is then "paused");
+	// nil when it is not paused.
+	Pause *refresher.PauseInfo `json:"pause,omitempty"`
 }
 
 func tp(t time.Time) *time.Time {
@@ -287,14 +308,19 @@ type ModelPage struct {
 var listStates = map[string]models.RowState{
 	"": models.StateAll, "all": models.StateAll, "due": models.StateDue, "late": models.StateLate,
 	"running": models.StateRunning, "failing": models.StateFailing, "disabled": models.StateDisabled,
+	"paused": statePaused,
 }
+
+// statePaused lists the models an operator paused, from the kind's paused
+// models in Redis rather than the table.
+const statePaused models.RowState = "paused"
 
 // listQuery reads state, q, limit and after from the query string.
 func (s *Server) listQuery(r *http.Request, k *Kind) (models.ListQuery, error) {
 	v := r.URL.Query()
 	state, ok := listStates[v.Get("state")]
 	if !ok {
-		return models.ListQuery{}, fmt.Errorf("state=%q: use due, late, running, failing, disabled or all", v.Get("state"))
+		return models.ListQuery{}, fmt.Errorf("state=%q: use due, late, running, failing, disabled, paused or all", v.Get("state"))
 	}
 	q := models.ListQuery{State: state, Now: s.o.Now(), LateAfter: k.LateAfter, Search: v.Get("q"), After: v.Get("after"), Limit: 50}
 	if l := v.Get("limit"); l != "" {
@@ -311,13 +337,20 @@ func (s *Server) listModels(ctx context.Context, k *Kind, q models.ListQuery) (M
 	if s.insp == nil {
 		return ModelPage{}, errors.New("the database driver cannot list models")
 	}
+	paused, err := refresher.PausedModels(ctx, s.o.Redis, k.Lists)
+	if err != nil {
+		return ModelPage{}, err
+	}
+	if q.State == statePaused {
+		return s.listPaused(ctx, k, q, paused)
+	}
 	rows, err := s.insp.List(ctx, k.Table, q)
 	if err != nil {
 		return ModelPage{}, err
 	}
 	p := ModelPage{Items: make([]ModelItem, 0, len(rows))}
 	for _, r := range rows {
-		p.Items = append(p.Items, item(r, q.Now, k.LateAfter))
+		p.Items = append(p.Items, withPause(item(r, q.Now, k.LateAfter), paused))
 	}
 	if len(rows) == q.Limit {
 		p.Next = rows[len(rows)-1].Key
@@ -380,9 +413,18 @@ func (s *Server) modelDetail(ctx context.Context, k *Kind, uid string) (ModelDet
 	if err != nil {
 		return ModelDetail{}, err
 	}
+	paused, err := refresher.PausedModels(ctx, s.o.Redis, k.Lists)
+	if err != nil {
+		return ModelDetail{}, err
+	}
 	now := s.o.Now()
 	tl := timeline(k, row, now)
-	return ModelDetail{Kind: k.Name, Model: item(row, now, k.LateAfter), Summary: summary(row, tl, now, k.LateAfter), Timeline: tl}, nil
+	d := ModelDetail{Kind: k.Name, Model: withPause(item(row, now, k.LateAfter), paused), Timeline: tl}
+	d.Summary = summary(row, tl, now, k.LateAfter, d.Model.Pause != nil)
+	if p := d.Model.Pause; p != nil {
+		d.Summary = pauseSummary(p, now) + "; " + d.Summary
+	}
+	return d, nil
 }
 
 func (s *Server) apiModel(w http.ResponseWriter, r *http.Request, k *Kind) {
@@ -410,12 +452,17 @@ func (s *Server) apiEnable(w http.ResponseWriter, r *http.Request, k *Kind) {
 }
 
 func (s *Server) apiTrigger(w http.ResponseWriter, r *http.Request, k *Kind) {
+	if s.refusePaused(w, r, k, "a refresh now") {
+		return
+	}
 	s.change(w, r, k, "trigger", refresher.Trigger)
 }
 
 type changeFunc func(context.Context, models.Store, models.Table, []string, time.Time) ([]refresher.Change, error)
 
-func (s *Server) change(w http.ResponseWriter, r *http.Request, k *Kind, what string, fn changeFunc) {
+// change runs fn on the model {uid} and answers with what it did; decorate,
+// when given, completes the item of the row after (the pause's note).
+func (s *Server) change(w http.ResponseWriter, r *http.Request, k *Kind, what string, fn changeFunc, decorate ...func(*ModelItem)) {
 	uid := r.PathValue("uid")
 	now := s.o.Now()
 	changes, err := fn(r.Context(), s.o.Store, k.Table, []string{uid}, now)
@@ -430,8 +477,11 @@ func (s *Server) change(w http.ResponseWriter, r *http.Request, k *Kind, what st
 	}
 	s.o.Logger.Info("operator: "+what, "kind", k.Name, "uid", uid, "by", actor(r.Context()), "note", c.Note)
 	s.invalidate()
-	writeJSON(w, http.StatusOK, ChangeResult{UID: c.Key, Found: true, Note: c.Note,
-		After: item(models.Row{Key: c.Key, State: c.After}, now, k.LateAfter)})
+	after := item(models.Row{Key: c.Key, State: c.After}, now, k.LateAfter)
+	for _, d := range decorate {
+		d(&after)
+	}
+	writeJSON(w, http.StatusOK, ChangeResult{UID: c.Key, Found: true, Note: c.Note, After: after})
 }
 
 // invalidate drops the cached overview after an action, so the dashboard

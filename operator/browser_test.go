@@ -28,7 +28,8 @@ func chromium() string {
 
 // TestDashboardInBrowser drives the dashboard in real headless Chromium:
 // the overview, a disabled model and its reason, an action refused without
-// a token, and a bulk re-enable previewed as a dry run and then confirmed.
+// a token, a bulk re-enable previewed as a dry run and then confirmed, and
+// a model and the kind paused with a note that then shows.
 // It saves a screenshot of each step in $REFRESHER_SCREENSHOTS (default: a
 // temporary directory), named in the log.
 func TestDashboardInBrowser(t *testing.T) {
@@ -129,8 +130,37 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatalf("after the bulk re-enable: %d disabled, want 2", len(page.Items))
 	}
 
-	// 5. The other pages, for the screenshots: a failing model's timeline and the dead letters.
-	run("failing model", chromedp.Navigate(f.http.URL+"/kinds/items/models/failing-1"), chromedp.WaitVisible("svg.timeline", chromedp.ByQuery), shot("7-failing-model"))
-	run("dead letters", chromedp.Navigate(f.http.URL+"/kinds/items/dead"), chromedp.WaitVisible("table.dead", chromedp.ByQuery), shot("8-dead-letters"))
-	run("long uid", chromedp.Navigate(f.http.URL+"/kinds/items/models/"+page.Items[0].UID), chromedp.WaitVisible("#reason", chromedp.ByQuery), shot("9-long-uid"))
+	// 5. Pause a model with a note and see the note, who paused, and the
+	// model in the paused list and on the overview.
+	note := "upstream migrates its API until 18:00 — ticket OPS-1234"
+	run("pause model", chromedp.Navigate(f.http.URL+"/kinds/items/models/ok-1"), chromedp.WaitVisible("#pause-model", chromedp.ByQuery),
+		chromedp.SendKeys("#pause-note-input", note, chromedp.ByQuery), chromedp.Click("#pause-model", chromedp.ByQuery),
+		chromedp.WaitVisible("#pause-note", chromedp.ByQuery), shot("7-paused-model"))
+	if n, by := text("#pause-note"), text("#pause-by"); n != note || by != "ops" {
+		t.Fatalf("pause note %q by %q", n, by)
+	}
+	if s := text("p.summary"); !strings.Contains(s, "paused by ops") {
+		t.Fatalf("summary: %q", s)
+	}
+	run("paused list", chromedp.Navigate(f.http.URL+"/kinds/items?state=paused"), chromedp.WaitVisible("table.models", chromedp.ByQuery), shot("8-paused-list"))
+	if row := text("table.models tbody tr"); !strings.Contains(row, "ok-1") || !strings.Contains(row, note) {
+		t.Fatalf("paused list row: %q", row)
+	}
+	run("resume model", chromedp.Navigate(f.http.URL+"/kinds/items/models/ok-1"), chromedp.WaitVisible("#resume-model", chromedp.ByQuery),
+		chromedp.Click("#resume-model", chromedp.ByQuery), chromedp.WaitVisible("#pause-model", chromedp.ByQuery))
+	if msg := text("#flash"); !strings.Contains(msg, "resumed; next refresh at 2026-03-05T02:00:00Z") {
+		t.Fatalf("resume flash: %q", msg)
+	}
+	run("pause kind", chromedp.Navigate(f.http.URL+"/kinds/items"), chromedp.WaitVisible("#pause-kind", chromedp.ByQuery),
+		chromedp.SendKeys("#kind-note-input", "incident 42: database failover", chromedp.ByQuery), chromedp.Click("#pause-kind", chromedp.ByQuery),
+		chromedp.WaitVisible("#kind-pause", chromedp.ByQuery), shot("9-paused-kind"))
+	run("overview paused", chromedp.Navigate(f.http.URL+"/"), chromedp.WaitVisible("table.overview", chromedp.ByQuery), shot("10-overview-paused"))
+	if row := text("table.overview tbody tr"); !strings.Contains(row, "paused by ops: incident 42") {
+		t.Fatalf("overview row: %q", row)
+	}
+
+	// 6. The other pages, for the screenshots: a failing model's timeline and the dead letters.
+	run("failing model", chromedp.Navigate(f.http.URL+"/kinds/items/models/failing-1"), chromedp.WaitVisible("svg.timeline", chromedp.ByQuery), shot("11-failing-model"))
+	run("dead letters", chromedp.Navigate(f.http.URL+"/kinds/items/dead"), chromedp.WaitVisible("table.dead", chromedp.ByQuery), shot("12-dead-letters"))
+	run("long uid", chromedp.Navigate(f.http.URL+"/kinds/items/models/"+page.Items[0].UID), chromedp.WaitVisible("#reason", chromedp.ByQuery), shot("13-long-uid"))
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/refresher/refresher/policy"
+	"github.com/refresher/refresher/refresher"
 )
 
 // The dashboard's templates and assets, compiled into the binary: no CDN and
@@ -103,10 +104,12 @@ type kindData struct {
 	Page   ModelPage
 	After  string
 	Error  string
+	// KindPause is the kind's own pause; nil when not paused.
+	KindPause *refresher.PauseInfo
 }
 
 func (s *Server) pageKind(w http.ResponseWriter, r *http.Request, k *Kind) {
-	d := kindData{States: []string{"all", "due", "late", "running", "failing", "disabled"},
+	d := kindData{States: []string{"all", "due", "late", "running", "failing", "disabled", "paused"},
 		State: r.URL.Query().Get("state"), Query: r.URL.Query().Get("q"), After: r.URL.Query().Get("after")}
 	if d.State == "" {
 		d.State = "all"
@@ -117,6 +120,12 @@ func (s *Server) pageKind(w http.ResponseWriter, r *http.Request, k *Kind) {
 	} else if d.Page, err = s.listModels(r.Context(), k, q); err != nil {
 		s.o.Logger.Error("operator: list models", "err", err)
 		d.Error = "The models could not be listed; the service log has the detail."
+	}
+	if p, err := refresher.KindPause(r.Context(), s.o.Redis, k.Lists); err != nil {
+		s.o.Logger.Error("operator: read the kind's pause", "err", err)
+		d.Error = "The kind's pause could not be read; the service log has the detail."
+	} else {
+		d.KindPause = p
 	}
 	s.render(w, "kind", http.StatusOK, page{Title: k.Name, Kind: k, Data: d})
 }

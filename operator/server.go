@@ -3,7 +3,9 @@
 // dashboard at / (server-rendered from embedded templates; see the README's
 // "Operating it"). It reads through models.Store and models.Inspector, so it
 // works on every database driver, and changes state only through the
-// functions the CLI uses (refresher.Enable, refresher.Trigger).
+// refresher package's functions (refresher.Enable and refresher.Trigger,
+// which the CLI uses too, and the operator's pause: refresher.Pause,
+// refresher.Resume, refresher.PauseKind and refresher.ResumeKind).
 //
 // Reading needs no token. Every state-changing request needs
 // "Authorization: Bearer <token>" with one of Options.Tokens; with none

@@ -130,7 +130,11 @@ func plural(n int, one string) string {
 // summary says in one line of plain words where a model stands, e.g.
 // "failing since 09:12, 3 attempts; next try at 14:00, a planned run of the
 // schedule". Times are UTC.
-func summary(row models.Row, tl Timeline, now time.Time, lateAfter time.Duration) string {
+//
+// A paused model (paused) says that nothing is planned while it is paused,
+// whatever refresh_at holds (a running attempt's result may have planned
+// a run that the dispatcher will not start).
+func summary(row models.Row, tl Timeline, now time.Time, lateAfter time.Duration, paused bool) string {
 	st := row.State
 	var parts []string
 	switch {
@@ -159,6 +163,8 @@ func summary(row models.Row, tl Timeline, now time.Time, lateAfter time.Duration
 		parts = append(parts, "never refreshed yet")
 	}
 	switch {
+	case paused:
+		parts = append(parts, "nothing is planned while paused; resuming plans the next occurrence")
 	case st.RefreshAt.IsZero():
 		if tl.ScheduleError != "" {
 			parts = append(parts, "nothing planned: its schedule does not parse")

@@ -33,7 +33,8 @@ type dispatcher struct {
 	jobs   []redisio.Job
 	starts []started
 	// holds are the throttle groups held in the pass in hand (see throttle).
-	holds map[string]time.Time
+	holds  map[string]time.Time
+	paused pauses // the operator's pauses, read each pass (pause.go)
 }
 
 // queuedRecheck is how long the dispatcher trusts the input list length it
@@ -120,6 +121,9 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	bctx, cancel := d.batchContext(ctx)
 	defer cancel()
 
+	if paused, err := d.readPauses(bctx); err != nil || paused { // a paused kind waits as a throttled one
+		return 0, false, paused, err
+	}
 	if throttled, err := d.throttled(bctx); err != nil || throttled {
 		return 0, false, throttled, err
 	}
@@ -226,6 +230,9 @@ func (d *dispatcher) setQueued(n int64) {
 // decide applies policy.Due to one claimed row in place and keeps the
 // attempt it started, if any, with its job.
 func (d *dispatcher) decide(row *models.Row, now time.Time) {
+	if d.keepPaused(row) {
+		return
+	}
 	sched, err := d.schedules.get(row.Key, row.Rule)
 	var dec policy.DueDecision
 	row.State, dec = d.incident.policy(d.kind.Policy).Due(row.State, now, sched, err, xid.NewWithTime(now).String(), d.rand())

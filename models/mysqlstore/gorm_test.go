@@ -3,6 +3,7 @@ package mysqlstore
 import (
 	"bytes"
 	"context"
+	"regexp"
 	"testing"
 	"time"
 
@@ -40,9 +41,12 @@ func TestRefreshGORMAutoMigrate(t *testing.T) {
 	_, err = Migrate(ctx, db, []string{"big_tables"}, &out, false)
 	must(t, err)
 	eq(t, out.String(), "big_tables: recorded 0001_refresh_columns (12 columns already existed)\n"+
-		"big_tables: recorded 0002_refresh_at_index (index idx_refresh_at already existed)\n")
-	eq(t, showCreate(t, db, "big_tables"), ddl, "migrate changed a GORM-made table")
-	eq(t, recordedVersions(t, db, "big_tables"), []string{"1 0001_refresh_columns", "2 0002_refresh_at_index"})
+		"big_tables: recorded 0002_refresh_at_index (index idx_refresh_at already existed)\n"+
+		"big_tables: applied 0003_state_count_indexes (added 4 indexes)\n")
+	// Only the count indexes of 0003 were added.
+	countIndexes := regexp.MustCompile(",\n  KEY `idx_refresh_(attempt_uid|disabled|failing_since|attempt_no)` \\([^)]*\\)")
+	eq(t, countIndexes.ReplaceAllString(showCreate(t, db, "big_tables"), ""), ddl, "migrate changed a GORM-made table")
+	eq(t, recordedVersions(t, db, "big_tables"), []string{"1 0001_refresh_columns", "2 0002_refresh_at_index", "3 0003_state_count_indexes"})
 	out.Reset()
 	_, err = Migrate(ctx, db, []string{"big_tables"}, &out, false)
 	must(t, err)

@@ -19,9 +19,13 @@ const (
 )
 
 // Counts counts t's rows by state at now (see models.Counts) in two
-// statements: the due and late rows and the oldest due time walk the
-// refresh_at index over the due range only; the other counts read the table
-// once. Neither locks.
+// statements, neither of which locks. The due and late rows and the oldest
+// due time walk the refresh_at index over the due range only. The others
+// are answered from the indexes of migration 0003 (index-only range scans
+// over the rows in each state, and the last entry of the attempt number's
+// index), so their cost follows the rows in each state, not the table's
+// size; only the total scans the smallest index. On a table without those
+// indexes (not migrated past 0002) they read the table once instead.
 func (s *Store) Counts(ctx context.Context, t models.Table, now time.Time, lateAfter time.Duration) (models.Counts, error) {
 	var c models.Counts
 	q, err := s.compile(ctx, t)
@@ -45,10 +49,19 @@ func (s *Store) Counts(ctx context.Context, t models.Table, now time.Time, lateA
 	}
 	c.Late, c.OldestDue = late.Int64, nullTime(oldest)
 	var running, failing, disabled, maxNo sql.NullInt64
-	err = s.db.QueryRowContext(ctx, "SELECT COUNT(*), SUM(`refresh_attempt_uid` IS NOT NULL),"+
-		" SUM(`refresh_failing_since` IS NOT NULL AND `refresh_disabled_until_update` IS NULL),"+
-		" SUM(`refresh_disabled_until_update` IS NOT NULL), MAX(`refresh_attempt_no`) FROM "+q.table).
-		Scan(&c.Total, &running, &failing, &disabled, &maxNo)
+	query := "SELECT COUNT(*), SUM(`refresh_attempt_uid` IS NOT NULL)," +
+		" SUM(`refresh_failing_since` IS NOT NULL AND `refresh_disabled_until_update` IS NULL)," +
+		" SUM(`refresh_disabled_until_update` IS NOT NULL), MAX(`refresh_attempt_no`) FROM " + q.table
+	if q.meta.countIndexed {
+		tb := " FROM " + q.table + " WHERE "
+		query = "SELECT (SELECT COUNT(*) FROM " + q.table + ")," +
+			" (SELECT COUNT(*)" + tb + "`refresh_attempt_uid` IS NOT NULL)," +
+			" (SELECT COUNT(*)" + tb + "`refresh_failing_since` IS NOT NULL) -" +
+			" (SELECT COUNT(*)" + tb + "`refresh_disabled_until_update` IS NOT NULL AND `refresh_failing_since` IS NOT NULL)," +
+			" (SELECT COUNT(*)" + tb + "`refresh_disabled_until_update` IS NOT NULL)," +
+			" (SELECT MAX(`refresh_attempt_no`) FROM " + q.table + ")"
+	}
+	err = s.db.QueryRowContext(ctx, query).Scan(&c.Total, &running, &failing, &disabled, &maxNo)
 	if err != nil {
 		return c, fmt.Errorf("count rows of %s by state: %w", q.table, err)
 	}

@@ -42,6 +42,10 @@ type tableMeta struct {
 	// refreshIndex is an index whose first column is refresh_at; "" when
 	// there is none (the table is not migrated yet).
 	refreshIndex string
+	// countIndexed: the columns Inspector.Counts counts by (attempt uid,
+	// failing since, disabled until update, attempt no) each lead an index
+	// (migration 0003).
+	countIndexed bool
 }
 
 // colMeta describes one column, from information_schema.COLUMNS.
@@ -423,6 +427,13 @@ func loadMeta(ctx context.Context, db metaQueryer, table string) (tableMeta, err
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return meta, err
 	}
+	var led int
+	err = db.QueryRowContext(ctx, "SELECT COUNT(DISTINCT COLUMN_NAME) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND SEQ_IN_INDEX = 1 AND COLUMN_NAME IN (?, ?, ?, ?)",
+		table, models.ColAttemptUID, models.ColFailingSince, models.ColDisabledUntil, models.ColAttemptNo).Scan(&led)
+	if err != nil {
+		return meta, err
+	}
+	meta.countIndexed = led == 4
 	return meta, nil
 }
 

@@ -129,7 +129,8 @@ func gormRoundTrip(t *testing.T, s *Store, gdb *gorm.DB, table string,
 	_, err := s.Migrate(ctx, []string{table}, &out, false)
 	must(t, err)
 	eq(t, out.String(), table+": recorded 0001_refresh_columns (12 columns already existed)\n"+
-		table+": recorded 0002_refresh_at_index (index idx_"+table+"_refresh_at already existed)\n", "migrate on a GORM table")
+		table+": recorded 0002_refresh_at_index (index idx_"+table+"_refresh_at already existed)\n"+
+		table+": applied 0003_state_count_indexes (added 4 indexes)\n", "migrate on a GORM table")
 
 	tbl := models.Table{Name: table, Key: "uid", Payload: []string{"input_url"}}
 	must(t, s.Check(ctx, tbl))

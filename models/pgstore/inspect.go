@@ -10,8 +10,11 @@ import (
 	"github.com/refresher/refresher/models"
 )
 
-// Counts counts the rows of t by state at now in one scan of the table
-// (count(*) FILTER per state); see models.Inspector.
+// Counts counts the rows of t by state at now; see models.Inspector. With
+// the indexes of migration 0003 each state is counted from its own index
+// entries (the due ones from refresh_at's, the highest attempt number from
+// the end of its index), and only the total reads a whole index; without
+// them it is one scan of the table (count(*) FILTER per state).
 func (s *Store) Counts(ctx context.Context, t models.Table, now time.Time, lateAfter time.Duration) (models.Counts, error) {
 	q, err := s.compile(ctx, t)
 	if err != nil {
@@ -20,6 +23,25 @@ func (s *Store) Counts(ctx context.Context, t models.Table, now time.Time, lateA
 	var c models.Counts
 	var oldest *time.Time
 	var maxNo int64
+	if q.meta.countIndexed() {
+		tb := " FROM " + q.table + " WHERE "
+		err = s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+q.table+`),
+		(SELECT count(*)`+tb+`"refresh_at" <= $1),
+		(SELECT count(*)`+tb+`"refresh_at" <= $2),
+		(SELECT count(*)`+tb+`"refresh_attempt_uid" IS NOT NULL),
+		(SELECT count(*)`+tb+`"refresh_failing_since" IS NOT NULL) -
+		(SELECT count(*)`+tb+`"refresh_disabled_until_update" IS NOT NULL AND "refresh_failing_since" IS NOT NULL),
+		(SELECT count(*)`+tb+`"refresh_disabled_until_update" IS NOT NULL),
+		(SELECT min("refresh_at")`+tb+`"refresh_at" <= $1),
+		COALESCE((SELECT max("refresh_attempt_no") FROM `+q.table+`), 0)`, now.UTC(), now.Add(-lateAfter).UTC()).Scan(
+			&c.Total, &c.Due, &c.Late, &c.Running, &c.Failing, &c.Disabled, &oldest, &maxNo)
+		if err != nil {
+			return c, fmt.Errorf("count rows of %s: %w", q.table, withSchemaHint(err))
+		}
+		c.OldestDue = utc(oldest)
+		c.MaxAttemptNo = int(maxNo)
+		return c, nil
+	}
 	err = s.pool.QueryRow(ctx, `SELECT count(*),
 		count(*) FILTER (WHERE "refresh_at" <= $1),
 		count(*) FILTER (WHERE "refresh_at" <= $2),

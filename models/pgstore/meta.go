@@ -14,6 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/refresher/refresher/models"
 )
 
 // tableMeta is what the catalog says about one table.
@@ -47,6 +49,21 @@ func (m tableMeta) uniqueOn(col string) bool {
 		}
 	}
 	return false
+}
+
+// countIndexed reports whether refresh_at and each column Counts counts by
+// lead an index (migrations 0002 and 0003).
+func (m tableMeta) countIndexed() bool {
+	for _, col := range []string{models.ColRefreshAt, models.ColAttemptUID, models.ColFailingSince, models.ColDisabledUntil, models.ColAttemptNo} {
+		led := false
+		for _, ix := range m.indexes {
+			led = led || (len(ix.cols) > 0 && ix.cols[0] == col)
+		}
+		if !led {
+			return false
+		}
+	}
+	return true
 }
 
 // indexOn returns the name of an index on exactly cols; "" when none.

@@ -45,7 +45,8 @@ func TestRefreshGORM(t *testing.T) {
 		_, err = s.Migrate(ctx, []string{"big_tables"}, &out, false)
 		must(t, err)
 		eq(t, out.String(), "big_tables: applied 0001_refresh_columns (added 12 columns)\n"+
-			"big_tables: applied 0002_refresh_at_index (added index idx_refresh_at)\n")
+			"big_tables: applied 0002_refresh_at_index (added index idx_refresh_at)\n"+
+			"big_tables: applied 0003_state_count_indexes (added 4 indexes)\n")
 		tbl := models.Table{Name: "big_tables", Key: "uid", Payload: []string{"input_url"}}
 		must(t, s.Check(ctx, tbl))
 

@@ -73,6 +73,24 @@
       }
     });
 
+    // Pause and resume forms (delegated: <main> may be replaced): the note
+    // field, when there is one, is sent as {"note": ...}.
+    document.addEventListener("submit", async (e) => {
+      const f = e.target.closest("form.pause-form");
+      if (!f) return;
+      e.preventDefault();
+      const b = f.querySelector("button[type=submit]");
+      b.disabled = true;
+      try {
+        const data = await post(f.dataset.url, { note: f.note ? f.note.value.trim() : "" });
+        flash(f.dataset.label + ": " + (data.note || "done"), true);
+        await refreshMain();
+      } catch (err) {
+        flash(f.dataset.label + " refused: " + err.message, false);
+        b.disabled = false;
+      }
+    });
+
     // Bulk re-enable: a dry run first, then an explicit confirmation.
     const bulk = document.getElementById("bulk-form");
     if (bulk) {
