@@ -1,0 +1,132 @@
+package refresher
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/refresher/refresher/redisio"
+)
+
+// strictTiming turns on the timing bounds meant for a quiet machine, as in
+// the redisio tests.
+var strictTiming = os.Getenv("REFRESHER_STRICT_TIMING") == "1"
+
+// TestGarbageFloodAppliesEveryGoodResult: 10,000 garbage messages (not
+// JSON, wrong shape, unknown uid, and 1,000 oversized ones of 100 KiB) mixed
+// into 10,000 good results of running attempts: every good result is
+// applied, every garbage message is dead-lettered, and the whole takes at
+// most 2x the time of the 10,000 good results alone (3x unless
+// REFRESHER_STRICT_TIMING=1: the machine that runs the tests may be busy;
+// the ratio is logged).
+//
+// Both rounds run on one service and one table: the first with garbage, the
+// second (the rows due again later that day) without, so the clean round
+// has the warmer caches. Each round's messages are pushed to a list of their
+// own and renamed onto the output list in one step, so the time measured is
+// the service's, not the test's pushes.
+func TestGarbageFloodAppliesEveryGoodResult(t *testing.T) {
+	if testing.Short() {
+		t.Skip("pushes 100 MB of results through the service")
+	}
+	const n = 10_000
+	b := setup(t, setupOpts{timeout: 24 * time.Hour})
+	uids := b.insertN(n, t0)
+	svc := b.start(func(c *Config) { c.FetchBlock = time.Second; c.MaxSleep = time.Second })
+	applied := results(svc, "success", "applied")
+	ctx := context.Background()
+
+	// jobs waits for the n jobs of one round and takes them off the input
+	// list.
+	jobs := func() []redisio.Job {
+		t.Helper()
+		eventually(t, 30*time.Second, fmt.Sprintf("%d jobs pushed", n), func() bool {
+			return b.llen(b.kind.Lists.Input) == n
+		})
+		raws, err := b.rdb.LRange(ctx, b.kind.Lists.Input, 0, -1).Result()
+		require.NoError(t, err)
+		require.NoError(t, b.rdb.Del(ctx, b.kind.Lists.Input).Err())
+		out := make([]redisio.Job, len(raws))
+		for i, raw := range raws {
+			require.NoError(t, json.Unmarshal([]byte(raw), &out[i]))
+		}
+		return out
+	}
+	success := func(j redisio.Job) string {
+		raw, err := json.Marshal(redisio.Result{UID: j.UID, AttemptUID: j.AttemptUID, Type: "success"})
+		require.NoError(t, err)
+		return string(raw)
+	}
+	// round renames msgs onto the output list and returns how long the
+	// service takes until the success counter reaches want.
+	staging := b.kind.Lists.Output + "-staging"
+	round := func(msgs []any, want float64) time.Duration {
+		t.Helper()
+		for i := 0; i < len(msgs); i += 1000 {
+			require.NoError(t, b.rdb.RPush(ctx, staging, msgs[i:min(i+1000, len(msgs))]...).Err())
+		}
+		start := time.Now()
+		require.NoError(t, b.rdb.Rename(ctx, staging, b.kind.Lists.Output).Err())
+		deadline := start.Add(2 * time.Minute)
+		for applied() < want {
+			require.True(t, time.Now().Before(deadline), "%v of %v good results applied within 2 minutes", applied(), want)
+			time.Sleep(2 * time.Millisecond)
+		}
+		return time.Since(start)
+	}
+
+	// Round 1: the good results among the garbage.
+	first := jobs()
+	oversized := `{"uid":"m0001","attempt_uid":"a","type":"success","pad":"` + strings.Repeat("p", 100<<10) + `"}`
+	mixed := make([]any, 0, 2*n)
+	for i, j := range first {
+		mixed = append(mixed, success(j))
+		switch i % 10 {
+		case 0, 1:
+			mixed = append(mixed, fmt.Sprintf("not json %d", i))
+		case 2, 3:
+			mixed = append(mixed, fmt.Sprintf(`{"uid":%d,"attempt_uid":"a","type":"success"}`, i)) // wrong shape
+		case 4, 5:
+			mixed = append(mixed, fmt.Sprintf(`{"hello":"world","n":%d,"nested":{"a":[1,2,3]}}`, i)) // unknown shape
+		case 6, 7, 8:
+			mixed = append(mixed, fmt.Sprintf(`{"uid":"nobody%d","attempt_uid":"a","type":"success"}`, i)) // unknown uid
+		case 9:
+			mixed = append(mixed, oversized)
+		}
+	}
+	withGarbage := round(mixed, n)
+	// Every garbage message is dead-lettered (the dead list holds the
+	// default MaxDead, 10,000: all of them), and nothing is left behind.
+	eventually(t, 10*time.Second, "10,000 dead letters", func() bool { return b.llen(b.kind.Lists.Dead) == n })
+	eventually(t, 10*time.Second, "output and processing lists empty", func() bool { return b.inRedis("test-a") == 0 })
+	for uid, st := range b.states(uids) {
+		require.False(t, st.Running(), "model %s still running after round 1", uid)
+		require.True(t, st.LastSuccessAt.Equal(t0), "model %s: last success %s", uid, st.LastSuccessAt)
+	}
+
+	// Round 2: the rows are due again at 14:00; their good results alone.
+	b.clock.Advance(4*time.Hour + time.Minute)
+	second := jobs()
+	clean := make([]any, len(second))
+	for i, j := range second {
+		clean[i] = success(j)
+	}
+	alone := round(clean, 2*n)
+	eventually(t, 10*time.Second, "output and processing lists empty", func() bool { return b.inRedis("test-a") == 0 })
+	require.Equal(t, int64(n), b.llen(b.kind.Lists.Dead), "no new dead letters")
+
+	ratio := withGarbage.Seconds() / alone.Seconds()
+	bound := 3.0
+	if strictTiming {
+		bound = 2
+	}
+	t.Logf("10,000 good results: %s alone, %s among 10,000 garbage messages (1,000 of them 100 KiB): ratio %.2f (bound %.0f)",
+		alone.Round(time.Millisecond), withGarbage.Round(time.Millisecond), ratio, bound)
+	require.LessOrEqual(t, ratio, bound, "time with garbage against without")
+}
