@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -102,6 +103,10 @@ type Drain struct {
 	seq     uint64 // counter of the batch in flight (0: none)
 	inBtch  int    // number of messages of the batch in flight
 	keys    drainKeys
+	// beatAt is when the heartbeat was last refreshed (unix nanoseconds,
+	// by Heartbeat or the fetch script); Fetch's wait skips the refresh
+	// while the key has long enough to live (see Fetch).
+	beatAt atomic.Int64
 }
 
 type drainKeys struct{ output, processing, heartbeat, batch, dead string }
@@ -351,9 +356,13 @@ func (d *Drain) Fetch(ctx context.Context, max int, block time.Duration) ([]Mess
 			return nil, fmt.Errorf("fetch from %q: %w", d.lists.Output, err)
 		}
 		// The heartbeat covers the message BLMOVE may move into the
-		// processing list before the next fetchOnce.
-		if err := d.Heartbeat(ctx); err != nil {
-			return nil, fmt.Errorf("fetch from %q: %w", d.lists.Output, err)
+		// processing list before the next fetchOnce: it is refreshed unless
+		// it lives at least a third of its TTL past this blocking step
+		// (so an idle Fetch refreshes it about every TTL/3, not every step).
+		if time.Since(time.Unix(0, d.beatAt.Load())) > d.ttl-d.ttl/3-blockStep {
+			if err := d.Heartbeat(ctx); err != nil {
+				return nil, fmt.Errorf("fetch from %q: %w", d.lists.Output, err)
+			}
 		}
 		err := d.c.rdb.BLMove(ctx, d.keys.output, d.keys.processing, "LEFT", "RIGHT", blockStep).Err()
 		switch {
@@ -370,6 +379,7 @@ func (d *Drain) Fetch(ctx context.Context, max int, block time.Duration) ([]Mess
 }
 
 func (d *Drain) fetchOnce(ctx context.Context, max int) ([]Message, error) {
+	sent := time.Now()
 	res, err := fetchScript.Run(ctx, d.c.rdb,
 		[]string{d.keys.output, d.keys.processing, d.keys.heartbeat, d.keys.batch},
 		max, d.ttl.Milliseconds(), d.batchToken(), d.limit, maxInt(d.c.cfg.MaxBatchBytes, d.limit),
@@ -377,6 +387,7 @@ func (d *Drain) fetchOnce(ctx context.Context, max int) ([]Message, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fetch up to %d results from %q: %w", max, d.lists.Output, err)
 	}
+	d.beatAt.Store(sent.UnixNano()) // the script's first write is the heartbeat
 	if len(res) == 0 {
 		return nil, nil
 	}
@@ -470,9 +481,11 @@ func (d *Drain) Heartbeat(ctx context.Context) error {
 	if d.err != nil {
 		return d.err
 	}
+	sent := time.Now()
 	if err := d.c.rdb.Set(ctx, d.keys.heartbeat, "1", d.ttl).Err(); err != nil {
 		return fmt.Errorf("refresh heartbeat of instance %q on %q: %w", d.id, d.lists.Output, err)
 	}
+	d.beatAt.Store(sent.UnixNano())
 	return nil
 }
 
