@@ -281,6 +281,50 @@ redis.call('SET', KEYS[4], ARGV[3])
 return out
 `)
 
+// stubScript replaces, in place, the messages longer than the size limit
+// among the first ARGV[1] of the output list by their stubs (the same stub
+// as fetchScript's), until their bytes reach ARGV[3]. It moves nothing: the
+// output list keeps its order and length, and a stub there is what
+// fetchScript would have put in the processing list.
+//
+// KEYS: output. ARGV: count, size limit, oversized bytes, excerpt bytes,
+// stub prefix.
+var stubScript = redis.NewScript(`
+local n, limit, bigmax, excerpt = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local big, done = 0, 0
+for i = 0, n - 1 do
+  if big >= bigmax then break end
+  local e = redis.call('LINDEX', KEYS[1], i)
+  if not e then break end
+  if #e > limit and string.sub(e, 1, #ARGV[5]) ~= ARGV[5] then
+    big = big + #e
+    redis.call('LSET', KEYS[1], i, ARGV[5] .. #e .. ' ' .. redis.sha1hex(e) .. ' ' .. string.sub(e, 1, excerpt))
+    done = done + 1
+  end
+end
+return done
+`)
+
+// Stub replaces the messages over the size limit among the next max of the
+// output list by their stubs, in place, and returns how many it replaced.
+// It changes no message's place, so it is safe at any time, from any
+// goroutine, alongside Fetch, Ack and other instances: reading and hashing
+// an oversized message is the slow part of a Fetch that meets one (Redis
+// serves no other client meanwhile), and a poller calls Stub while its
+// database applies a batch, so that the next Fetch finds stubs. Like a
+// Fetch, it reads at most about 16 MiB of oversized messages per call.
+func (d *Drain) Stub(ctx context.Context, max int) (int, error) {
+	if d.err != nil {
+		return 0, d.err
+	}
+	n, err := stubScript.Run(ctx, d.c.rdb, []string{d.keys.output},
+		max, d.limit, maxOversizedPerFetch, ExcerptBytes+1, stubPrefix).Int()
+	if err != nil {
+		return 0, fmt.Errorf("stub oversized results of %q: %w", d.lists.Output, err)
+	}
+	return n, nil
+}
+
 // ackScript, if the batch is still the one in flight, pushes the dead
 // letters and caps the dead-letter list, then removes the first n messages
 // of the processing list. The pushes come first and the type of the dead

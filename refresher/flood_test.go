@@ -1,6 +1,7 @@
 package refresher
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -26,9 +27,9 @@ var strictTiming = os.Getenv("REFRESHER_STRICT_TIMING") == "1"
 // REFRESHER_STRICT_TIMING=1: the machine that runs the tests may be busy;
 // the ratio is logged).
 //
-// Both rounds run on one service and one table: the first with garbage, the
-// second (the rows due again later that day) without, so the clean round
-// has the warmer caches. Each round's messages are pushed to a list of their
+// The rounds run on one service and one table, the rows due again each
+// day: with garbage, without, with, without; the faster round of each kind
+// counts. Each round's messages are pushed to a list of their
 // own and renamed onto the output list in one step, so the time measured is
 // the service's, not the test's pushes.
 func TestGarbageFloodAppliesEveryGoodResult(t *testing.T) {
@@ -81,45 +82,59 @@ func TestGarbageFloodAppliesEveryGoodResult(t *testing.T) {
 		return time.Since(start)
 	}
 
-	// Round 1: the good results among the garbage.
-	first := jobs()
 	oversized := `{"uid":"m0001","attempt_uid":"a","type":"success","pad":"` + strings.Repeat("p", 100<<10) + `"}`
-	mixed := make([]any, 0, 2*n)
-	for i, j := range first {
-		mixed = append(mixed, success(j))
-		switch i % 10 {
-		case 0, 1:
-			mixed = append(mixed, fmt.Sprintf("not json %d", i))
-		case 2, 3:
-			mixed = append(mixed, fmt.Sprintf(`{"uid":%d,"attempt_uid":"a","type":"success"}`, i)) // wrong shape
-		case 4, 5:
-			mixed = append(mixed, fmt.Sprintf(`{"hello":"world","n":%d,"nested":{"a":[1,2,3]}}`, i)) // unknown shape
-		case 6, 7, 8:
-			mixed = append(mixed, fmt.Sprintf(`{"uid":"nobody%d","attempt_uid":"a","type":"success"}`, i)) // unknown uid
-		case 9:
-			mixed = append(mixed, oversized)
+	deadLetters := func() float64 { return toFloat(svc.Metrics().DeadLetters.WithLabelValues("items")) }
+	var withGarbage, alone time.Duration
+	// Two rounds of each, alternating, and the faster of each kind counts:
+	// the machine running the tests may be busy for a moment.
+	for r := range 4 {
+		if r > 0 {
+			// The rows are due again at the next 14:00.
+			b.clock.Advance(24 * time.Hour)
+		}
+		batch := jobs()
+		if r%2 == 1 {
+			// The good results alone.
+			clean := make([]any, len(batch))
+			for i, j := range batch {
+				clean[i] = success(j)
+			}
+			took := round(clean, float64((r+1)*n))
+			alone = min(cmp.Or(alone, took), took)
+			eventually(t, 10*time.Second, "output and processing lists empty", func() bool { return b.inRedis("test-a") == 0 })
+			require.Equal(t, float64((r+1)/2*n), deadLetters(), "no new dead letters")
+			continue
+		}
+		// The good results among the garbage.
+		mixed := make([]any, 0, 2*n)
+		for i, j := range batch {
+			mixed = append(mixed, success(j))
+			switch i % 10 {
+			case 0, 1:
+				mixed = append(mixed, fmt.Sprintf("not json %d", i))
+			case 2, 3:
+				mixed = append(mixed, fmt.Sprintf(`{"uid":%d,"attempt_uid":"a","type":"success"}`, i)) // wrong shape
+			case 4, 5:
+				mixed = append(mixed, fmt.Sprintf(`{"hello":"world","n":%d,"nested":{"a":[1,2,3]}}`, i)) // unknown shape
+			case 6, 7, 8:
+				mixed = append(mixed, fmt.Sprintf(`{"uid":"nobody%d","attempt_uid":"a","type":"success"}`, i)) // unknown uid
+			case 9:
+				mixed = append(mixed, oversized)
+			}
+		}
+		took := round(mixed, float64((r+1)*n))
+		withGarbage = min(cmp.Or(withGarbage, took), took)
+		// Every garbage message is dead-lettered (the dead list keeps the
+		// last MaxDead, 10,000), and nothing is left behind.
+		waitCounter(t, deadLetters, float64((r/2+1)*n), "dead letters")
+		eventually(t, 10*time.Second, "output and processing lists empty", func() bool { return b.inRedis("test-a") == 0 })
+		require.Equal(t, int64(n), b.llen(b.kind.Lists.Dead))
+		now := b.clock.Now()
+		for uid, st := range b.states(uids) {
+			require.False(t, st.Running(), "model %s still running after round %d", uid, r)
+			require.True(t, st.LastSuccessAt.Equal(now), "model %s: last success %s, want %s", uid, st.LastSuccessAt, now)
 		}
 	}
-	withGarbage := round(mixed, n)
-	// Every garbage message is dead-lettered (the dead list holds the
-	// default MaxDead, 10,000: all of them), and nothing is left behind.
-	eventually(t, 10*time.Second, "10,000 dead letters", func() bool { return b.llen(b.kind.Lists.Dead) == n })
-	eventually(t, 10*time.Second, "output and processing lists empty", func() bool { return b.inRedis("test-a") == 0 })
-	for uid, st := range b.states(uids) {
-		require.False(t, st.Running(), "model %s still running after round 1", uid)
-		require.True(t, st.LastSuccessAt.Equal(t0), "model %s: last success %s", uid, st.LastSuccessAt)
-	}
-
-	// Round 2: the rows are due again at 14:00; their good results alone.
-	b.clock.Advance(4*time.Hour + time.Minute)
-	second := jobs()
-	clean := make([]any, len(second))
-	for i, j := range second {
-		clean[i] = success(j)
-	}
-	alone := round(clean, 2*n)
-	eventually(t, 10*time.Second, "output and processing lists empty", func() bool { return b.inRedis("test-a") == 0 })
-	require.Equal(t, int64(n), b.llen(b.kind.Lists.Dead), "no new dead letters")
 
 	ratio := withGarbage.Seconds() / alone.Seconds()
 	bound := 3.0

@@ -132,6 +132,16 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 	bctx, cancel := p.batchContext(ctx)
 	defer cancel()
 	p.requeue = true // until acknowledged, the batch sits in the processing list
+	if oversized(msgs) {
+		// More may follow: Redis stubs them while the database applies
+		// this batch, instead of during the next fetch.
+		stubbed := make(chan struct{})
+		go func() {
+			defer close(stubbed)
+			_, _ = p.drain.Stub(bctx, p.cfg.BatchSize) // the fetch stubs what this misses
+		}()
+		defer func() { <-stubbed }()
+	}
 
 	dead, earliest, err := p.applyBatch(bctx, msgs)
 	if err != nil && p.class(err) == models.ValueRefused {
@@ -171,6 +181,17 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 		}
 	}
 	return len(msgs), nil
+}
+
+// oversized reports whether msgs hold a message over the size limit (of
+// which Fetch returned only an excerpt).
+func oversized(msgs []redisio.Message) bool {
+	for _, m := range msgs {
+		if m.Size > len(m.Raw) {
+			return true
+		}
+	}
+	return false
 }
 
 // applyBatch applies msgs in one transaction and counts them once it
