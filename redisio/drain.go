@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -102,6 +103,10 @@ type Drain struct {
 	seq     uint64 // counter of the batch in flight (0: none)
 	inBtch  int    // number of messages of the batch in flight
 	keys    drainKeys
+	// beatAt is when the heartbeat was last refreshed (unix nanoseconds,
+	// by Heartbeat or the fetch script); Fetch's wait skips the refresh
+	// while the key has long enough to live (see Fetch).
+	beatAt atomic.Int64
 }
 
 type drainKeys struct{ output, processing, heartbeat, batch, dead string }
@@ -276,6 +281,50 @@ redis.call('SET', KEYS[4], ARGV[3])
 return out
 `)
 
+// stubScript replaces, in place, the messages longer than the size limit
+// among the first ARGV[1] of the output list by their stubs (the same stub
+// as fetchScript's), until their bytes reach ARGV[3]. It moves nothing: the
+// output list keeps its order and length, and a stub there is what
+// fetchScript would have put in the processing list.
+//
+// KEYS: output. ARGV: count, size limit, oversized bytes, excerpt bytes,
+// stub prefix.
+var stubScript = redis.NewScript(`
+local n, limit, bigmax, excerpt = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local big, done = 0, 0
+for i = 0, n - 1 do
+  if big >= bigmax then break end
+  local e = redis.call('LINDEX', KEYS[1], i)
+  if not e then break end
+  if #e > limit and string.sub(e, 1, #ARGV[5]) ~= ARGV[5] then
+    big = big + #e
+    redis.call('LSET', KEYS[1], i, ARGV[5] .. #e .. ' ' .. redis.sha1hex(e) .. ' ' .. string.sub(e, 1, excerpt))
+    done = done + 1
+  end
+end
+return done
+`)
+
+// Stub replaces the messages over the size limit among the next max of the
+// output list by their stubs, in place, and returns how many it replaced.
+// It changes no message's place, so it is safe at any time, from any
+// goroutine, alongside Fetch, Ack and other instances: reading and hashing
+// an oversized message is the slow part of a Fetch that meets one (Redis
+// serves no other client meanwhile), and a poller calls Stub while its
+// database applies a batch, so that the next Fetch finds stubs. Like a
+// Fetch, it reads at most about 16 MiB of oversized messages per call.
+func (d *Drain) Stub(ctx context.Context, max int) (int, error) {
+	if d.err != nil {
+		return 0, d.err
+	}
+	n, err := stubScript.Run(ctx, d.c.rdb, []string{d.keys.output},
+		max, d.limit, maxOversizedPerFetch, ExcerptBytes+1, stubPrefix).Int()
+	if err != nil {
+		return 0, fmt.Errorf("stub oversized results of %q: %w", d.lists.Output, err)
+	}
+	return n, nil
+}
+
 // ackScript, if the batch is still the one in flight, pushes the dead
 // letters and caps the dead-letter list, then removes the first n messages
 // of the processing list. The pushes come first and the type of the dead
@@ -351,9 +400,13 @@ func (d *Drain) Fetch(ctx context.Context, max int, block time.Duration) ([]Mess
 			return nil, fmt.Errorf("fetch from %q: %w", d.lists.Output, err)
 		}
 		// The heartbeat covers the message BLMOVE may move into the
-		// processing list before the next fetchOnce.
-		if err := d.Heartbeat(ctx); err != nil {
-			return nil, fmt.Errorf("fetch from %q: %w", d.lists.Output, err)
+		// processing list before the next fetchOnce: it is refreshed unless
+		// it lives at least a third of its TTL past this blocking step
+		// (so an idle Fetch refreshes it about every TTL/3, not every step).
+		if time.Since(time.Unix(0, d.beatAt.Load())) > d.ttl-d.ttl/3-blockStep {
+			if err := d.Heartbeat(ctx); err != nil {
+				return nil, fmt.Errorf("fetch from %q: %w", d.lists.Output, err)
+			}
 		}
 		err := d.c.rdb.BLMove(ctx, d.keys.output, d.keys.processing, "LEFT", "RIGHT", blockStep).Err()
 		switch {
@@ -370,6 +423,7 @@ func (d *Drain) Fetch(ctx context.Context, max int, block time.Duration) ([]Mess
 }
 
 func (d *Drain) fetchOnce(ctx context.Context, max int) ([]Message, error) {
+	sent := time.Now()
 	res, err := fetchScript.Run(ctx, d.c.rdb,
 		[]string{d.keys.output, d.keys.processing, d.keys.heartbeat, d.keys.batch},
 		max, d.ttl.Milliseconds(), d.batchToken(), d.limit, maxInt(d.c.cfg.MaxBatchBytes, d.limit),
@@ -377,6 +431,7 @@ func (d *Drain) fetchOnce(ctx context.Context, max int) ([]Message, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fetch up to %d results from %q: %w", max, d.lists.Output, err)
 	}
+	d.beatAt.Store(sent.UnixNano()) // the script's first write is the heartbeat
 	if len(res) == 0 {
 		return nil, nil
 	}
@@ -470,9 +525,11 @@ func (d *Drain) Heartbeat(ctx context.Context) error {
 	if d.err != nil {
 		return d.err
 	}
+	sent := time.Now()
 	if err := d.c.rdb.Set(ctx, d.keys.heartbeat, "1", d.ttl).Err(); err != nil {
 		return fmt.Errorf("refresh heartbeat of instance %q on %q: %w", d.id, d.lists.Output, err)
 	}
+	d.beatAt.Store(sent.UnixNano())
 	return nil
 }
 

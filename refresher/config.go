@@ -64,6 +64,8 @@ type Config struct {
 	// MaxSleep caps the dispatcher's sleep between passes. Default 1s.
 	MaxSleep time.Duration
 	// FetchBlock is how long the poller blocks on an empty list. Default 1s.
+	// After a fetch that found nothing it blocks longer, up to Heartbeat/3
+	// (at most 5s); a result arriving wakes it at once either way.
 	FetchBlock time.Duration
 	// Heartbeat is the TTL of this instance's liveness key; results another
 	// instance fetched are taken over after it. Default 30s.

@@ -205,10 +205,17 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 // queuedRecheck or within a batch of the limit: the push of every pass
 // returns the length anyway, so a busy dispatcher saves a round trip per
 // batch. Other instances' pushes can make it overshoot by about a second's
-// worth of their batches.
+// worth of their batches. Before an LLEN it asks the store's gate (see
+// dueGate.Due) whether anything is due: an idle kind's pass then costs one
+// NextDue and no Redis round trip.
 func (d *dispatcher) throttled(ctx context.Context) (bool, error) {
 	k := d.kind
 	if time.Since(d.queuedAt) >= queuedRecheck || d.queued >= int64(k.MaxQueued-d.cfg.BatchSize) {
+		if g, ok := d.store.(*dueGate); ok {
+			if due, err := g.Due(ctx); err == nil && !due {
+				return false, nil // nothing to claim: the list's length does not matter
+			}
+		}
 		n, err := d.rdb.Len(ctx, k.Lists.Input)
 		if err != nil {
 			return false, fmt.Errorf("read input list length: %w", err)
