@@ -73,6 +73,13 @@ type Config struct {
 	Input string
 	// Output is the list results are pushed to. Default "<Kind>-output".
 	Output string
+	// ThrottleGroup is the kind's throttle_group: the payload column that
+	// names a job's throttle group (a host, a credential id). When set, a
+	// failure with a Retry-After carries the group as throttle_key, so the
+	// service holds every row of the group; and a job whose group is held
+	// (in "<Input>:throttle") is answered as throttled ("scope":"group")
+	// without a request. Default "": no groups.
+	ThrottleGroup string
 	// Concurrency is the number of jobs done at once. Default 4.
 	Concurrency int
 	// HTTPTimeout limits one GET, body included. Default 30s.
@@ -285,10 +292,54 @@ func (w *Worker) Process(ctx context.Context, job redisio.Job) (res redisio.Resu
 	if !job.TimeoutAt.IsZero() && !w.cfg.Now().Before(job.TimeoutAt) {
 		return redisio.Result{}, false
 	}
+	group := w.group(job)
+	if until := w.heldUntil(ctx, group); !until.IsZero() {
+		wait := max(until.Sub(w.cfg.Now()), time.Second)
+		return redisio.Result{
+			UID: job.UID, AttemptUID: job.AttemptUID, Type: redisio.ResultFailure,
+			Reason:            fmt.Sprintf("throttle group %s is held until %s; not requested", group, until.UTC().Format(time.RFC3339)),
+			Scope:             redisio.ScopeGroup,
+			ThrottleKey:       group,
+			RetryAfterSeconds: int((wait + time.Second - 1) / time.Second),
+		}, true
+	}
 	rawURL, _ := job.Payload["input_url"].(string)
 	res = Classify(w.Fetch(ctx, rawURL), w.cfg.Now())
 	res.UID, res.AttemptUID = job.UID, job.AttemptUID
+	if group != "" && res.Type == redisio.ResultFailure && !res.Permanent && res.RetryAfterSeconds > 0 {
+		res.ThrottleKey = group // the service holds the whole group
+	}
 	return res, true
+}
+
+// group returns the job's throttle group: its ThrottleGroup payload value
+// as text; "" when there is none.
+func (w *Worker) group(job redisio.Job) string {
+	if w.cfg.ThrottleGroup == "" {
+		return ""
+	}
+	v, ok := job.Payload[w.cfg.ThrottleGroup]
+	if !ok || v == nil {
+		return ""
+	}
+	return fmt.Sprint(v)
+}
+
+// heldUntil returns when the hold of group ends, or the zero time when the
+// group is not held (or Redis cannot say: the job is then done as usual).
+func (w *Worker) heldUntil(ctx context.Context, group string) time.Time {
+	if group == "" || w.cfg.Redis == nil {
+		return time.Time{}
+	}
+	ms, err := w.cfg.Redis.ZScore(ctx, w.cfg.Input+":throttle", group).Result()
+	if err != nil {
+		return time.Time{}
+	}
+	until := time.UnixMilli(int64(ms))
+	if !until.After(w.cfg.Now()) {
+		return time.Time{}
+	}
+	return until
 }
 
 // Fetch GETs rawURL within the HTTP timeout and reads the whole body, up

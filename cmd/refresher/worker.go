@@ -44,6 +44,9 @@ type workerSettings struct {
 	MaxBodyBytes         int64
 	AllowPrivateNetworks bool
 	AllowNetworks        []netip.Prefix
+	// ThrottleGroup is the kind's throttle_group (a payload column), from
+	// the config file only.
+	ThrottleGroup string
 }
 
 // workerDefaults are the settings when nothing else is given.
@@ -98,6 +101,7 @@ func (s workerSettings) overlay(o workerSettings) workerSettings {
 		MaxBodyBytes:         cmp.Or(o.MaxBodyBytes, s.MaxBodyBytes),
 		AllowPrivateNetworks: o.AllowPrivateNetworks || s.AllowPrivateNetworks,
 		AllowNetworks:        s.AllowNetworks,
+		ThrottleGroup:        cmp.Or(o.ThrottleGroup, s.ThrottleGroup),
 	}
 	if o.AllowNetworks != nil {
 		r.AllowNetworks = o.AllowNetworks
@@ -209,7 +213,7 @@ func workerFile(path, kind string) (workerSettings, error) {
 		return workerSettings{}, fmt.Errorf("worker: %s: worker.allow_networks: %w", path, err)
 	}
 	return workerSettings{RedisURL: c.Redis, Input: k.Input, Output: k.Output, MaxBodyBytes: c.Worker.MaxBodyBytes,
-		AllowPrivateNetworks: c.Worker.AllowPrivateNetworks, AllowNetworks: nets}, nil
+		AllowPrivateNetworks: c.Worker.AllowPrivateNetworks, AllowNetworks: nets, ThrottleGroup: k.ThrottleGroup}, nil
 }
 
 // runWorker connects to Redis and runs the worker until ctx is cancelled.
@@ -236,6 +240,7 @@ func runWorker(ctx context.Context, s workerSettings, log *slog.Logger) error {
 		MaxBodyBytes:         s.MaxBodyBytes,
 		AllowPrivateNetworks: s.AllowPrivateNetworks,
 		AllowNetworks:        s.AllowNetworks,
+		ThrottleGroup:        s.ThrottleGroup,
 		Logger:               log,
 	})
 	if err != nil {
