@@ -50,8 +50,17 @@ func Trigger(ctx context.Context, store models.Store, t models.Table, keys []str
 	})
 }
 
+// change locks the rows of keys, sets each row's state to what fn returns
+// for it and saves them, in one transaction. A key that names no row is a
+// Change with Found unset.
 func change(ctx context.Context, store models.Store, t models.Table, keys []string,
 	fn func(policy.State) (policy.State, string)) ([]Change, error) {
+	return changeRows(ctx, store, t, keys, func(row models.Row) (policy.State, string) { return fn(row.State) })
+}
+
+// changeRows is change for a fn that needs the whole row (its rule).
+func changeRows(ctx context.Context, store models.Store, t models.Table, keys []string,
+	fn func(models.Row) (policy.State, string)) ([]Change, error) {
 	var changes []Change
 	err := store.Tx(ctx, func(tx models.Tx) error {
 		changes = changes[:0]
@@ -67,7 +76,7 @@ func change(ctx context.Context, store models.Store, t models.Table, keys []stri
 				continue
 			}
 			c := Change{Key: key, Found: true, Before: row.State}
-			row.State, c.Note = fn(row.State)
+			row.State, c.Note = fn(row)
 			c.After = row.State
 			changes = append(changes, c)
 			save = append(save, row)

@@ -171,30 +171,12 @@ func Resume(ctx context.Context, store models.Store, rdb redis.UniversalClient, 
 	for i, v := range before {
 		was[keys[i]] = v != nil
 	}
-	var changes []Change
-	err = store.Tx(ctx, func(tx models.Tx) error {
-		changes = changes[:0]
-		rows, err := tx.LockByKeys(ctx, t, keys)
-		if err != nil {
-			return err
-		}
-		save := make([]models.Row, 0, len(rows))
-		for _, key := range keys {
-			row, ok := rows[key]
-			if !ok {
-				changes = append(changes, Change{Key: key, Note: fmt.Sprintf("no row in %s with %s = %q", t.Name, t.Key, key)})
-				continue
-			}
-			c := Change{Key: key, Found: true, Before: row.State}
-			row.State = policy.Resume(row.State, now, schedFor(row.Rule))
-			c.After, c.Note = row.State, resumeNote(row.State, was[key])
-			changes = append(changes, c)
-			save = append(save, row)
-		}
-		return tx.Save(ctx, t, save)
+	changes, err := changeRows(ctx, store, t, keys, func(row models.Row) (policy.State, string) {
+		st := policy.Resume(row.State, now, schedFor(row.Rule))
+		return st, resumeNote(st, was[row.Key])
 	})
 	if err != nil {
-		return nil, restorePauses(ctx, rdb, hash, keys, before, fmt.Errorf("update %s: %w", t.Name, err))
+		return nil, restorePauses(ctx, rdb, hash, keys, before, err)
 	}
 	return changes, nil
 }
