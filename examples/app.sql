@@ -1,7 +1,7 @@
 -- The README's quick start without Docker: an example application database
 -- `app` with one table, `big_tables`, as a team has it before it adopts
 -- refresher, and two rows that are due now (refresh_at = UTC_TIMESTAMP(6)).
--- The URLs point at the service's own metrics server (metrics: 127.0.0.1:9090
+-- The URLs point at the service's own HTTP listener (http: 127.0.0.1:9090
 -- in refresher.yml), so the example works on a machine without internet:
 -- /healthz answers 200, /exports/missing.csv answers 404.
 -- Run it again to start over: it puts the two example rows back as new.
