@@ -121,6 +121,12 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	bctx, cancel := d.batchContext(ctx)
 	defer cancel()
 
+	if g, ok := d.store.(*dueGate); ok {
+		if due, err := g.Due(bctx); err != nil || !due {
+			d.cursor = time.Time{} // as after a short batch
+			return 0, false, false, err
+		}
+	}
 	if paused, err := d.readPauses(bctx); err != nil || paused { // a paused kind waits as a throttled one
 		return 0, false, paused, err
 	}
@@ -211,11 +217,6 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 func (d *dispatcher) throttled(ctx context.Context) (bool, error) {
 	k := d.kind
 	if time.Since(d.queuedAt) >= queuedRecheck || d.queued >= int64(k.MaxQueued-d.cfg.BatchSize) {
-		if g, ok := d.store.(*dueGate); ok {
-			if due, err := g.Due(ctx); err == nil && !due {
-				return false, nil // nothing to claim: the list's length does not matter
-			}
-		}
 		n, err := d.rdb.Len(ctx, k.Lists.Input)
 		if err != nil {
 			return false, fmt.Errorf("read input list length: %w", err)

@@ -22,7 +22,14 @@ type commandCount struct {
 
 func (c *commandCount) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (c *commandCount) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.mu.Lock()
+		for _, cmd := range cmds {
+			c.n[strings.ToLower(cmd.Name())]++
+		}
+		c.mu.Unlock()
+		return next(ctx, cmds)
+	}
 }
 
 func (c *commandCount) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
@@ -49,7 +56,8 @@ func (c *commandCount) take() map[string]int {
 // An idle kind (nothing due, no results) costs few round trips: its
 // dispatcher's passes ask the database's NextDue and do not read the input
 // list's length, and its poller blocks for idleFetchBlock, not FetchBlock,
-// between fetch scripts.
+// between fetch scripts. Nor does it read the pauses or the throttle holds:
+// they only matter for rows it claims.
 func TestIdleKindRoundTrips(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
@@ -71,6 +79,7 @@ func TestIdleKindRoundTrips(t *testing.T) {
 	n := count.take()
 	t.Logf("commands of an idle kind in 20 passes and 6s: %v", n)
 	require.Zero(t, n["llen"], "an idle dispatcher reads the input list's length")
+	require.Zero(t, n["hkeys"]+n["zrangebyscore"], "an idle dispatcher reads the paused models or the throttle holds")
 	// About 6 blocking steps of 1s, and a fetch script every 3s, not
 	// every second.
 	require.LessOrEqual(t, n["fetch"], 3, "fetch scripts while idle")

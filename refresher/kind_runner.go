@@ -66,18 +66,21 @@ type dueGate struct {
 	ok     bool
 }
 
-// Due reports whether a row is due at the clock's now, and keeps the answer
-// for the Tx of the same pass, so the pass still asks NextDue once. The
-// dispatcher asks it before reading the input list's length: with nothing
-// due, a pass needs neither.
+// Due reports whether a row is due at the clock's now. The dispatcher asks
+// it first in each pass: with nothing due, a pass reads nothing else (no
+// input list length, no pauses, no throttle holds) and the answer serves
+// the NextDue that follows the pass; with a row due, it serves the Tx of
+// the same pass, so the pass still asks NextDue once.
 func (g *dueGate) Due(ctx context.Context) (bool, error) {
 	next, ok, err := g.Store.NextDue(ctx, g.table)
 	if err != nil {
-		g.peeked = false
+		g.peeked, g.known = false, false
 		return false, err
 	}
-	g.peeked, g.next, g.ok = true, next, ok
-	return ok && !next.After(g.clock.Now()), nil
+	due := ok && !next.After(g.clock.Now())
+	g.next, g.ok = next, ok
+	g.peeked, g.known = due, !due
+	return due, nil
 }
 
 func (g *dueGate) Tx(ctx context.Context, fn func(tx models.Tx) error) error {
