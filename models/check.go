@@ -53,3 +53,20 @@ func DistinctKeys(keys []string) []string {
 	}
 	return out
 }
+
+// AppendInList writes "(?,?,...)" with one placeholder per key to b and
+// returns the keys as statement arguments: the key list of a LockByKeys
+// query for drivers whose placeholder is "?".
+func AppendInList(b *strings.Builder, keys []string) []any {
+	args := make([]any, len(keys))
+	b.WriteByte('(')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('?')
+		args[i] = k
+	}
+	b.WriteByte(')')
+	return args
+}

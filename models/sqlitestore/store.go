@@ -195,16 +195,8 @@ func (tx *Tx) LockByKeys(ctx context.Context, t models.Table, keys []string) (ma
 		chunk := keys[start:min(start+keysPerSelect, len(keys))]
 		var b strings.Builder
 		b.WriteString(q.selectState)
-		fmt.Fprintf(&b, " WHERE %s IN (", q.key)
-		args := make([]any, len(chunk))
-		for i, k := range chunk {
-			if i > 0 {
-				b.WriteString(",")
-			}
-			b.WriteString("?")
-			args[i] = k
-		}
-		b.WriteString(")")
+		b.WriteString(" WHERE " + q.key + " IN ")
+		args := models.AppendInList(&b, chunk)
 		rows, err := query(ctx, tx.tx, q, b.String(), args, len(chunk), false)
 		if err != nil {
 			return nil, fmt.Errorf("lock rows of %s by key: %w", q.table, err)
