@@ -1,21 +1,25 @@
 # `make test` is the one command that sets up and runs every test on a fresh
 # machine: it checks, and starts (installing from Debian's packages when
-# missing) MariaDB, Redis and PostgreSQL, then runs the Go tests against them.
+# missing) MariaDB, Redis and PostgreSQL, Chromium for the browser tests and
+# gcc for the race detector, then runs the Go tests against them.
 # REFRESHER_TEST_MYSQL, REFRESHER_TEST_REDIS and REFRESHER_TEST_POSTGRES point
 # the tests (and the checks) at other servers; see scripts/services.sh.
 GO ?= go
 
-.PHONY: test services browser build vet fuzz bench bench-scaling
+.PHONY: test services browser cc build vet fuzz bench bench-scaling
 # The packages that run goroutines are tested with the race detector; the
 # pure ones (policy's property tests run ten times slower under -race)
 # without it.
 RACE_PKGS = refresher redisio worker e2e cmd models operator
-test: services browser vet
+test: services browser cc vet
 	$(GO) test -count=1 -timeout 20m -race $(RACE_PKGS:%=./%/...) && \
 	$(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -v -E '^github.com/refresher/refresher/($(subst $() ,|,$(RACE_PKGS)))(/|$$)')
 
 browser:
 	./scripts/browser.sh
+
+cc:
+	./scripts/cc.sh
 
 services:
 	./scripts/services.sh

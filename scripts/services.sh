@@ -21,23 +21,41 @@ GO=${GO:-go}
 
 log() { echo "services: $*" >&2; }
 die() { log "$*"; exit 1; }
-as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo -n "$@"; else log "need root for: $*"; return 1; fi; }
+as_root() {
+	if [ "$(id -u)" = 0 ]; then "$@"; return; fi
+	if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo -n "$@"; return; fi
+	die "need root or passwordless sudo to run: $*. Run it so, or install and start the server yourself (or point the REFRESHER_TEST_* variables at yours; see the README's \"Development and tests\")"
+}
 port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
-wait_for() { # name host port
+wait_for() { # name host port log
 	for _ in $(seq 1 60); do port_open "$2" "$3" && return 0; sleep 0.5; done
-	die "$1 did not start listening on $2:$3"
+	die "$1 did not start listening on $2:$3 within 30 s: see its log, $4"
 }
 apt_updated=
 apt_install() {
 	command -v apt-get >/dev/null || die "cannot install $* here: no apt-get (install and start it yourself, or point the REFRESHER_TEST_* variables at your servers)"
 	if [ -z "$apt_updated" ]; then as_root apt-get update -qq; apt_updated=1; fi
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
-# probe SERVER: runs scripts/probe (go run caches the built program, so
-# only the first call compiles); prints the version line and returns its
+# build_probe builds scripts/probe once, into a temporary folder removed at
+# exit. On a fresh machine this is where Go downloads the modules and
+# compiles its standard library (a few minutes), so a failure here is told
+# apart from a server that does not answer.
+probe_bin=
+build_probe() {
+	local dir
+	dir=$(mktemp -d)
+	trap "rm -rf '$dir'" EXIT
+	log "building scripts/probe (on a fresh machine Go downloads its modules first: a few minutes)"
+	"$GO" build -o "$dir/probe" ./scripts/probe ||
+		die "cannot build scripts/probe with $GO (see above): it needs Go $(sed -n 's/^go //p' go.mod) or later and the modules of go.mod (a GOPROXY it can reach, or go mod download beforehand)"
+	probe_bin=$dir/probe
+}
+
+# probe SERVER: runs scripts/probe; prints the version line and returns its
 # exit code (0 ok, 2 no answer, 3 login refused, 4 too old).
-probe() { "$GO" run ./scripts/probe "$1"; }
+probe() { "$probe_bin" "$1"; }
 
 # check SERVER VAR: for a server the variable VAR points at (or a default
 # server this run did not install): it must answer, let the user in and be
@@ -57,11 +75,13 @@ ensure_redis() {
 	if [ -n "${REFRESHER_TEST_REDIS:-}" ]; then check redis REFRESHER_TEST_REDIS; return; fi
 	if ! port_open 127.0.0.1 6379; then
 		command -v redis-server >/dev/null || { log "installing redis-server"; apt_install redis-server; }
+	fi
+	if ! port_open 127.0.0.1 6379; then # where systemd runs, the package has started it
 		log "starting Redis"
 		as_root mkdir -p /var/lib/redis /var/log/redis
 		as_root redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no \
 			--dir /var/lib/redis --logfile /var/log/redis/refresher-test.log
-		wait_for Redis 127.0.0.1 6379
+		wait_for Redis 127.0.0.1 6379 /var/log/redis/refresher-test.log
 	fi
 	check redis REFRESHER_TEST_REDIS
 }
@@ -79,11 +99,14 @@ ensure_mysql() {
 			fresh=1
 		fi
 		log "starting MariaDB"
-		as_root mkdir -p /run/mysqld
-		as_root chown mysql:mysql /run/mysqld 2>/dev/null || true
+		as_root mkdir -p /run/mysqld /var/log/mysql
+		as_root chown mysql:mysql /run/mysqld /var/log/mysql 2>/dev/null || true
 		if [ ! -d /var/lib/mysql/mysql ]; then as_root mariadb-install-db --user=mysql --datadir=/var/lib/mysql >/dev/null; fresh=1; fi
-		as_root start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --user=mysql --bind-address=127.0.0.1 --port=3306
-		wait_for MariaDB 127.0.0.1 3306
+		# --pidfile: a mariadbd that runs elsewhere on this machine (another
+		# port, another container seen through a shared /proc) is not ours.
+		as_root start-stop-daemon --start --oknodo --background --pidfile /run/mysqld/mysqld.pid --exec /usr/sbin/mariadbd -- \
+			--user=mysql --bind-address=127.0.0.1 --port=3306 --pid-file=/run/mysqld/mysqld.pid --log-error=/var/log/mysql/refresher-test.log
+		wait_for MariaDB 127.0.0.1 3306 /var/log/mysql/refresher-test.log
 	fi
 	local rc=0
 	probe mysql >/dev/null 2>&1 || rc=$?
@@ -130,18 +153,18 @@ ensure_postgres() {
 			fresh=1
 		fi
 		cluster=$(pg_cluster_on 5432 || true)
-		if [ -n "$fresh" ] && [ -n "$cluster" ]; then
-			# The package created a cluster on 5432; start it if it is not.
+		if [ -n "$cluster" ]; then
+			# A Debian cluster on 5432 (the package's, or one that did not
+			# start after a reboot where nothing starts services, as in a
+			# container): start it, as MariaDB and Redis are started.
 			log "starting PostgreSQL cluster $cluster"
 			# shellcheck disable=SC2086
 			as_root pg_ctlcluster $cluster start 2>/dev/null || true
-		elif [ -n "$cluster" ]; then
-			die "PostgreSQL cluster $cluster is configured on port 5432 but not running: start it (pg_ctlcluster $cluster start), or set REFRESHER_TEST_POSTGRES"
 		else
 			log "starting PostgreSQL (data in /var/lib/postgresql/refresher-test)"
 			pg_init_start "$(pg_bindir)" /var/lib/postgresql/refresher-test 5432
 		fi
-		wait_for PostgreSQL 127.0.0.1 5432
+		wait_for PostgreSQL 127.0.0.1 5432 "/var/log/postgresql/ (a Debian cluster) or /var/lib/postgresql/refresher-test/server.log"
 	fi
 	local rc=0
 	probe postgres >/dev/null 2>&1 || rc=$?
@@ -160,6 +183,7 @@ ensure_postgres() {
 }
 
 main() {
+	build_probe
 	ensure_redis
 	ensure_mysql
 	ensure_postgres
