@@ -14,8 +14,40 @@ type Inspector interface {
 	Counts(ctx context.Context, t Table, now time.Time, lateAfter time.Duration) (Counts, error)
 	// List returns up to q.Limit rows of t in q.State, ordered by key,
 	// starting after the key q.After ("" from the start), without Payload.
-	List(ctx context.Context, t Table, q ListQuery) ([]Row, error)
+	// With q.Search it examines at most q.Budget() rows of the table and
+	// says where to go on (ListPage.Next); see ListQuery.ScanBudget.
+	List(ctx context.Context, t Table, q ListQuery) (ListPage, error)
+	// Get reads the row of t with key, with its Payload (t.Payload: pass
+	// only the columns needed), without locking: the last committed state,
+	// for an operator's view of one model. ok is false when no row has
+	// that key.
+	Get(ctx context.Context, t Table, key string) (row Row, ok bool, err error)
 }
+
+// DefaultScanBudget is ListQuery.ScanBudget's default: the rows a search
+// examines per request. A substring search cannot use an index, so its cost
+// is bounded by the rows it reads rather than by the matches it finds.
+const DefaultScanBudget = 5000
+
+// ListPage is a page of Inspector.List.
+type ListPage struct {
+	// Rows are the rows found, in key order.
+	Rows []Row
+	// Next is the After of the next request, "" when no row remains to be
+	// examined. Without a search it is the last row's key when the page is
+	// full. With a search it is the last match's key when the page is full,
+	// else the last key examined when the scan budget ran out with rows
+	// left (the page may then have fewer rows than the limit, or none).
+	Next string
+	// ScannedTo is set when a search stopped at its scan budget: the last
+	// key it examined (then equal to Next). Matches after it have not been
+	// looked for yet.
+	ScannedTo string
+}
+
+// Complete reports whether the list has ended: following Next would find
+// nothing more.
+func (p ListPage) Complete() bool { return p.Next == "" }
 
 // Counts is a kind's table by state at one instant; see Inspector.Counts.
 type Counts struct {
@@ -69,4 +101,18 @@ type ListQuery struct {
 	After string
 	// Limit is the page size; at most 1000, default 50.
 	Limit int
+	// ScanBudget bounds a search's cost: it examines at most this many rows
+	// of the table, in key order after After along the key's index, keeps
+	// those in State that match, and stops there even with fewer matches
+	// than Limit (see ListPage.Next). Default DefaultScanBudget; ignored
+	// without Search.
+	ScanBudget int
+}
+
+// Budget is q.ScanBudget or its default.
+func (q ListQuery) Budget() int {
+	if q.ScanBudget > 0 {
+		return q.ScanBudget
+	}
+	return DefaultScanBudget
 }

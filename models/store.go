@@ -78,6 +78,12 @@ type Store interface {
 	// false when there is none. It may be in the past and does not lock.
 	// Its cost must not grow with the table.
 	NextDue(ctx context.Context, t Table) (next time.Time, ok bool, err error)
+	// NextDueMany is NextDue for many tables in one round trip per
+	// NextDueChunk tables: next[i] answers tables[i]. The dispatchers of
+	// idle kinds share it, so that 200 idle kinds cost one query per
+	// MaxSleep, not 200. An error of one table (dropped, not readable)
+	// fails the whole call.
+	NextDueMany(ctx context.Context, tables []Table) (next []Next, err error)
 	// Check verifies that t's table has its key column (with a unique
 	// index), its payload columns and every refresh column. The error names
 	// everything missing and how to fix it.
@@ -107,15 +113,32 @@ type Tx interface {
 	ClaimDue(ctx context.Context, t Table, now, from time.Time, limit int) ([]Row, error)
 	// LockByKeys locks (waiting for other transactions) and returns the rows
 	// with the given keys, by the key as the database returns it, without
-	// their Payload. Keys naming no row are absent; duplicates are fine.
+	// their Payload. Duplicate keys are fine. Keys naming no row are absent,
+	// and so are keys the key column cannot hold (a character its
+	// character set lacks, text that is no integer for an integer column):
+	// they fail nothing, so that a poller dead-letters their results as
+	// unknown models and applies the rest of the batch.
 	LockByKeys(ctx context.Context, t Table, keys []string) (map[string]Row, error)
 	// Save writes the 11 state columns of rows (never refresh_rrule nor
 	// any other column). Of rows that ClaimDue or LockByKeys returned it
-	// writes only what changed since. Keys naming no row are ignored; when
-	// a key occurs twice the last row wins. Texts longer than their column
-	// are cut by Truncate's rule.
+	// writes only what changed since. Keys naming no row, or that the key
+	// column cannot hold (see LockByKeys), are ignored; when a key occurs
+	// twice the last row wins. Texts longer than their column are cut by
+	// Truncate's rule.
 	Save(ctx context.Context, t Table, rows []Row) error
 }
+
+// Next is one table's answer of Store.NextDueMany: At is the earliest
+// refresh_at of its rows with a key; OK is false when it has none.
+type Next struct {
+	At time.Time
+	OK bool
+}
+
+// NextDueChunk is how many tables one statement of Store.NextDueMany asks
+// about at most: SQLite allows 500 terms in a compound SELECT, and a
+// statement over a few hundred tables is long enough.
+const NextDueChunk = 100
 
 // ErrorClass is what an error from a Store means for the batch that got it.
 type ErrorClass int
@@ -125,8 +148,8 @@ const (
 	// timeout, server shutting down, too many connections). The same batch
 	// is tried again later.
 	Transient ErrorClass = iota
-	// ValueRefused: the database refused a value of this batch (a key or
-	// text its character set cannot hold, a value a trigger rejects). The
+	// ValueRefused: the database refused a value of this batch (a text its
+	// column's character set cannot hold, a value a trigger rejects). The
 	// result that carries it goes to the dead letters; the others apply.
 	ValueRefused
 	// TableRefused: the table cannot be written at all (missing table or

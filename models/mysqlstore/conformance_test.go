@@ -29,17 +29,6 @@ func TestConformance(t *testing.T) {
 				},
 			}
 		},
-		OddKey:     "💥",
-		OddKeyType: storetest.KeyNarrow,
-		Skip: map[string]string{
-			// LockByKeys sends the key as utf8mb4 and MariaDB refuses to
-			// compare it with the latin1 column (1270, classified
-			// ValueRefused, so the result is dead-lettered) instead of
-			// finding no row; Save and SaveIfAttempt by such a key fail
-			// with 1977 "Cannot convert 'utf8mb4' character", classified
-			// TableRefused, so the batch would wait in Redis for ever.
-			"OddKeyFindsNothing": "a key a latin1 key column cannot hold fails LockByKeys (1270) and Save (1977) instead of naming no row",
-		},
 		ZeroDate: func(t *testing.T, env storetest.Env, table, key string) {
 			store := env.Store.(*Store)
 			conn, err := store.DB().Conn(context.Background()) // one session with a lax SQL mode

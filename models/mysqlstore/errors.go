@@ -19,8 +19,9 @@ import (
 //     limit;
 //   - ValueRefused: SQL state class 22 (data exception: 1366 incorrect
 //     string value, 1406 data too long, 1264 out of range, 1292 incorrect
-//     datetime), 1267/1270/1271 illegal mix of collations and 1977 cannot convert (a key the key
-//     column's character set cannot compare), 1048 NULL in a NOT NULL
+//     datetime), 1267/1270/1271 illegal mix of collations and 1977 cannot
+//     convert (a text a column's character set cannot compare; keys are
+//     checked before, see keyFilter, and name no row), 1048 NULL in a NOT NULL
 //     column, 1644 and SQL state 45000 (an application trigger's SIGNAL),
 //     3819/4025 a CHECK constraint, 3140 invalid JSON;
 //   - TableRefused: everything else, such as 1146 missing table, 1054

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -72,11 +73,12 @@ func (s *Store) Counts(ctx context.Context, t models.Table, now time.Time, lateA
 // List returns up to q.Limit rows of t in q.State ordered by key, after
 // q.After, without payload (see models.Inspector). It reads in a read-only
 // transaction and locks nothing. Search matches with LIKE '%...%', its
-// wildcards escaped, under the columns' collations.
-func (s *Store) List(ctx context.Context, t models.Table, lq models.ListQuery) ([]models.Row, error) {
+// wildcards escaped, under the columns' collations, within q.Budget() rows
+// of the state (see search).
+func (s *Store) List(ctx context.Context, t models.Table, lq models.ListQuery) (models.ListPage, error) {
 	q, err := s.compile(ctx, t)
 	if err != nil {
-		return nil, err
+		return models.ListPage{}, err
 	}
 	limit := lq.Limit
 	switch {
@@ -100,28 +102,98 @@ func (s *Store) List(ctx context.Context, t models.Table, lq models.ListQuery) (
 		where = append(where, "`refresh_disabled_until_update` IS NOT NULL")
 	case models.StateAll, "":
 	default:
-		return nil, fmt.Errorf("list rows of %s: unknown state %q (use due, late, running, failing, disabled or all)", q.table, lq.State)
+		return models.ListPage{}, fmt.Errorf("list rows of %s: unknown state %q (use due, late, running, failing, disabled or all)", q.table, lq.State)
 	}
-	if lq.Search != "" {
-		like := "%" + likeEscaper.Replace(lq.Search) + "%"
-		where = append(where, "(CAST("+q.key+" AS CHAR) LIKE ? OR `refresh_disabled_user_friendly_reason` LIKE ? OR `refresh_last_error` LIKE ?)")
-		args = append(args, like, like, like)
-	}
+	state, stateArgs := strings.Join(where, " AND "), args
+	keyWhere, keyArgs := []string{q.key + " IS NOT NULL"}, []any(nil)
 	if lq.After != "" {
-		where, args = append(where, q.key+" > ?"), append(args, lq.After)
+		keyWhere, keyArgs = append(keyWhere, q.key+" > ?"), append(keyArgs, lq.After)
 	}
-	where = append(where, q.key+" IS NOT NULL")
-	query := q.selectState + " WHERE " + strings.Join(where, " AND ") + " ORDER BY " + q.key + fmt.Sprintf(" LIMIT %d", limit)
+	keyCond := strings.Join(keyWhere, " AND ")
+	cond := strings.Join(append(where, keyWhere...), " AND ")
+	args = append(slices.Clone(args), keyArgs...)
+	query := q.selectState + " WHERE " + cond + " ORDER BY " + q.key + fmt.Sprintf(" LIMIT %d", limit)
 
-	var rows []models.Row
+	var page models.ListPage
 	err = s.readOnly(ctx, func(tx *Tx) error {
-		rows, err = tx.query(ctx, q, query, args, limit, false)
+		if lq.Search != "" {
+			if state == "" {
+				state = "TRUE"
+			}
+			page, err = tx.search(ctx, q, state, stateArgs, keyCond, keyArgs, lq, limit)
+			return err
+		}
+		page.Rows, err = tx.query(ctx, q, query, args, limit, false)
+		if len(page.Rows) == limit {
+			page.Next = page.Rows[len(page.Rows)-1].Key
+		}
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list %s rows of %s: %w", lq.State, q.table, err)
+		return models.ListPage{}, fmt.Errorf("list %s rows of %s: %w", lq.State, q.table, err)
 	}
-	return rows, nil
+	return page, nil
+}
+
+// search lists the rows of the state (state) that match lq.Search among
+// the next lq.Budget() rows of the table in key order after the key
+// (keyCond), so that its cost is bounded whatever the state and the
+// matches: a substring cannot use an index, and a search with few matches
+// would otherwise read the whole table, and a search within a state all
+// the state's rows, each looked up in the table (seconds on 1M rows). The
+// rows are read along the key's index, LIMIT budget, in a derived table,
+// and tested; when fewer than limit match, one more query (on the key's
+// index only) finds the budget-th key, where the next request goes on. The
+// page is then read by key.
+func (tx *Tx) search(ctx context.Context, q compiled, state string, stateArgs []any, keyCond string, keyArgs []any, lq models.ListQuery, limit int) (models.ListPage, error) {
+	budget := lq.Budget()
+	like := "%" + likeEscaper.Replace(lq.Search) + "%"
+	var page models.ListPage
+	keys, err := tx.keys(ctx, "SELECT k0 FROM (SELECT "+q.key+" AS k0, ("+state+") AS s0, `refresh_disabled_user_friendly_reason` AS r0, `refresh_last_error` AS e0 FROM "+q.table+
+		" WHERE "+keyCond+" ORDER BY "+q.key+fmt.Sprintf(" LIMIT %d", budget)+") m WHERE s0 AND (CAST(k0 AS CHAR) LIKE ? OR r0 LIKE ? OR e0 LIKE ?) ORDER BY k0"+fmt.Sprintf(" LIMIT %d", limit),
+		slices.Concat(stateArgs, keyArgs, []any{like, like, like}))
+	if err != nil {
+		return page, fmt.Errorf("search: %w", err)
+	}
+	if len(keys) == limit {
+		page.Next = keys[len(keys)-1]
+	} else {
+		// The budget-th row, and whether any follows it.
+		last, err := tx.keys(ctx, "SELECT "+q.key+" FROM "+q.table+" WHERE "+keyCond+" ORDER BY "+q.key+fmt.Sprintf(" LIMIT %d, 2", budget-1), keyArgs)
+		if err != nil {
+			return page, fmt.Errorf("search: find where the scan stopped: %w", err)
+		}
+		if len(last) == 2 {
+			page.Next, page.ScannedTo = last[0], last[0]
+		}
+	}
+	if len(keys) == 0 {
+		return page, nil
+	}
+	var b strings.Builder
+	b.WriteString(q.selectState + " WHERE " + q.key + " IN ")
+	inArgs := models.AppendInList(&b, keys)
+	b.WriteString(" ORDER BY " + q.key)
+	page.Rows, err = tx.query(ctx, q, b.String(), inArgs, len(keys), false)
+	return page, err
+}
+
+// keys runs a query of one column of keys.
+func (tx *Tx) keys(ctx context.Context, query string, args []any) ([]string, error) {
+	rs, err := tx.tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var keys []string
+	for rs.Next() {
+		var k string
+		if err := rs.Scan(&k); err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, rs.Err()
 }
 
 // likeEscaper escapes LIKE's wildcards and its escape character ('\').

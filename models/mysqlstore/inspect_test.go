@@ -43,7 +43,7 @@ func TestInspect(t *testing.T) {
 		got, err := s.List(ctx, tbl, q)
 		must(t, err)
 		var ks []string
-		for _, r := range got {
+		for _, r := range got.Rows {
 			ks = append(ks, r.Key)
 		}
 		return ks
@@ -58,7 +58,7 @@ func TestInspect(t *testing.T) {
 	eq(t, keys(models.ListQuery{State: models.StateAll, Search: "_"}), []string{"off_2"}, "search escapes _")
 	got, err := s.List(ctx, tbl, models.ListQuery{State: models.StateDisabled, Limit: 1})
 	must(t, err)
-	eq(t, got[0].State.DisabledReason, "Cannot refresh items after 3 attempt(s)", "reason")
+	eq(t, got.Rows[0].State.DisabledReason, "Cannot refresh items after 3 attempt(s)", "reason")
 	_, err = s.List(ctx, tbl, models.ListQuery{State: "bogus"})
 	errContains(t, err, "unknown state")
 }

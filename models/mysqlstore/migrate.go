@@ -25,9 +25,17 @@ const createMigrationsTable = "CREATE TABLE IF NOT EXISTS `" + MigrationsTable +
 	"  PRIMARY KEY (`table_name`, `version`)\n" +
 	")"
 
-// migrateLock serialises concurrent `refresher migrate` runs on one server,
-// so that two of them never add the same column at once.
-const migrateLock = "refresher_migrate"
+// migrateLock serialises concurrent `refresher migrate` runs on one
+// database, so that two of them never add the same column at once. MySQL's
+// named locks are server-wide, so the name ends with a hash of the
+// database's name (lockName): migrations of two databases on one server
+// (two apps, or parallel tests) do not wait for each other.
+const migrateLock = "refresher_migrate:"
+
+// lockName is the SQL expression of the lock's name: migrateLock and the
+// first 16 hex digits of SHA1(DATABASE()), which keeps it within MySQL's
+// 64 characters whatever the database's name.
+const lockName = "CONCAT(?, LEFT(SHA1(IFNULL(DATABASE(), '')), 16))"
 
 // Migrate brings each table in tables up to the embedded migrations
 // (package migrations): it adds the refresh columns (README, "The columns") and the
@@ -81,14 +89,14 @@ func Migrate(ctx context.Context, db *sql.DB, tables []string, w io.Writer, dryR
 		defer conn.Close()
 		if !dryRun {
 			var got sql.NullInt64
-			if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, 60)", migrateLock).Scan(&got); err != nil {
+			if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK("+lockName+", 60)", migrateLock).Scan(&got); err != nil {
 				return report, fmt.Errorf("migrate: take lock %q: %w", migrateLock, err)
 			}
 			if got.Int64 != 1 {
-				return report, fmt.Errorf("migrate: another `refresher migrate` has held lock %q for 60s; try again when it is done", migrateLock)
+				return report, fmt.Errorf("migrate: another `refresher migrate` on this database has held lock %q for 60s; try again when it is done", migrateLock)
 			}
 			// A fresh context: the lock must be released even when ctx is cancelled.
-			defer conn.ExecContext(context.WithoutCancel(ctx), "DO RELEASE_LOCK(?)", migrateLock)
+			defer conn.ExecContext(context.WithoutCancel(ctx), "DO RELEASE_LOCK("+lockName+")", migrateLock)
 		}
 	}
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/refresher/refresher/models"
 )
@@ -252,4 +253,29 @@ func TestMigrateMissingTable(t *testing.T) {
 
 	_, err = Migrate(ctx, db, []string{"bad\x00name"}, io.Discard, false)
 	errContains(t, err, "control character")
+}
+
+// TestMigrateLockIsPerDatabase: a migration holding the lock of one
+// database does not hold up a migration of another on the same server
+// (MySQL's named locks are server-wide).
+func TestMigrateLockIsPerDatabase(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	other, db := testDB(t), testDB(t)
+	exec(t, db, bigTablesDDL)
+
+	// Hold the lock as a migration of other would.
+	conn, err := other.Conn(ctx)
+	must(t, err)
+	defer conn.Close()
+	var got sql.NullInt64
+	must(t, conn.QueryRowContext(ctx, "SELECT GET_LOCK("+lockName+", 0)", migrateLock).Scan(&got))
+	eq(t, got.Int64, int64(1), "lock of the other database taken")
+	defer conn.ExecContext(ctx, "DO RELEASE_LOCK("+lockName+")", migrateLock)
+
+	short, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err = Migrate(short, db, []string{"big_tables"}, io.Discard, false)
+	must(t, err)
+
 }

@@ -47,7 +47,11 @@ func (tx *Tx) Save(ctx context.Context, t models.Table, rows []models.Row) error
 		return err
 	}
 	rows, _ = models.LastWins(rows, nil)
-	for _, g := range models.GroupByID(rows, nil, false, q.id != "", nil) {
+	groups, err := groupByID(ctx, tx.tx, q, rows, nil, false)
+	if err != nil {
+		return fmt.Errorf("save rows of %s: %w", q.table, err)
+	}
+	for _, g := range groups {
 		for start := 0; start < len(g.Rows); start += maxSaveBatch {
 			end := min(start+maxSaveBatch, len(g.Rows))
 			by, byMeta := q.by(g.ByID)
@@ -79,8 +83,12 @@ func (s *Store) SaveIfAttempt(ctx context.Context, t models.Table, rows []models
 		return 0, err
 	}
 	rows, attemptUIDs = models.LastWins(rows, attemptUIDs)
+	groups, err := groupByID(ctx, s.db, q, rows, attemptUIDs, true)
+	if err != nil {
+		return 0, fmt.Errorf("save rows of %s if attempt: %w", q.table, err)
+	}
 	written := 0
-	for _, g := range models.GroupByID(rows, attemptUIDs, true, q.id != "", nil) {
+	for _, g := range groups {
 		for start := 0; start < len(g.Rows); start += maxSaveBatch {
 			end := min(start+maxSaveBatch, len(g.Rows))
 			by, byMeta := q.by(g.ByID)
@@ -97,6 +105,25 @@ func (s *Store) SaveIfAttempt(ctx context.Context, t models.Table, rows []models
 		}
 	}
 	return written, nil
+}
+
+// groupByID splits rows into those read with a primary key other than the
+// key (written by it) and the others (written by Key), leaving out keys the
+// key column cannot hold (see keyFilter): they name no row, and must not
+// fail the statement nor write another row. See models.GroupByID.
+func groupByID(ctx context.Context, db metaQueryer, q compiled, rows []models.Row, guard []string, all bool) ([]models.SaveGroup, error) {
+	byID := q.id != ""
+	var byKey []string
+	for i := range rows {
+		if !byID || rows[i].Loaded.ID == "" {
+			byKey = append(byKey, rows[i].Key)
+		}
+	}
+	valid, err := keyFilter(ctx, db, q.meta.cols[strings.ToLower(q.keyName)], byKey)
+	if err != nil {
+		return nil, err
+	}
+	return models.GroupByID(rows, guard, all, byID, func(byID bool, id string) bool { return byID || valid(id) }), nil
 }
 
 // by returns the quoted column a save group is written by (the primary key

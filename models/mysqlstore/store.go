@@ -233,6 +233,11 @@ func (tx *Tx) LockByKeys(ctx context.Context, t models.Table, keys []string) (ma
 		return nil, err
 	}
 	keys = models.DistinctKeys(keys)
+	valid, err := keyFilter(ctx, tx.tx, q.meta.cols[strings.ToLower(q.keyName)], keys)
+	if err != nil {
+		return nil, fmt.Errorf("lock rows of %s by key: %w", q.table, err)
+	}
+	keys = slices.DeleteFunc(keys, func(k string) bool { return !valid(k) })
 	// One lock order for every transaction, so two pollers whose batches
 	// overlap wait for each other instead of deadlocking.
 	slices.Sort(keys)
@@ -253,40 +258,6 @@ func (tx *Tx) LockByKeys(ctx context.Context, t models.Table, keys []string) (ma
 		}
 	}
 	return out, nil
-}
-
-// NextDue returns the earliest refresh_at of the table, so the dispatcher
-// can sleep until then; ok is false when no row has one. It may be in the
-// past (rows are due) and does not lock.
-//
-// It walks the refresh_at index from its start and stops at the first row
-// with a key, so its cost does not grow with the table. (MIN(refresh_at)
-// with the key condition made MariaDB scan the whole index.)
-func (s *Store) NextDue(ctx context.Context, t models.Table) (next time.Time, ok bool, err error) {
-	q, err := s.compile(ctx, t)
-	if err != nil {
-		return time.Time{}, false, err
-	}
-	force := ""
-	if q.meta.refreshIndex != "" {
-		idx, err := quoteIdent(q.meta.refreshIndex)
-		if err != nil {
-			return time.Time{}, false, fmt.Errorf("index of table %s: %w", q.table, err)
-		}
-		force = " FORCE INDEX (" + idx + ")"
-	}
-	// Like ClaimDue, rows whose key is NULL do not count: they are never
-	// claimed, and counting them would wake the dispatcher for nothing.
-	var first time.Time
-	err = s.db.QueryRowContext(ctx, "SELECT `refresh_at` FROM "+q.table+force+
-		" WHERE `refresh_at` IS NOT NULL AND "+q.key+" IS NOT NULL ORDER BY `refresh_at` LIMIT 1").Scan(&first)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return time.Time{}, false, nil
-	case err != nil:
-		return time.Time{}, false, fmt.Errorf("find next refresh_at of %s: %w", q.table, err)
-	}
-	return first.UTC(), true, nil
 }
 
 // compiled holds the quoted names and the SELECT of one models.Table.

@@ -595,6 +595,17 @@ func TestNextDueReadsFewRows(t *testing.T) {
 	if read > 20 {
 		t.Fatalf("NextDue read %d rows of a 5002-row table, want a few", read)
 	}
+
+	// NextDueMany's subqueries read the same way: 3 times the table, a few
+	// rows each.
+	before = reads()
+	many, err := s.NextDueMany(context.Background(), []models.Table{tbl, tbl, tbl})
+	must(t, err)
+	read = reads() - before
+	eq(t, many, []models.Next{{At: base.Add(time.Second), OK: true}, {At: base.Add(time.Second), OK: true}, {At: base.Add(time.Second), OK: true}})
+	if read > 60 {
+		t.Fatalf("NextDueMany read %d rows of 3 times a 5002-row table, want a few each", read)
+	}
 }
 
 // TestSaveReplacesZeroDate: a zero date in refresh_at (allowed by MariaDB's

@@ -24,8 +24,6 @@ var harness = storetest.Harness{
 			},
 		}
 	},
-	OddKey:     "abc",
-	OddKeyType: storetest.KeyInt,
 }
 
 func TestConformance(t *testing.T) { storetest.Run(t, harness) }

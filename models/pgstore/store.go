@@ -174,28 +174,6 @@ func (tx *Tx) LockByKeys(ctx context.Context, t models.Table, keys []string) (ma
 	return out, nil
 }
 
-// NextDue returns the earliest refresh_at of rows with a key, so the
-// dispatcher can sleep until then; ok is false when there is none. It may be
-// in the past and does not lock. PostgreSQL walks the refresh_at index from
-// its start and stops at the first row with a key, so its cost does not
-// grow with the table.
-func (s *Store) NextDue(ctx context.Context, t models.Table) (next time.Time, ok bool, err error) {
-	q, err := s.compile(ctx, t)
-	if err != nil {
-		return time.Time{}, false, err
-	}
-	var first time.Time
-	err = s.pool.QueryRow(ctx, `SELECT "refresh_at" FROM `+q.table+
-		` WHERE "refresh_at" IS NOT NULL AND `+q.key+` IS NOT NULL ORDER BY "refresh_at" LIMIT 1`).Scan(&first)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return time.Time{}, false, nil
-	case err != nil:
-		return time.Time{}, false, fmt.Errorf("find next refresh_at of %s: %w", q.table, withSchemaHint(err))
-	}
-	return first.UTC(), true, nil
-}
-
 // compiled holds the quoted names and the SELECTs of one models.Table.
 type compiled struct {
 	meta       tableMeta

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,11 +43,12 @@ FROM `+q.table, dbTime(now), dbTime(now.Add(-lateAfter))).Scan(&c.Total, &due, &
 
 // List returns up to q.Limit rows of t in q.State, ordered by key,
 // starting after the key q.After, without Payload. Search matches with
-// LIKE, which is case-insensitive for ASCII letters.
-func (s *Store) List(ctx context.Context, t models.Table, lq models.ListQuery) ([]models.Row, error) {
+// LIKE, which is case-insensitive for ASCII letters, within q.Budget() rows
+// of the state (see search).
+func (s *Store) List(ctx context.Context, t models.Table, lq models.ListQuery) (models.ListPage, error) {
 	q, err := s.compile(ctx, s.db, t)
 	if err != nil {
-		return nil, err
+		return models.ListPage{}, err
 	}
 	limit := lq.Limit
 	switch {
@@ -70,24 +72,76 @@ func (s *Store) List(ctx context.Context, t models.Table, lq models.ListQuery) (
 	case models.StateDisabled:
 		where = append(where, `"refresh_disabled_until_update" IS NOT NULL`)
 	default:
-		return nil, fmt.Errorf("list rows of %s: unknown state %q: use due, late, running, failing, disabled or all", q.table, lq.State)
+		return models.ListPage{}, fmt.Errorf("list rows of %s: unknown state %q: use due, late, running, failing, disabled or all", q.table, lq.State)
 	}
-	if lq.Search != "" {
-		pat := "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(lq.Search) + "%"
-		where = append(where, "("+q.key+` LIKE ? ESCAPE '\' OR "refresh_disabled_user_friendly_reason" LIKE ? ESCAPE '\' OR "refresh_last_error" LIKE ? ESCAPE '\')`)
-		args = append(args, pat, pat, pat)
-	}
+	state, stateArgs := strings.Join(where, " AND "), args
+	keyWhere, keyArgs := []string{q.key + " IS NOT NULL"}, []any(nil)
 	if lq.After != "" {
-		where = append(where, q.key+" > ?")
-		args = append(args, lq.After)
+		keyWhere, keyArgs = append(keyWhere, q.key+" > ?"), append(keyArgs, lq.After)
 	}
-	where = append(where, q.key+" IS NOT NULL")
-	query := q.selectState + " WHERE " + strings.Join(where, " AND ") + fmt.Sprintf(" ORDER BY %s LIMIT %d", q.key, limit)
+	keyCond := strings.Join(keyWhere, " AND ")
+	cond := strings.Join(append(where, keyWhere...), " AND ")
+	args = append(slices.Clone(args), keyArgs...)
+	if lq.Search != "" {
+		if state == "" {
+			state = "TRUE"
+		}
+		return s.search(ctx, q, state, stateArgs, keyCond, keyArgs, lq, limit)
+	}
+	query := q.selectState + " WHERE " + cond + fmt.Sprintf(" ORDER BY %s LIMIT %d", q.key, limit)
 	rows, err := queryRows(ctx, s.db, q, query, args, limit)
 	if err != nil {
-		return nil, withSchemaHint(fmt.Errorf("list rows of %s: %w", q.table, err))
+		return models.ListPage{}, withSchemaHint(fmt.Errorf("list rows of %s: %w", q.table, err))
 	}
-	return rows, nil
+	p := models.ListPage{Rows: rows}
+	if len(rows) == limit {
+		p.Next = rows[len(rows)-1].Key
+	}
+	return p, nil
+}
+
+// search lists the rows of the state (state) that match lq.Search among
+// the next lq.Budget() rows of the table in key order after the key
+// (keyCond), so that its cost is bounded whatever the state and the
+// matches (a substring cannot use an index). When fewer than limit match,
+// one more query finds the budget-th key, where the next request goes on.
+func (s *Store) search(ctx context.Context, q compiled, state string, stateArgs []any, keyCond string, keyArgs []any, lq models.ListQuery, limit int) (models.ListPage, error) {
+	budget := lq.Budget()
+	pat := "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(lq.Search) + "%"
+	var page models.ListPage
+	query := q.selectState + " WHERE " + q.key + " IN (SELECT k0 FROM (SELECT " + q.key + " AS k0, (" + state + `) AS s0, "refresh_disabled_user_friendly_reason" AS r0, "refresh_last_error" AS e0 FROM ` + q.table +
+		" WHERE " + keyCond + fmt.Sprintf(" ORDER BY %s LIMIT %d", q.key, budget) + `) WHERE s0 AND (k0 LIKE ? ESCAPE '\' OR r0 LIKE ? ESCAPE '\' OR e0 LIKE ? ESCAPE '\')` +
+		fmt.Sprintf(" ORDER BY k0 LIMIT %d) ORDER BY %s", limit, q.key)
+	rows, err := queryRows(ctx, s.db, q, query, slices.Concat(stateArgs, keyArgs, []any{pat, pat, pat}), limit)
+	if err != nil {
+		return page, withSchemaHint(fmt.Errorf("search rows of %s: %w", q.table, err))
+	}
+	page.Rows = rows
+	if len(rows) == limit {
+		page.Next = rows[len(rows)-1].Key
+		return page, nil
+	}
+	// The budget-th row, and whether any follows it.
+	rs, err := s.db.QueryContext(ctx, "SELECT "+q.key+" FROM "+q.table+" WHERE "+keyCond+fmt.Sprintf(" ORDER BY %s LIMIT 2 OFFSET %d", q.key, budget-1), keyArgs...)
+	if err != nil {
+		return page, withSchemaHint(fmt.Errorf("search rows of %s: find where the scan stopped: %w", q.table, err))
+	}
+	defer rs.Close()
+	var last []string
+	for rs.Next() {
+		var k string
+		if err := rs.Scan(&k); err != nil {
+			return page, fmt.Errorf("search rows of %s: find where the scan stopped: %w", q.table, err)
+		}
+		last = append(last, k)
+	}
+	if err := rs.Err(); err != nil {
+		return page, fmt.Errorf("search rows of %s: find where the scan stopped: %w", q.table, err)
+	}
+	if len(last) == 2 {
+		page.Next, page.ScannedTo = last[0], last[0]
+	}
+	return page, nil
 }
 
 func queryRows(ctx context.Context, db queryer, q compiled, sqlText string, args []any, limit int) ([]models.Row, error) {

@@ -229,7 +229,7 @@ func TestInspector(t *testing.T) {
 			q.Now, q.LateAfter = now, time.Hour
 			rows, err := s.List(ctx, tbl, q)
 			must(t, err)
-			return keysOf(rows)
+			return keysOf(rows.Rows)
 		}
 		eq(t, list(models.ListQuery{State: models.StateDue}), []string{"due1", "late1"})
 		eq(t, list(models.ListQuery{State: models.StateLate}), []string{"late1"})

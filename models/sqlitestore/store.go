@@ -208,35 +208,6 @@ func (tx *Tx) LockByKeys(ctx context.Context, t models.Table, keys []string) (ma
 	return out, nil
 }
 
-// NextDue returns the earliest refresh_at of rows with a key, so the
-// dispatcher can sleep until then; ok is false when there is none. It may
-// be in the past and does not lock. It reads the refresh_at index from its
-// start and stops at the first row with a key.
-func (s *Store) NextDue(ctx context.Context, t models.Table) (next time.Time, ok bool, err error) {
-	q, err := s.compile(ctx, s.db, t)
-	if err != nil {
-		return time.Time{}, false, err
-	}
-	indexed := ""
-	if q.meta.refreshIndex != "" {
-		indexed = " INDEXED BY " + quoteName(q.meta.refreshIndex)
-	}
-	var first any
-	err = s.db.QueryRowContext(ctx, `SELECT "refresh_at" FROM `+q.table+indexed+
-		` WHERE "refresh_at" IS NOT NULL AND `+q.key+` IS NOT NULL ORDER BY "refresh_at" LIMIT 1`).Scan(&first)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return time.Time{}, false, nil
-	case err != nil:
-		return time.Time{}, false, withSchemaHint(fmt.Errorf("find next refresh_at of %s: %w", q.table, err))
-	}
-	next, err = mustParseTime(first, "next refresh_at of "+q.table)
-	if err != nil {
-		return time.Time{}, false, err
-	}
-	return next, true, nil
-}
-
 // tableMeta is what the queries need to know of a table.
 type tableMeta struct {
 	// rowid is set when rows are written by rowid: the table has one, and

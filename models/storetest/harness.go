@@ -26,11 +26,6 @@ type Harness struct {
 	// cleaned up when the test ends. It is called once per test, from
 	// parallel tests.
 	New func(t *testing.T) Env
-	// OddKey is a key the key column of OddKeyType cannot hold (a 💥 in a
-	// latin1 column on MySQL, "abc" in an integer column on PostgreSQL):
-	// looking it up and saving by it must find no row and fail nothing.
-	OddKey     string
-	OddKeyType KeyType
 	// ZeroDate, when set, inserts into table a row with key key whose
 	// refresh_at is a zero date ('0000-00-00', MySQL only); the tests of
 	// zero dates are skipped when nil.

@@ -37,6 +37,7 @@ func Run(t *testing.T, h Harness) {
 		{"LockByKeysWaits", testLockByKeysWaits},
 		{"TxRollsBack", testTxRollsBack},
 		{"NextDue", testNextDue},
+		{"NextDueMany", testNextDueMany},
 		{"ClassifyValueRefusedAndTableRefused", testClassify},
 		{"MigrateTwice", testMigrateTwice},
 		{"MigrateOntoSomeColumns", testMigrateExisting},
@@ -46,6 +47,8 @@ func Run(t *testing.T, h Harness) {
 		{"ZeroDate", testZeroDate},
 		{"InspectorCounts", testCounts},
 		{"InspectorListPages", testList},
+		{"InspectorGet", testGet},
+		{"InspectorSearchBoundedScan", testSearchBudget},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -521,6 +524,38 @@ func testNextDue(t *testing.T, h Harness) {
 	eq(t, next, base, "earliest refresh_at")
 }
 
+// testNextDueMany: one answer per table, in order, the same as NextDue's,
+// also past a chunk (the same tables asked many times).
+func testNextDueMany(t *testing.T, h Harness) {
+	env := h.New(t)
+	ctx := context.Background()
+	tbl := items(t, env, KeyString)
+	env.CreateItemsTable(t, "empty", KeyString)
+	_, err := env.Store.Migrate(ctx, []string{"empty"}, io.Discard, false)
+	must(t, err)
+	empty := models.Table{Name: "empty", Key: "k"}
+	next, err := env.Store.NextDueMany(ctx, nil)
+	must(t, err)
+	eq(t, len(next), 0, "no tables")
+	insert(t, env, "", base.Add(-time.Hour)) // NULL key: does not count
+	insert(t, env, "b", base.Add(time.Minute))
+	insert(t, env, "a", base)
+	var tables []models.Table
+	for range models.NextDueChunk + 10 {
+		tables = append(tables, tbl, empty)
+	}
+	next, err = env.Store.NextDueMany(ctx, tables)
+	must(t, err)
+	eq(t, len(next), len(tables), "answers")
+	for i := range tables {
+		want := models.Next{At: base, OK: true}
+		if i%2 == 1 {
+			want = models.Next{}
+		}
+		eq(t, next[i], want, fmt.Sprintf("table %d (%s)", i, tables[i].Name))
+	}
+}
+
 func testClassify(t *testing.T, h Harness) {
 	env := h.New(t)
 	ctx := context.Background()
@@ -552,6 +587,8 @@ func testClassify(t *testing.T, h Harness) {
 	eq(t, s.Classify(err), models.TableRefused, "missing table on claim: ", err)
 	_, _, err = s.NextDue(ctx, tbl)
 	eq(t, s.Classify(err), models.TableRefused, "missing table on next due: ", err)
+	_, err = s.NextDueMany(ctx, []models.Table{tbl})
+	eq(t, s.Classify(err), models.TableRefused, "missing table on next due of many: ", err)
 	_, err = s.SaveIfAttempt(ctx, tbl, []models.Row{{Key: "b"}}, []string{""})
 	eq(t, s.Classify(err), models.TableRefused, "missing table on save if attempt: ", err)
 
@@ -645,25 +682,64 @@ func testMigrateMissingTable(t *testing.T, h Harness) {
 	}
 }
 
+// oddKeys are keys that some key columns cannot hold, by the key type they
+// are tried with: a character latin1 lacks (MySQL's KeyNarrow), text no
+// PostgreSQL column holds (a NUL, invalid UTF-8), and text that is no
+// integer, or only starts like one, or is out of range (MySQL compares
+// "1abc" with an integer column as 1). Each must name no row, like a key
+// of no row: a poller dead-letters its result as an unknown model instead
+// of failing its batch, or applying it to row 1.
+var oddKeys = []struct {
+	key string
+	typ KeyType
+}{
+	{"💥", KeyNarrow},
+	{"x\xff", KeyNarrow},
+	{"a\x00b", KeyString},
+	{"\xff", KeyString},
+	{"abc", KeyInt},
+	{"1abc", KeyInt},
+	{"99999999999999999999", KeyInt},
+}
+
 func testOddKey(t *testing.T, h Harness) {
-	if h.OddKey == "" {
-		t.Skip("the harness names no key its key column cannot hold")
+	for _, odd := range oddKeys {
+		t.Run(fmt.Sprintf("%q", odd.key), func(t *testing.T) {
+			t.Parallel()
+			env := h.New(t)
+			ctx := context.Background()
+			tbl := items(t, env, odd.typ)
+			insert(t, env, "1", base)
+			locked := func(keys ...string) []string {
+				t.Helper()
+				var got map[string]models.Row
+				must(t, env.Store.Tx(ctx, func(tx models.Tx) (err error) {
+					got, err = tx.LockByKeys(ctx, tbl, keys)
+					return err
+				}))
+				return slices.Sorted(mapsKeys(got))
+			}
+			eq(t, locked(odd.key), []string(nil), "the odd key alone finds nothing and fails nothing")
+			eq(t, locked(odd.key, "1"), []string{"1"}, "the odd key beside another finds only the other")
+			must(t, save(env.Store, tbl, models.Row{Key: "1", State: fullState(2)}))
+			must(t, save(env.Store, tbl, models.Row{Key: odd.key, State: fullState(1)}))
+			eq(t, lock(t, env.Store, tbl, "1")["1"].State, fullState(2), "saving by the odd key writes no row")
+			must(t, save(env.Store, tbl, models.Row{Key: odd.key, State: fullState(1)}, models.Row{Key: "1", State: fullState(3)}))
+			eq(t, lock(t, env.Store, tbl, "1")["1"].State, fullState(3), "the other row of the batch is saved")
+			n, err := env.Store.SaveIfAttempt(ctx, tbl, []models.Row{{Key: odd.key, State: fullState(1)}}, []string{fullState(3).AttemptUID})
+			must(t, err)
+			eq(t, n, 0, "SaveIfAttempt by the odd key writes nothing")
+			eq(t, lock(t, env.Store, tbl, "1")["1"].State, fullState(3), "SaveIfAttempt by the odd key writes no row")
+		})
 	}
+	// A key a narrow column holds, that is not ASCII: found, so that the
+	// check does not refuse more than the column does.
 	env := h.New(t)
-	ctx := context.Background()
-	tbl := items(t, env, h.OddKeyType)
-	insert(t, env, "1", base)
-	var got map[string]models.Row
-	must(t, env.Store.Tx(ctx, func(tx models.Tx) (err error) {
-		got, err = tx.LockByKeys(ctx, tbl, []string{h.OddKey, "1"})
-		return err
-	}))
-	eq(t, slices.Collect(mapsKeys(got)), []string{"1"}, "the odd key finds nothing and fails nothing")
-	must(t, save(env.Store, tbl, models.Row{Key: h.OddKey, State: fullState(1)}, models.Row{Key: "1", State: fullState(2)}))
-	eq(t, lock(t, env.Store, tbl, "1")["1"].State, fullState(2), "the other row of the batch is saved")
-	n, err := env.Store.SaveIfAttempt(ctx, tbl, []models.Row{{Key: h.OddKey}}, []string{""})
-	must(t, err)
-	eq(t, n, 0)
+	tbl := items(t, env, KeyNarrow)
+	insert(t, env, "é€", base)
+	eq(t, slices.Sorted(mapsKeys(lock(t, env.Store, tbl, "é€", "💥"))), []string{"é€"}, "a key the narrow column holds is found")
+	must(t, save(env.Store, tbl, models.Row{Key: "é€", State: fullState(4)}))
+	eq(t, lock(t, env.Store, tbl, "é€")["é€"].State, fullState(4), "and saved by key")
 }
 
 func testZeroDate(t *testing.T, h Harness) {
@@ -742,12 +818,12 @@ func testList(t *testing.T, h Harness) {
 		q.Now = base
 		got, err := in.List(ctx, tbl, q)
 		must(t, err)
-		for _, r := range got {
+		for _, r := range got.Rows {
 			if r.Payload != nil {
 				t.Fatalf("List returned a payload: %v", r.Payload)
 			}
 		}
-		return keysOf(got)
+		return keysOf(got.Rows)
 	}
 	eq(t, list(models.ListQuery{State: models.StateDue, Limit: 4}), []string{"2", "4", "6", "8"}, "first page, by key as an integer")
 	eq(t, list(models.ListQuery{State: models.StateDue, Limit: 4, After: "8"}), []string{"10", "12"}, "second page")
@@ -757,4 +833,80 @@ func testList(t *testing.T, h Harness) {
 	eq(t, list(models.ListQuery{State: models.StateDisabled}), []string{"10"}, "disabled")
 	eq(t, list(models.ListQuery{State: models.StateAll, Search: "invalid url"}), []string{"10"}, "search in the reason, case-insensitive")
 	eq(t, list(models.ListQuery{State: models.StateLate, LateAfter: 9 * time.Minute}), []string{"10", "12"}, "late")
+	// A search within a state is read from the state's rows first: the page
+	// is still ordered by key as the key's type orders it, and pages on.
+	eq(t, list(models.ListQuery{State: models.StateDue, Search: "2"}), []string{"2", "12"}, "search within a state, by key as an integer")
+	eq(t, list(models.ListQuery{State: models.StateDue, Search: "2", Limit: 1}), []string{"2"}, "search within a state, first page")
+	eq(t, list(models.ListQuery{State: models.StateDue, Search: "2", Limit: 1, After: "2"}), []string{"12"}, "search within a state, second page")
+	eq(t, list(models.ListQuery{State: models.StateDue, Search: "INVALID"}), []string{"10"}, "search in the reason within a state")
+	eq(t, list(models.ListQuery{State: models.StateRunning, Search: "2"}), []string{}, "search within an empty state")
+}
+
+// testSearchBudget follows a search's continuation to the end with a small
+// scan budget: every match is found once, in key order, pages with no match
+// still go on, and the last page is complete, also when the budget ends on
+// the table's last row.
+func testSearchBudget(t *testing.T, h Harness) {
+	env := h.New(t)
+	in := inspector(t, env.Store)
+	ctx := context.Background()
+	tbl := items(t, env, KeyInt)
+	// Keys 1..30, ordered as integers; the even ones are due; "boom" is in
+	// the last error of 3, 4, 5, 17, 18 and 29.
+	var rows []models.Row
+	for i := 1; i <= 30; i++ {
+		insert(t, env, fmt.Sprint(i), time.Time{})
+		st := policy.State{RefreshAt: base.Add(time.Duration(i) * time.Hour)}
+		if i%2 == 0 {
+			st.RefreshAt = base.Add(-time.Duration(i) * time.Minute)
+		}
+		switch i {
+		case 3, 4, 5, 17, 18, 29:
+			st.FailingSince, st.LastError = base, fmt.Sprintf("GET https://x/%d: BOOM", i)
+		}
+		rows = append(rows, models.Row{Key: fmt.Sprint(i), State: st})
+	}
+	must(t, save(env.Store, tbl, rows...))
+	type page struct {
+		Keys            []string
+		Next, ScannedTo string
+	}
+	follow := func(q models.ListQuery) []page {
+		t.Helper()
+		q.Now, q.Search = base, "boom"
+		var pages []page
+		for len(pages) < 50 {
+			got, err := in.List(ctx, tbl, q)
+			must(t, err)
+			pages = append(pages, page{keysOf(got.Rows), got.Next, got.ScannedTo})
+			if got.Complete() {
+				return pages
+			}
+			q.After = got.Next
+		}
+		t.Fatalf("the search did not end: %v", pages)
+		return nil
+	}
+	eq(t, follow(models.ListQuery{State: models.StateAll, Limit: 2, ScanBudget: 5}), []page{
+		{[]string{"3", "4"}, "4", ""}, // a full page goes on after its last match
+		{[]string{"5"}, "9", "9"},     // the budget ran out at 9
+		{[]string{}, "14", "14"},      // no match in 10..14, and more to search
+		{[]string{"17", "18"}, "18", ""},
+		{[]string{}, "23", "23"},
+		{[]string{}, "28", "28"},
+		{[]string{"29"}, "", ""}, // 29 and 30: the end
+	}, "all, 2 a page, 5 rows a request")
+	// Within a state the budget counts the table's rows in key order, the
+	// state's and the others: 3, 5, 17 and 29 match the search but are not
+	// due.
+	eq(t, follow(models.ListQuery{State: models.StateDue, Limit: 5, ScanBudget: 6}), []page{
+		{[]string{"4"}, "6", "6"}, // rows 1..6
+		{[]string{}, "12", "12"},
+		{[]string{"18"}, "18", "18"},
+		{[]string{}, "24", "24"},
+		{[]string{}, "", ""}, // 25..30: the budget ends on the table's last row
+	}, "due, 5 a page, 6 rows a request")
+	eq(t, follow(models.ListQuery{State: models.StateAll, Limit: 10}), []page{
+		{[]string{"3", "4", "5", "17", "18", "29"}, "", ""},
+	}, "default budget")
 }
