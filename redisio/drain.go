@@ -55,7 +55,7 @@ type Message struct {
 	// model) before passing the message as dead to Ack.
 	Err error
 
-	batch uint64 // token counter of the Fetch that returned it
+	batch uint64 // counter of the Fetch or Next that returned it
 	sha1  string // hex SHA-1 of the whole message, set for an oversized one
 }
 
@@ -68,6 +68,10 @@ type Message struct {
 //   - The caller applies them and commits the database transaction, then
 //     calls Ack, which removes exactly that batch from the processing list
 //     and pushes the dead letters in one atomic step.
+//   - Next fetches the following batch while earlier ones are still in
+//     flight (being applied), so that a poller can read, and stub, the next
+//     batch while its database applies the current one; Ack then takes the
+//     batches in the order they were fetched.
 //   - Fetch (and Heartbeat) keep a heartbeat key with a TTL alive. Recover
 //     moves the processing lists of instances whose heartbeat expired, and
 //     this instance's own processing list left from a previous run or from a
@@ -89,8 +93,9 @@ type Message struct {
 // across restarts (e.g. the host or pod name), so that a restarted instance
 // finds its own processing list at once instead of after the TTL.
 //
-// Fetch, Ack and Recover must be called from one goroutine (the poller);
-// Heartbeat may be called from any goroutine.
+// Fetch, Next, Ack and Recover must not be called concurrently (one
+// goroutine, or several that hand over with a happens-before edge, such as
+// a channel); Heartbeat may be called from any goroutine.
 type Drain struct {
 	c       *Client
 	lists   Lists
@@ -99,10 +104,14 @@ type Drain struct {
 	limit   int // size limit of one result
 	maxDead int
 	err     error  // configuration error, returned by every method
-	token   string // random per Drain; with seq it names a batch
-	seq     uint64 // counter of the batch in flight (0: none)
-	inBtch  int    // number of messages of the batch in flight
-	keys    drainKeys
+	token   string // random per Drain; with epoch it names the batches in flight
+	// epoch changes when the batches in flight are abandoned (Fetch,
+	// Recover, or Redis says they were taken back): the batch key holds
+	// token-epoch while they are in flight.
+	epoch  uint64
+	seq    uint64   // counter of the last batch fetched
+	flight []flight // the batches fetched and not acknowledged, oldest first
+	keys   drainKeys
 	// beatAt is when the heartbeat was last refreshed (unix nanoseconds,
 	// by Heartbeat or the fetch script); Fetch's wait skips the refresh
 	// while the key has long enough to live (see Fetch).
@@ -110,6 +119,31 @@ type Drain struct {
 }
 
 type drainKeys struct{ output, processing, heartbeat, batch, dead string }
+
+// flight is a batch fetched and not yet acknowledged: its counter and its
+// number of messages (its place in the processing list follows the earlier
+// batches in flight).
+type flight struct {
+	seq uint64
+	n   int
+}
+
+// inFlight returns the number of messages of the batches in flight.
+func (d *Drain) inFlight() int {
+	n := 0
+	for _, f := range d.flight {
+		n += f.n
+	}
+	return n
+}
+
+// abandon forgets the batches in flight: their messages stay in the
+// processing list (a Fetch returns them again) or were moved back to the
+// output list (Recover).
+func (d *Drain) abandon() {
+	d.epoch++
+	d.flight = d.flight[:0]
+}
 
 // Drain returns the drain of lists.Output for instance instanceID.
 // heartbeatTTL is how long the instance counts as alive after its last Fetch
@@ -160,9 +194,11 @@ func (c *Client) Drain(lists Lists, instanceID string, heartbeatTTL time.Duratio
 	return d
 }
 
-// fetchScript refreshes the heartbeat, marks a new batch and returns the
-// next batch: first the messages of the processing list (what a previous
-// Fetch left unacknowledged, read in place with LINDEX), then messages read
+// fetchScript refreshes the heartbeat, marks the batches in flight and
+// returns the next batch: first the messages of the processing list after
+// the first ARGV[9] (the batches still in flight, which Next skips; after
+// them, what a previous Fetch left unacknowledged, read in place with
+// LINDEX), then messages read
 // from the head of the output list and moved to the tail of the processing
 // list (RPUSH and LTRIM, up to 1000 at a time), until the batch holds max
 // messages or the next one would take it over ARGV[5] bytes. The output list
@@ -180,15 +216,25 @@ func (c *Client) Drain(lists Lists, instanceID string, heartbeatTTL time.Duratio
 // and hashing a huge message blocks Redis for a while, so the script stops
 // after the oversized message that brings their total to ARGV[6] bytes.
 //
+// When ARGV[9] is not 0 and the batch key no longer holds ARGV[3] (Recover
+// of another instance took the batches in flight back), or the processing
+// list is shorter than ARGV[9], the script changes nothing but the
+// heartbeat and returns the error RECOVERED.
+//
 // Under maxmemory the first write (the heartbeat's SET) is refused and the
 // script changes nothing; after it Redis lets every write of the script
 // through, so it never stops half-way. Each message is pushed to the
 // processing list before it is trimmed from the output list.
 //
 // KEYS: output, processing, heartbeat, batch. ARGV: max, ttl ms, batch token,
-// size limit, batch bytes, oversized bytes, excerpt bytes, stub prefix.
+// size limit, batch bytes, oversized bytes, excerpt bytes, stub prefix,
+// messages in flight.
 var fetchScript = redis.NewScript(`
 redis.call('SET', KEYS[3], '1', 'PX', ARGV[2])
+local skip = tonumber(ARGV[9])
+if skip > 0 and (redis.call('GET', KEYS[4]) ~= ARGV[3] or redis.call('LLEN', KEYS[2]) < skip) then
+  return redis.error_reply('RECOVERED the batches in flight were taken back from the processing list')
+end
 local max, limit, budget = tonumber(ARGV[1]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local bigmax, excerpt = tonumber(ARGV[6]), tonumber(ARGV[7])
 local out, bytes, big = {}, 0, 0
@@ -207,7 +253,7 @@ local function fits(n)
   return #out < max and (#out == 0 or bytes + n <= budget) and big < bigmax
 end
 local n = redis.call('LLEN', KEYS[2])
-local i = 0
+local i = skip
 while i < n and fits(0) do
   local e = redis.call('LINDEX', KEYS[2], i)
   if oversized(e) then
@@ -281,74 +327,33 @@ redis.call('SET', KEYS[4], ARGV[3])
 return out
 `)
 
-// stubScript replaces, in place, the messages longer than the size limit
-// among the first ARGV[1] of the output list by their stubs (the same stub
-// as fetchScript's), until their bytes reach ARGV[3]. It moves nothing: the
-// output list keeps its order and length, and a stub there is what
-// fetchScript would have put in the processing list.
-//
-// KEYS: output. ARGV: count, size limit, oversized bytes, excerpt bytes,
-// stub prefix.
-var stubScript = redis.NewScript(`
-local n, limit, bigmax, excerpt = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local big, done = 0, 0
-for i = 0, n - 1 do
-  if big >= bigmax then break end
-  local e = redis.call('LINDEX', KEYS[1], i)
-  if not e then break end
-  if #e > limit and string.sub(e, 1, #ARGV[5]) ~= ARGV[5] then
-    big = big + #e
-    redis.call('LSET', KEYS[1], i, ARGV[5] .. #e .. ' ' .. redis.sha1hex(e) .. ' ' .. string.sub(e, 1, excerpt))
-    done = done + 1
-  end
-end
-return done
-`)
-
-// Stub replaces the messages over the size limit among the next max of the
-// output list by their stubs, in place, and returns how many it replaced.
-// It changes no message's place, so it is safe at any time, from any
-// goroutine, alongside Fetch, Ack and other instances: reading and hashing
-// an oversized message is the slow part of a Fetch that meets one (Redis
-// serves no other client meanwhile), and a poller calls Stub while its
-// database applies a batch, so that the next Fetch finds stubs. Like a
-// Fetch, it reads at most about 16 MiB of oversized messages per call.
-func (d *Drain) Stub(ctx context.Context, max int) (int, error) {
-	if d.err != nil {
-		return 0, d.err
-	}
-	n, err := stubScript.Run(ctx, d.c.rdb, []string{d.keys.output},
-		max, d.limit, maxOversizedPerFetch, ExcerptBytes+1, stubPrefix).Int()
-	if err != nil {
-		return 0, fmt.Errorf("stub oversized results of %q: %w", d.lists.Output, err)
-	}
-	return n, nil
-}
-
-// ackScript, if the batch is still the one in flight, pushes the dead
-// letters and caps the dead-letter list, then removes the first n messages
-// of the processing list. The pushes come first and the type of the dead
+// ackScript, if the batches in flight are still this instance's (the batch
+// key holds their token), pushes the dead letters and caps the dead-letter
+// list, then removes the first n messages of the processing list (the
+// oldest batch), and deletes the batch key when ARGV[4] is "1" (no other
+// batch in flight). The pushes come first and the type of the dead
 // list is checked before any write, so a dead letter that cannot be written
 // (the key holds another type, or Redis is at maxmemory, which refuses the
 // first write of a script) leaves the batch in the processing list.
 //
-// KEYS: processing, batch, dead. ARGV: n, batch token, max dead, dead letters...
+// KEYS: processing, batch, dead. ARGV: n, batch token, max dead, last,
+// dead letters...
 var ackScript = redis.NewScript(`
 if redis.call('GET', KEYS[2]) ~= ARGV[2] then return 0 end
 if redis.call('LLEN', KEYS[1]) < tonumber(ARGV[1]) then return 0 end
-if #ARGV > 3 then
+if #ARGV > 4 then
   local t = redis.call('TYPE', KEYS[3]).ok
   if t ~= 'list' and t ~= 'none' then
     return redis.error_reply('WRONGTYPE the dead-letter list ' .. KEYS[3] .. ' holds a ' .. t ..
       ', not a list: rename or delete that key (the batch waits in the processing list until then)')
   end
-  for i = 4, #ARGV, 1000 do
+  for i = 5, #ARGV, 1000 do
     redis.call('RPUSH', KEYS[3], unpack(ARGV, i, math.min(i + 999, #ARGV)))
   end
   redis.call('LTRIM', KEYS[3], -tonumber(ARGV[3]), -1)
 end
 redis.call('LTRIM', KEYS[1], ARGV[1], -1)
-redis.call('DEL', KEYS[2])
+if ARGV[4] == '1' then redis.call('DEL', KEYS[2]) end
 return 1
 `)
 
@@ -370,7 +375,8 @@ return n
 //
 // If the processing list is not empty (a batch that was fetched but not
 // acknowledged), Fetch returns those messages again first; a new Fetch
-// abandons the previous batch, whose messages are part of the new one.
+// abandons the batches in flight, whose messages are part of the new one.
+// To fetch more while a batch is applied, use Next.
 //
 // When the output list is empty, Fetch waits up to block for a result, in
 // blocking steps of 1 s (so a block below 1 s waits up to 1 s and ctx is
@@ -388,8 +394,7 @@ func (d *Drain) Fetch(ctx context.Context, max int, block time.Duration) ([]Mess
 	if max < 1 {
 		return nil, fmt.Errorf("fetch from %q: max is %d, want at least 1", d.lists.Output, max)
 	}
-	d.seq++ // abandons the previous batch, if any
-	d.inBtch = 0
+	d.abandon() // the batches in flight, if any, are part of this one
 	msgs, err := d.fetchOnce(ctx, max)
 	if err != nil || len(msgs) > 0 || block <= 0 {
 		return msgs, err
@@ -422,12 +427,44 @@ func (d *Drain) Fetch(ctx context.Context, max int, block time.Duration) ([]Mess
 	}
 }
 
+// Next returns the batch that follows the batches in flight (fetched and
+// not yet acknowledged), which it leaves in flight: a poller calls it while
+// its database applies the current batch, so that reading the next one,
+// and stubbing its oversized messages inside Redis, does not wait for the
+// database, nor the database for it. It does not wait for results: it
+// returns no messages and a nil error when none are queued. Ack takes the
+// batches in the order they were fetched. With no batch in flight, Next is
+// Fetch without waiting.
+//
+// If Recover (of another instance, after this one's heartbeat expired)
+// took the batches in flight back, Next changes nothing, forgets them and
+// returns ErrRecovered; they are applied again when fetched again.
+func (d *Drain) Next(ctx context.Context, max int) ([]Message, error) {
+	if d.err != nil {
+		return nil, d.err
+	}
+	if max < 1 {
+		return nil, fmt.Errorf("fetch from %q: max is %d, want at least 1", d.lists.Output, max)
+	}
+	return d.fetchOnce(ctx, max)
+}
+
+// errRecoveredReply starts the error fetchScript returns when the batches
+// in flight were taken back.
+const errRecoveredReply = "RECOVERED "
+
 func (d *Drain) fetchOnce(ctx context.Context, max int) ([]Message, error) {
 	sent := time.Now()
+	skip := d.inFlight()
 	res, err := fetchScript.Run(ctx, d.c.rdb,
 		[]string{d.keys.output, d.keys.processing, d.keys.heartbeat, d.keys.batch},
 		max, d.ttl.Milliseconds(), d.batchToken(), d.limit, maxInt(d.c.cfg.MaxBatchBytes, d.limit),
-		maxOversizedPerFetch, ExcerptBytes+1, stubPrefix).StringSlice()
+		maxOversizedPerFetch, ExcerptBytes+1, stubPrefix, skip).StringSlice()
+	if err != nil && strings.HasPrefix(err.Error(), errRecoveredReply) {
+		d.beatAt.Store(sent.UnixNano())
+		d.abandon()
+		return nil, fmt.Errorf("fetch from %q after %d results in flight: %w", d.lists.Output, skip, ErrRecovered)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("fetch up to %d results from %q: %w", max, d.lists.Output, err)
 	}
@@ -435,6 +472,7 @@ func (d *Drain) fetchOnce(ctx context.Context, max int) ([]Message, error) {
 	if len(res) == 0 {
 		return nil, nil
 	}
+	d.seq++
 	msgs := make([]Message, len(res))
 	for i, s := range res {
 		m := Message{batch: d.seq}
@@ -447,26 +485,29 @@ func (d *Drain) fetchOnce(ctx context.Context, max int) ([]Message, error) {
 		}
 		msgs[i] = m
 	}
-	d.inBtch = len(msgs)
+	d.flight = append(d.flight, flight{seq: d.seq, n: len(msgs)})
 	return msgs, nil
 }
 
 func maxInt(a, b int) int { return max(a, b) }
 
 func (d *Drain) batchToken() string {
-	return d.token + "-" + strconv.FormatUint(d.seq, 10)
+	return d.token + "-" + strconv.FormatUint(d.epoch, 10)
 }
 
-// Ack removes the batch of the last Fetch from the processing list after the
-// caller committed it, and in the same atomic step pushes one dead letter per
-// message of dead to the dead-letter list (see AppendDeadLetter for its
-// format) and drops the oldest dead letters beyond Lists.MaxDead. msgs must
-// be every message the last Fetch
-// returned; dead is the subset that cannot be applied (decode errors, unknown
-// models), each with Err set. Ack of an abandoned batch (Fetch or Recover was
-// called since) is an error and changes nothing. If the batch was taken back
-// by Recover meanwhile, Ack changes nothing and returns ErrRecovered (the
-// dead letters are written when the batch is fetched again).
+// Ack removes the oldest batches in flight (of the last Fetch, then of each
+// Next) from the processing list after the caller committed them, and in
+// the same atomic step pushes one dead letter per message of dead to the
+// dead-letter list (see AppendDeadLetter for its format) and drops the
+// oldest dead letters beyond Lists.MaxDead. msgs must be every message of
+// one or more of those batches, oldest first, as fetched (a poller that
+// tops a batch up with Next acknowledges all of it at once); dead is the
+// subset that cannot be applied (decode errors, unknown models), each with
+// Err set. Ack of an abandoned batch
+// (Fetch or Recover was called since) is an error and changes nothing. If
+// the batch was taken back by Recover meanwhile, Ack changes nothing,
+// forgets every batch in flight and returns ErrRecovered (the dead letters
+// are written when the batch is fetched again).
 //
 // When Ack fails, the batch stays in the processing list: the next Fetch
 // returns it again, or Recover moves it back to the output list. That
@@ -483,24 +524,41 @@ func (d *Drain) Ack(ctx context.Context, msgs, dead []Message) error {
 		}
 		return nil
 	}
-	seq := d.seq
-	if d.inBtch == 0 {
+	if len(d.flight) == 0 {
 		return fmt.Errorf("ack %d results of %q: no batch in flight (Fetch, then Ack once)", len(msgs), d.lists.Output)
 	}
-	if len(msgs) != d.inBtch {
-		return fmt.Errorf("ack %d results of %q: the last Fetch returned %d; pass every fetched message, dead ones included", len(msgs), d.lists.Output, d.inBtch)
-	}
-	for _, m := range msgs {
-		if m.batch != seq {
-			return fmt.Errorf("ack results of %q: a message is from an abandoned batch (Fetch or Recover was called since)", d.lists.Output)
+	// msgs must be the oldest k batches in flight, whole and in order.
+	n, k := 0, 0
+	for n < len(msgs) {
+		if k == len(d.flight) {
+			return fmt.Errorf("ack %d results of %q: the batches in flight have %d; pass the messages of whole batches, in the order fetched", len(msgs), d.lists.Output, n)
 		}
+		f := d.flight[k]
+		for _, m := range msgs[n:min(n+f.n, len(msgs))] {
+			switch {
+			case m.batch == f.seq:
+			case m.batch > f.seq && m.batch <= d.seq:
+				return fmt.Errorf("ack results of %q: a message is from a later batch than the oldest in flight (Ack the batches in the order they were fetched)", d.lists.Output)
+			default:
+				return fmt.Errorf("ack results of %q: a message is from an abandoned batch (Fetch or Recover was called since)", d.lists.Output)
+			}
+		}
+		if n+f.n > len(msgs) {
+			return fmt.Errorf("ack %d results of %q: the batch has %d messages; pass every fetched message, dead ones included", len(msgs), d.lists.Output, f.n)
+		}
+		n += f.n
+		k++
 	}
-	args := make([]any, 0, 3+len(dead))
-	args = append(args, len(msgs), d.batchToken(), d.maxDead)
+	last := "0"
+	if k == len(d.flight) {
+		last = "1"
+	}
+	args := make([]any, 0, 4+len(dead))
+	args = append(args, len(msgs), d.batchToken(), d.maxDead, last)
 	at := d.c.cfg.Now().UTC().Format(time.RFC3339)
 	for _, m := range dead {
-		if m.batch != seq {
-			return fmt.Errorf("ack results of %q: a dead message is not from the batch in flight", d.lists.Output)
+		if m.batch < d.flight[0].seq || m.batch > d.flight[k-1].seq {
+			return fmt.Errorf("ack results of %q: a dead message is not from the batches acknowledged", d.lists.Output)
 		}
 		if m.Err == nil {
 			return fmt.Errorf("ack results of %q: a dead message has no Err (say why it cannot be applied)", d.lists.Output)
@@ -511,10 +569,11 @@ func (d *Drain) Ack(ctx context.Context, msgs, dead []Message) error {
 	if err != nil {
 		return fmt.Errorf("ack %d results of %q (%d dead): %w", len(msgs), d.lists.Output, len(dead), err)
 	}
-	d.inBtch = 0
 	if ok == 0 {
+		d.abandon()
 		return fmt.Errorf("ack %d results of %q: %w", len(msgs), d.lists.Output, ErrRecovered)
 	}
+	d.flight = d.flight[k:]
 	return nil
 }
 
@@ -550,8 +609,7 @@ func (d *Drain) Recover(ctx context.Context) (int, error) {
 	if d.err != nil {
 		return 0, d.err
 	}
-	d.seq++ // abandons the batch in flight: its messages go back
-	d.inBtch = 0
+	d.abandon() // the batches in flight: their messages go back
 	total, err := d.recoverList(ctx, d.id, false)
 	if err != nil {
 		return total, err

@@ -138,7 +138,7 @@ func TestFetchAndAck(t *testing.T) {
 	msgs, err = d.Fetch(ctx, 100, 0)
 	require.NoError(t, err)
 	require.Equal(t, seq(3, 6), uidsOf(msgs))
-	require.EqualError(t, d.Ack(ctx, msgs[:2], nil), `ack 2 results of "`+b.lists.Output+`": the last Fetch returned 3; pass every fetched message, dead ones included`)
+	require.EqualError(t, d.Ack(ctx, msgs[:2], nil), `ack 2 results of "`+b.lists.Output+`": the batch has 3 messages; pass every fetched message, dead ones included`)
 	require.EqualError(t, d.Ack(ctx, msgs, msgs[:1]), `ack results of "`+b.lists.Output+`": a dead message has no Err (say why it cannot be applied)`)
 	require.NoError(t, d.Ack(ctx, msgs, nil))
 	requireList(t, b, b.lists.Processing("A"))
@@ -162,7 +162,7 @@ func TestFetchRedeliversUnacked(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, seq(0, 4), uidsOf(second))
 
-	require.EqualError(t, d.Ack(ctx, first, nil), `ack 2 results of "`+b.lists.Output+`": the last Fetch returned 4; pass every fetched message, dead ones included`)
+	require.EqualError(t, d.Ack(ctx, first, nil), `ack results of "`+b.lists.Output+`": a message is from an abandoned batch (Fetch or Recover was called since)`)
 	third, err := d.Fetch(ctx, 2, 0) // smaller than what is in processing
 	require.NoError(t, err)
 	require.Equal(t, seq(0, 2), uidsOf(third))

@@ -43,18 +43,29 @@ func (c *Client) Hold(ctx context.Context, key, group string, until, now time.Ti
 // Held returns the groups of the sorted set key held after now (by the
 // caller's clock), with the end of each hold. An absent key holds none.
 func (c *Client) Held(ctx context.Context, key string, now time.Time) (map[string]time.Time, error) {
-	zs, err := c.rdb.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{
-		Min: "(" + strconv.FormatInt(now.UnixMilli(), 10), Max: "+inf"}).Result()
-	if err != nil {
-		return nil, fmt.Errorf("read throttle holds %q: %w", key, err)
-	}
-	held := make(map[string]time.Time, len(zs))
-	for _, z := range zs {
-		if g, ok := z.Member.(string); ok {
-			held[g] = time.UnixMilli(int64(z.Score)).UTC()
+	cmd := QueueHeld(ctx, c.rdb, key, now)
+	return cmd()
+}
+
+// QueueHeld queues Held's read on p (a client or a pipeline, so that the
+// caller can send it with other commands in one round trip); the function
+// it returns gives Held's result once p has run it.
+func QueueHeld(ctx context.Context, p redis.Cmdable, key string, now time.Time) func() (map[string]time.Time, error) {
+	cmd := p.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{
+		Min: "(" + strconv.FormatInt(now.UnixMilli(), 10), Max: "+inf"})
+	return func() (map[string]time.Time, error) {
+		zs, err := cmd.Result()
+		if err != nil {
+			return nil, fmt.Errorf("read throttle holds %q: %w", key, err)
 		}
+		held := make(map[string]time.Time, len(zs))
+		for _, z := range zs {
+			if g, ok := z.Member.(string); ok {
+				held[g] = time.UnixMilli(int64(z.Score)).UTC()
+			}
+		}
+		return held, nil
 	}
-	return held, nil
 }
 
 // Count adds results and failures to the hash key (fields "results" and
@@ -77,9 +88,42 @@ func (c *Client) Count(ctx context.Context, key string, results, failures int, t
 // Count) and reports whether flag exists, in one round trip. Absent keys
 // count 0.
 func (c *Client) Counts(ctx context.Context, keys []string, flag string) (results, failures int, flagged bool, err error) {
+	return c.CountThenRead(ctx, nil, keys, flag)
+}
+
+// Tally is a count for a bucket of the incident window, added as Count adds
+// it; with FlagTTL > 0 it also sets the flag of CountThenRead for that long
+// (as Flag).
+type Tally struct {
+	Key               string
+	Results, Failures int
+	TTL               time.Duration
+	FlagTTL           time.Duration
+}
+
+// CountThenRead adds tallies (as Count and Flag) and then reads the window
+// (as Counts, which it returns), in one round trip and one transaction
+// (MULTI/EXEC): the read sees the tallies. A failed call may still have
+// written them, so the caller must not send them again (a lost count is
+// better than one counted twice).
+func (c *Client) CountThenRead(ctx context.Context, tallies []Tally, keys []string, flag string) (results, failures int, flagged bool, err error) {
 	cmds := make([]*redis.SliceCmd, len(keys))
 	var exists *redis.IntCmd
-	_, err = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	pipelined := c.rdb.Pipelined
+	if len(tallies) > 0 {
+		pipelined = c.rdb.TxPipelined
+	}
+	_, err = pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, t := range tallies {
+			if t.Results > 0 || t.Failures > 0 {
+				p.HIncrBy(ctx, t.Key, "results", int64(t.Results))
+				p.HIncrBy(ctx, t.Key, "failures", int64(t.Failures))
+				p.PExpire(ctx, t.Key, t.TTL)
+			}
+			if t.FlagTTL > 0 {
+				p.Set(ctx, flag, "1", t.FlagTTL)
+			}
+		}
 		for i, k := range keys {
 			cmds[i] = p.HMGet(ctx, k, "results", "failures")
 		}

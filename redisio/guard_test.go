@@ -61,3 +61,47 @@ func TestCountsAndFlag(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, w)
 }
+
+// CountThenRead writes its tallies before it reads, in one call: the read
+// sees them.
+func TestCountThenRead(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := testenv.Redis(t)
+	c := New(rdb)
+	ctx := context.Background()
+	b1, b2, flag := prefix+"incident:1", prefix+"incident:2", prefix+"incident:worker"
+	require.NoError(t, c.Count(ctx, b1, 10, 8, time.Minute))
+	r, f, w, err := c.CountThenRead(ctx, []Tally{
+		{Key: b1, Results: 5, Failures: 1, TTL: time.Minute},
+		{Key: b2, Results: 3, Failures: 3, TTL: 2 * time.Minute, FlagTTL: time.Minute},
+	}, []string{b1, b2}, flag)
+	require.NoError(t, err)
+	require.Equal(t, []any{18, 12, true}, []any{r, f, w})
+	ttl := rdb.PTTL(ctx, b2).Val()
+	require.True(t, ttl > time.Minute && ttl <= 2*time.Minute, "ttl %s", ttl)
+	ttl = rdb.PTTL(ctx, flag).Val()
+	require.True(t, ttl > 0 && ttl <= time.Minute, "flag ttl %s", ttl)
+
+	// A flag alone writes no counts.
+	_, _, _, err = c.CountThenRead(ctx, []Tally{{Key: prefix + "incident:3", FlagTTL: time.Minute}}, nil, flag)
+	require.NoError(t, err)
+	require.Zero(t, rdb.Exists(ctx, prefix+"incident:3").Val())
+}
+
+// QueueHeld reads the holds in the caller's pipeline.
+func TestQueueHeld(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := testenv.Redis(t)
+	c := New(rdb)
+	ctx := context.Background()
+	now := time.Now()
+	until := now.Add(time.Minute).Truncate(time.Millisecond).UTC()
+	require.NoError(t, c.Hold(ctx, prefix+"throttle", "g1", until, now))
+	p := rdb.Pipeline()
+	held := QueueHeld(ctx, p, prefix+"throttle", now)
+	_, err := p.Exec(ctx)
+	require.NoError(t, err)
+	got, err := held()
+	require.NoError(t, err)
+	require.Equal(t, map[string]time.Time{"g1": until}, got)
+}
