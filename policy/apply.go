@@ -125,7 +125,10 @@ func (p Policy) Apply(s State, r Result, now time.Time, sched Nexter, schedErr e
 	case ResultStatus:
 		return SetStatus(s, r.Status), d
 	case ResultSuccess:
-		s = Success(s, now, sched)
+		var err error
+		if s, err = success(s, now, sched); err != nil {
+			d.InvalidSchedule, d.ScheduleError = true, err.Error()
+		}
 	default: // ResultFailure; the codec admits no other type
 		d.Failed = true
 		f := Failure{

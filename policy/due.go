@@ -96,7 +96,11 @@ func (p Policy) Due(s State, now time.Time, sched Nexter, schedErr error, uid st
 	if m, ok := p.Catchup.Misfired(s, now); ok {
 		d.Misfire, d.MissedSince = m, s.RefreshAt
 		if m == MisfireSkip {
-			s.RefreshAt = sched.Next(now)
+			var err error
+			if s, err = planNext(s, now, sched); err != nil {
+				d.Action, d.ScheduleError = DueInvalidSchedule, err.Error()
+				return s, d
+			}
 			d.Action = DueMisfireSkipped
 			return s, d
 		}

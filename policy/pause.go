@@ -43,7 +43,7 @@ func Resume(s State, now time.Time, sched Nexter) State {
 	case sched == nil:
 		s.RefreshAt = now
 	default:
-		s.RefreshAt = sched.Next(now)
+		s, _ = planNext(s, now, sched)
 	}
 	return s
 }

@@ -22,6 +22,10 @@ type SimulateOptions struct {
 type Simulation struct {
 	// Occurrences are the next occurrences strictly after From.
 	Occurrences []time.Time
+	// Beyond is set when the occurrences stop because the next one lies
+	// beyond what the schedule computes (see CheckedNexter), not because
+	// the rule ended: a row on it would be disabled with this reason.
+	Beyond error
 	// Attempts are the simulated failed attempts, in order.
 	Attempts []SimulatedAttempt
 }
@@ -51,7 +55,11 @@ func Simulate(sched Nexter, p Policy, o SimulateOptions) Simulation {
 	p = p.WithDefaults()
 	var sim Simulation
 	for t := o.From; len(sim.Occurrences) < o.Occurrences; {
-		next := sched.Next(t)
+		next, err := nextChecked(sched, t)
+		if err != nil {
+			sim.Beyond = err
+			break
+		}
 		if next.IsZero() || !next.After(t) { // no more (or a Nexter that does not advance)
 			break
 		}

@@ -77,9 +77,15 @@ type spreadNexter struct {
 }
 
 func (s spreadNexter) Next(after time.Time) time.Time {
-	t := s.base.Next(after.Add(-s.offset))
+	t, _ := s.NextChecked(after)
+	return t
+}
+
+// NextChecked passes on the base's error (see CheckedNexter).
+func (s spreadNexter) NextChecked(after time.Time) (time.Time, error) {
+	t, err := nextChecked(s.base, after.Add(-s.offset))
 	if t.IsZero() {
-		return t
+		return t, err
 	}
-	return t.Add(s.offset)
+	return t.Add(s.offset), err
 }

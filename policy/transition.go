@@ -201,9 +201,17 @@ func (p Policy) Start(s State, now time.Time, uid string) State {
 // Success ends the current attempt successfully at now: the attempt, the
 // failing run and the status are cleared, last_success_at = now and
 // refresh_at is the first occurrence of sched strictly after now (zero when
-// the rule has none left). The caller checks that the result belongs to the
-// current attempt; Apply then stores the result's own status, if any.
+// the rule has none left; the row is disabled with the schedule's error
+// when its next occurrence lies beyond what sched computes, see
+// CheckedNexter). The caller checks that the result belongs to the current
+// attempt; Apply then stores the result's own status, if any.
 func Success(s State, now time.Time, sched Nexter) State {
+	s, _ = success(s, now, sched)
+	return s
+}
+
+// success is Success, with the schedule's error when it disabled the row.
+func success(s State, now time.Time, sched Nexter) (State, error) {
 	s.AttemptUID = ""
 	s.Status = ""
 	s.TimeoutAt = time.Time{}
@@ -211,8 +219,7 @@ func Success(s State, now time.Time, sched Nexter) State {
 	s.FailingSince = time.Time{}
 	s.LastError = ""
 	s.LastSuccessAt = now
-	s.RefreshAt = sched.Next(now)
-	return s
+	return planNext(s, now, sched)
 }
 
 // Failure ends the current attempt with f at now and decides what comes next
