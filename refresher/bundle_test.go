@@ -1,6 +1,7 @@
 package refresher
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -10,14 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/refresher/refresher/models/mysqlstore"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/refresher/refresher/internal/testenv"
+	"github.com/refresher/refresher/internal/teststore"
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
@@ -97,7 +97,11 @@ func (p *passSignal) wait(t *testing.T, n int) {
 
 // testBundle is one test's database, Redis prefix, kind and service config.
 type testBundle struct {
-	t     *testing.T
+	t *testing.T
+	// d is the test's database; db and store are d.SQL and d.Store. Write
+	// statements for b.exec (placeholders "?") to run on every store;
+	// MySQL-only tests use db directly.
+	d     *teststore.DB
 	db    *sql.DB
 	store models.Store
 	rdb   *redis.Client
@@ -113,20 +117,50 @@ type setupOpts struct {
 	retry   string
 	timeout time.Duration
 	rule    string
+	// store is the database the test runs on (teststore.MySQL, Postgres
+	// or SQLite); default MySQL.
+	store string
+}
+
+// itemsTable is the application's table "items" of the tests, by store:
+// a surrogate primary key, a unique CHAR(20) key uid, and two payload
+// columns.
+var itemsTable = map[string]string{
+	teststore.MySQL: `CREATE TABLE items (
+		id BIGINT AUTO_INCREMENT PRIMARY KEY,
+		uid CHAR(20) NOT NULL UNIQUE,
+		input_url VARCHAR(255) NULL,
+		name VARCHAR(50) NULL)`,
+	teststore.Postgres: `CREATE TABLE items (
+		id bigserial PRIMARY KEY,
+		uid char(20) NOT NULL UNIQUE,
+		input_url varchar(255) NULL,
+		name varchar(50) NULL)`,
+	teststore.SQLite: `CREATE TABLE items (
+		id INTEGER PRIMARY KEY AUTOINCREMENT,
+		uid CHAR(20) NOT NULL UNIQUE,
+		input_url VARCHAR(255) NULL,
+		name VARCHAR(50) NULL)`,
+}
+
+// allStores are the stores the service runs on; teststore.Servers those
+// several instances may share, and whose connection a test can cut.
+var allStores = []string{teststore.MySQL, teststore.Postgres, teststore.SQLite}
+
+// forEachStore runs f in a parallel subtest per store (see teststore.Each),
+// for the tests that must hold on every database.
+func forEachStore(t *testing.T, stores []string, f func(t *testing.T, store string)) {
+	t.Helper()
+	teststore.Each(t, stores, f)
 }
 
 func setup(t *testing.T, o setupOpts) *testBundle {
 	t.Helper()
-	db, _ := testenv.DB(t)
+	d := teststore.Open(t, cmp.Or(o.store, teststore.MySQL))
 	rdb, prefix := testenv.Redis(t)
 	ctx := context.Background()
-	_, err := db.ExecContext(ctx, `CREATE TABLE items (
-		id BIGINT AUTO_INCREMENT PRIMARY KEY,
-		uid CHAR(20) NOT NULL UNIQUE,
-		input_url VARCHAR(255) NULL,
-		name VARCHAR(50) NULL)`)
-	require.NoError(t, err)
-	_, err = mysqlstore.Migrate(ctx, db, []string{"items"}, io.Discard, false)
+	d.Exec(t, itemsTable[d.Name])
+	_, err := d.Store.Migrate(ctx, []string{"items"}, io.Discard, false)
 	require.NoError(t, err)
 
 	if o.rule == "" {
@@ -148,7 +182,7 @@ func setup(t *testing.T, o setupOpts) *testBundle {
 	}
 	clock := &testClock{now: t0}
 	return &testBundle{
-		t: t, db: db, store: mysqlstore.New(db), rdb: rdb, rio: redisio.New(rdb), clock: clock, kind: kind,
+		t: t, d: d, db: d.SQL, store: d.Store, rdb: rdb, rio: redisio.New(rdb), clock: clock, kind: kind,
 		cfg: Config{
 			Kinds:      []Kind{kind},
 			InstanceID: "test-a",
@@ -211,10 +245,15 @@ func (b *testBundle) config(mod func(*Config)) Config {
 func (b *testBundle) insert(uids ...string) {
 	b.t.Helper()
 	for _, uid := range uids {
-		_, err := b.db.Exec("INSERT INTO items (uid, input_url, refresh_at) VALUES (?, ?, ?)",
-			uid, "https://example.com/"+uid, t0)
-		require.NoError(b.t, err)
+		b.exec("INSERT INTO items (uid, input_url, refresh_at) VALUES (?, ?, ?)", uid, "https://example.com/"+uid, t0)
 	}
+}
+
+// exec runs one of the test's statements, with "?" placeholders, on the
+// test's store.
+func (b *testBundle) exec(query string, args ...any) {
+	b.t.Helper()
+	b.d.Exec(b.t, query, args...)
 }
 
 // state reads one model's refresh state.

@@ -61,7 +61,9 @@ type Config struct {
 	// BatchSize is the number of rows one transaction claims or applies.
 	// Default 1000.
 	BatchSize int
-	// MaxSleep caps the dispatcher's sleep between passes. Default 1s.
+	// MaxSleep caps the dispatcher's sleep between passes. Default 1s. An
+	// idle kind's dispatcher parks instead, and the service's due watch
+	// looks for all parked kinds every MaxSleep (see dueWatch).
 	MaxSleep time.Duration
 	// FetchBlock is how long the poller blocks on an empty list. Default 1s.
 	// After a fetch that found nothing it blocks longer, up to Heartbeat/3

@@ -32,9 +32,13 @@ type dispatcher struct {
 	// jobs and starts are the batch in hand, reused from pass to pass.
 	jobs   []redisio.Job
 	starts []started
-	// holds are the throttle groups held in the pass in hand (see throttle).
+	// holds are the throttle groups held in the pass in hand (see throttle),
+	// read with the pauses (readPauses).
 	holds  map[string]time.Time
 	paused pauses // the operator's pauses, read each pass (pause.go)
+	// watch looks for due rows while the kind is idle (see dueWatch); nil:
+	// the dispatcher looks itself every MaxSleep.
+	watch *dueWatch
 }
 
 // queuedRecheck is how long the dispatcher trusts the input list length it
@@ -54,7 +58,8 @@ const minSleep = 20 * time.Millisecond
 
 // loop runs passes until ctx is cancelled: at once after a full batch,
 // otherwise when the earliest refresh_at is due (at most MaxSleep later), or
-// when woken.
+// when woken. When nothing is due within MaxSleep it parks at the watch,
+// which then looks for it (see dueWatch) and wakes it in time.
 func (d *dispatcher) loop(ctx context.Context) {
 	backoff := time.Duration(0)
 	for {
@@ -62,7 +67,7 @@ func (d *dispatcher) loop(ctx context.Context) {
 		if d.hooks.AfterDispatch != nil {
 			d.hooks.AfterDispatch(d.kind.Name, started)
 		}
-		wait := time.Duration(0)
+		wait, park := time.Duration(0), false
 		switch {
 		case err != nil:
 			d.metrics.Errors.WithLabelValues(d.kind.Name, "dispatch").Inc()
@@ -76,9 +81,19 @@ func (d *dispatcher) loop(ctx context.Context) {
 			backoff = 0
 		default:
 			backoff = 0
-			wait = d.sleepFor(ctx)
+			wait, park = d.sleepFor(ctx)
 		}
-		if wait > 0 {
+		if park {
+			d.watch.park(d)
+			select {
+			case <-ctx.Done():
+			case <-d.wake:
+			}
+			d.watch.unpark(d)
+			if ctx.Err() != nil {
+				return
+			}
+		} else if wait > 0 {
 			t := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
@@ -95,15 +110,25 @@ func (d *dispatcher) loop(ctx context.Context) {
 }
 
 // sleepFor returns how long to wait until the earliest planned refresh_at,
-// at most MaxSleep.
-func (d *dispatcher) sleepFor(ctx context.Context) time.Duration {
+// at most MaxSleep, or park when nothing is due within MaxSleep and the
+// dispatcher has a watch to park at.
+func (d *dispatcher) sleepFor(ctx context.Context) (wait time.Duration, park bool) {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
 	defer cancel()
 	next, ok, err := d.store.NextDue(ctx, d.kind.Table)
-	if err != nil || !ok {
-		return d.cfg.MaxSleep
+	if err != nil {
+		return d.cfg.MaxSleep, false
 	}
-	return min(max(next.Sub(d.clock.Now()), minSleep), d.cfg.MaxSleep)
+	if ok {
+		wait = next.Sub(d.clock.Now())
+	}
+	if (!ok || wait > d.cfg.MaxSleep) && d.watch != nil {
+		return 0, true
+	}
+	if !ok {
+		return d.cfg.MaxSleep, false
+	}
+	return min(max(wait, minSleep), d.cfg.MaxSleep), false
 }
 
 // started is one attempt started in a pass, kept to undo it if its push fails.
@@ -134,9 +159,6 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 		return 0, false, throttled, err
 	}
 
-	if d.holds, err = d.throttle.held(bctx, d.clock.Now()); err != nil {
-		return 0, false, false, err
-	}
 	if d.throttle != nil && d.throttle.column != "" {
 		d.metrics.ThrottledGroups.WithLabelValues(k.Name).Set(float64(len(d.holds)))
 	}

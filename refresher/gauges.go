@@ -48,8 +48,16 @@ type GaugeConfig struct {
 //
 //	refresher_oldest_due_age_seconds{kind,priority}
 //	refresher_max_attempt_no{kind,priority}
-//	refresher_models{kind,priority,state}  (state: total, due, late, running, failing, disabled)
+//	refresher_models{kind,priority,state}  (state: total, due, late, running, failing, disabled, paused)
 //	refresher_list_length{kind,list}       (list: input, output, dead)
+//	refresher_kind_paused{kind}            (1 while an operator pauses the whole kind, else 0)
+//
+// state="paused" counts the models an operator paused (the hash of
+// PauseKeys); a paused model is also counted in the states its row is in.
+// A paused kind does not change the counts: its rows stay due, late or
+// failing as they are, and refresher_kind_paused says why nothing moves.
+// Every series of every kind exists from NewGauges on, at 0 until the first
+// count, so that alerts and absent() see them from the start.
 //
 // Computing them costs the Inspector's counts, so at most one instance
 // computes them per Interval: each instance tries a Redis lock (SET NX PX
@@ -58,9 +66,16 @@ type GaugeConfig struct {
 // therefore cost one count per Interval and all report the same values. The
 // counts run in their own goroutine, never in the refresh loops.
 type Gauges struct {
-	cfg                               GaugeConfig
-	oldest, maxAttempt, models, lists *prometheus.GaugeVec
+	cfg                                           GaugeConfig
+	oldest, maxAttempt, models, lists, kindPaused *prometheus.GaugeVec
 }
+
+// gaugeStates are the values of refresher_models' state label.
+var gaugeStates = []string{"total", "due", "late", "running", "failing", "disabled", "paused"}
+
+// gaugeLists are the values of refresher_list_length's list label, in the
+// order of gaugeKindValue.Lists.
+var gaugeLists = []string{"input", "output", "dead"}
 
 // NewGauges registers the gauges on reg.
 func NewGauges(reg prometheus.Registerer, cfg GaugeConfig) *Gauges {
@@ -77,13 +92,18 @@ func NewGauges(reg prometheus.Registerer, cfg GaugeConfig) *Gauges {
 		reg.MustRegister(g)
 		return g
 	}
-	return &Gauges{
+	g := &Gauges{
 		cfg:        cfg,
 		oldest:     gauge("oldest_due_age_seconds", "Age of the oldest due row (now - refresh_at); 0 when none is due.", "kind", "priority"),
 		maxAttempt: gauge("max_attempt_no", "Highest refresh_attempt_no of the kind's rows.", "kind", "priority"),
-		models:     gauge("models", "Rows by state (a row counts in every state it is in).", "kind", "priority", "state"),
+		models:     gauge("models", "Rows by state (a row counts in every state it is in; paused: models an operator paused).", "kind", "priority", "state"),
 		lists:      gauge("list_length", "Length of the kind's Redis lists.", "kind", "list"),
+		kindPaused: gauge("kind_paused", "1 while an operator pauses the whole kind (nothing is dispatched), else 0.", "kind"),
 	}
+	for _, k := range cfg.Kinds {
+		g.apply(gaugeSnapshot{Kinds: []gaugeKindValue{{Name: k.Name, Priority: k.Priority}}})
+	}
+	return g
 }
 
 // gaugeSnapshot is what one instance computed, shared through Redis.
@@ -97,6 +117,10 @@ type gaugeKindValue struct {
 	Counts         models.Counts
 	OldestAge      float64
 	Lists          [3]int64 // input, output, dead
+	// Paused is the number of paused models; KindPaused whether the whole
+	// kind is paused (a snapshot of an older version has neither: 0).
+	Paused     int64
+	KindPaused bool
 }
 
 // Run updates the gauges every Interval until ctx ends.
@@ -164,8 +188,10 @@ func (g *Gauges) compute(ctx context.Context) (gaugeSnapshot, error) {
 		if !c.OldestDue.IsZero() {
 			v.OldestAge = max(0, now.Sub(c.OldestDue).Seconds())
 		}
+		kindKey, hash := PauseKeys(k.Lists)
 		p := g.cfg.Redis.Pipeline()
 		cmds := [3]*redis.IntCmd{p.LLen(ctx, k.Lists.Input), p.LLen(ctx, k.Lists.Output), p.LLen(ctx, k.Lists.Dead)}
+		paused, kindPaused := p.HLen(ctx, hash), p.Exists(ctx, kindKey)
 		if _, err := p.Exec(ctx); err != nil {
 			errs = append(errs, err)
 			continue
@@ -173,6 +199,7 @@ func (g *Gauges) compute(ctx context.Context) (gaugeSnapshot, error) {
 		for i, c := range cmds {
 			v.Lists[i] = c.Val()
 		}
+		v.Paused, v.KindPaused = paused.Val(), kindPaused.Val() > 0
 		snap.Kinds = append(snap.Kinds, v)
 	}
 	return snap, errors.Join(errs...)
@@ -184,11 +211,16 @@ func (g *Gauges) apply(snap gaugeSnapshot) {
 		c := v.Counts
 		g.oldest.WithLabelValues(v.Name, v.Priority).Set(v.OldestAge)
 		g.maxAttempt.WithLabelValues(v.Name, v.Priority).Set(float64(c.MaxAttemptNo))
-		for state, n := range map[string]int64{"total": c.Total, "due": c.Due, "late": c.Late, "running": c.Running, "failing": c.Failing, "disabled": c.Disabled} {
-			g.models.WithLabelValues(v.Name, v.Priority, state).Set(float64(n))
+		for i, n := range []int64{c.Total, c.Due, c.Late, c.Running, c.Failing, c.Disabled, v.Paused} {
+			g.models.WithLabelValues(v.Name, v.Priority, gaugeStates[i]).Set(float64(n))
 		}
-		for i, list := range []string{"input", "output", "dead"} {
+		for i, list := range gaugeLists {
 			g.lists.WithLabelValues(v.Name, list).Set(float64(v.Lists[i]))
 		}
+		kindPaused := 0.0
+		if v.KindPaused {
+			kindPaused = 1
+		}
+		g.kindPaused.WithLabelValues(v.Name).Set(kindPaused)
 	}
 }

@@ -53,6 +53,12 @@ func TestGaugesOneInstanceComputes(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
 	lists := redisio.DefaultLists(prefix + "g")
 	rdb.RPush(ctx, lists.Dead, "a", "b")
+	if _, err := Pause(ctx, store, rdb, tbl, lists, []string{"2"}, PauseInfo{Note: "upstream migrates", By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := PauseKind(ctx, rdb, lists, PauseInfo{Note: "incident", By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
 	cfg := GaugeConfig{Kinds: []GaugeKind{{Name: "g", Table: tbl, Lists: lists, Priority: "interactive"}},
 		Inspector: store, Redis: rdb, Interval: time.Minute, KeyPrefix: prefix + "gauges:", Clock: fixedClock(now)}
 	regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
@@ -72,10 +78,63 @@ func TestGaugesOneInstanceComputes(t *testing.T) {
 			"disabled":    {testutil.ToFloat64(g.models.WithLabelValues("g", "interactive", "disabled")), 1},
 			"late":        {testutil.ToFloat64(g.models.WithLabelValues("g", "interactive", "late")), 1},
 			"dead":        {testutil.ToFloat64(g.lists.WithLabelValues("g", "dead")), 2},
+			"paused":      {testutil.ToFloat64(g.models.WithLabelValues("g", "interactive", "paused")), 1},
+			"kind paused": {testutil.ToFloat64(g.kindPaused.WithLabelValues("g")), 1},
 		} {
 			if c.got != c.want {
 				t.Errorf("%s: got %v, want %v", name, c.got, c.want)
 			}
 		}
+	}
+}
+
+// TestGaugesPauseEndsAndSeriesExistFromTheStart checks that every series of
+// every kind exists at 0 before the first count (paused and kind_paused
+// included), and that a resumed kind and model go back to 0.
+func TestGaugesPauseEndsAndSeriesExistFromTheStart(t *testing.T) {
+	ctx := context.Background()
+	rdb, prefix := testenv.Redis(t)
+	lists := redisio.DefaultLists(prefix + "k")
+	db, err := mysqlstore.Open(ctx, testenv.MySQLDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("CREATE TABLE k (id INT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mysqlstore.Migrate(ctx, db, []string{"k"}, io.Discard, false); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	g := NewGauges(reg, GaugeConfig{Kinds: []GaugeKind{{Name: "k", Table: models.Table{Name: "k", Key: "id"}, Lists: lists, Priority: "eventual"}},
+		Inspector: mysqlstore.New(db), Redis: rdb, Interval: time.Minute, KeyPrefix: prefix + "gauges:"})
+	for name, want := range map[string]int{"models": 7, "kind_paused": 1, "list_length": 3, "oldest_due_age_seconds": 1, "max_attempt_no": 1} {
+		if n := testutil.CollectAndCount(reg, "refresher_"+name); n != want {
+			t.Errorf("before the first count: %d series of refresher_%s, want %d", n, name, want)
+		}
+	}
+	if v := testutil.ToFloat64(g.models.WithLabelValues("k", "eventual", "paused")); v != 0 {
+		t.Errorf("paused before the first count: %v", v)
+	}
+	kindKey, hash := PauseKeys(lists)
+	rdb.Set(ctx, kindKey, `{"note":"x"}`, 0)
+	rdb.HSet(ctx, hash, "a", "{}", "b", "{}", "c", "{}")
+	if _, err := g.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p, k := testutil.ToFloat64(g.models.WithLabelValues("k", "eventual", "paused")), testutil.ToFloat64(g.kindPaused.WithLabelValues("k")); p != 3 || k != 1 {
+		t.Fatalf("paused: %v models, kind %v; want 3 and 1", p, k)
+	}
+	if _, err := ResumeKind(ctx, rdb, lists); err != nil {
+		t.Fatal(err)
+	}
+	rdb.HDel(ctx, hash, "a", "b", "c")
+	rdb.Del(ctx, prefix+"gauges:lock")
+	if _, err := g.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p, k := testutil.ToFloat64(g.models.WithLabelValues("k", "eventual", "paused")), testutil.ToFloat64(g.kindPaused.WithLabelValues("k")); p != 0 || k != 0 {
+		t.Fatalf("after resuming: %v paused models, kind %v; want 0 and 0", p, k)
 	}
 }

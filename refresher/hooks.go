@@ -4,7 +4,8 @@ package refresher
 // zero value costs nothing in production.
 type Hooks struct {
 	// AfterDispatch runs after each dispatcher pass with the number of
-	// attempts started (including zero).
+	// attempts started (including zero), and with zero after each look of
+	// the due watch at an idle kind that stays parked (see dueWatch).
 	AfterDispatch func(kind string, started int)
 	// BeforePush runs after the dispatcher committed its attempts and before
 	// it pushes their jobs (tests cut Redis here).

@@ -2,8 +2,10 @@ package refresher
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/refresher/refresher/internal/testenv"
+	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/redisio"
 )
 
@@ -53,11 +56,28 @@ func (c *commandCount) take() map[string]int {
 	return n
 }
 
-// An idle kind (nothing due, no results) costs few round trips: its
-// dispatcher's passes ask the database's NextDue and do not read the input
-// list's length, and its poller blocks for idleFetchBlock, not FetchBlock,
-// between fetch scripts. Nor does it read the pauses or the throttle holds:
-// they only matter for rows it claims.
+// nextDueCount counts the store's NextDue and NextDueMany calls.
+type nextDueCount struct {
+	models.Store
+	one, many atomic.Int32
+}
+
+func (s *nextDueCount) NextDue(ctx context.Context, t models.Table) (time.Time, bool, error) {
+	s.one.Add(1)
+	return s.Store.NextDue(ctx, t)
+}
+
+func (s *nextDueCount) NextDueMany(ctx context.Context, ts []models.Table) ([]models.Next, error) {
+	s.many.Add(1)
+	return s.Store.NextDueMany(ctx, ts)
+}
+
+// An idle kind (nothing due, no results) costs few round trips. Its
+// dispatcher parks at the due watch, which asks the database for every idle
+// kind in one NextDueMany per MaxSleep: the dispatcher asks no NextDue of its
+// own, reads no input list length, and reads neither the pauses nor the
+// throttle holds (they only matter for rows it claims). Its poller blocks
+// for idleFetchBlock, not FetchBlock, between fetch scripts.
 func TestIdleKindRoundTrips(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
@@ -67,21 +87,72 @@ func TestIdleKindRoundTrips(t *testing.T) {
 	t.Cleanup(func() { _ = rdb.Close() })
 	count := &commandCount{n: map[string]int{}}
 	rdb.AddHook(count)
+	store := &nextDueCount{Store: b.store}
 	// Heartbeat 9s: an idle fetch blocks 3s instead of FetchBlock's 1s.
-	b.runOn(context.Background(), b.store, redisio.New(rdb), func(c *Config) {
+	b.runOn(context.Background(), store, redisio.New(rdb), func(c *Config) {
 		c.Heartbeat, c.FetchBlock = 9*time.Second, time.Second
 	})
 	b.passes.wait(t, 5) // started, and idle
 	time.Sleep(1500 * time.Millisecond)
 	count.take()
-	b.passes.wait(t, 20) // at least 20 idle passes, every MaxSleep (20ms)
+	one, many := store.one.Load(), store.many.Load()
+	b.passes.wait(t, 20) // at least 20 idle passes (the watch's looks), every MaxSleep (20ms)
 	time.Sleep(5500 * time.Millisecond)
 	n := count.take()
-	t.Logf("commands of an idle kind in 20 passes and 6s: %v", n)
+	one, many = store.one.Load()-one, store.many.Load()-many
+	t.Logf("commands of an idle kind in 20 passes and 6s: %v; NextDue %d, NextDueMany %d", n, one, many)
+	require.Zero(t, one, "an idle dispatcher asks NextDue itself")
+	require.GreaterOrEqual(t, many, int32(20), "the due watch looks for the idle kind every MaxSleep")
 	require.Zero(t, n["llen"], "an idle dispatcher reads the input list's length")
 	require.Zero(t, n["hkeys"]+n["zrangebyscore"], "an idle dispatcher reads the paused models or the throttle holds")
 	// About 6 blocking steps of 1s, and a fetch script every 3s, not
 	// every second.
 	require.LessOrEqual(t, n["fetch"], 3, "fetch scripts while idle")
 	require.LessOrEqual(t, n["blmove"], 8, "blocking waits while idle")
+}
+
+// A parked dispatcher (its kind idle) still finds what becomes due without
+// a signal to the service, at the due watch's next look: a row the
+// application inserts due with its own SQL, and a planned row whose time
+// comes. At most two looks (one may have read the table just before) pass
+// before the pass that starts it.
+func TestParkedDispatcherWakes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{timeout: time.Hour})
+	store := &nextDueCount{Store: b.store}
+	var log passLog
+	b.runOn(context.Background(), store, b.rio, func(c *Config) {
+		c.Hooks.AfterDispatch = log.hook
+	})
+	parked := func() {
+		t.Helper()
+		b.passes.wait(t, 3)
+		one := store.one.Load()
+		b.passes.wait(t, 3)
+		require.Equal(t, one, store.one.Load(), "the dispatcher is parked: it asks no NextDue itself")
+	}
+	startedAny := func(n int) bool { return n > 0 }
+	startedAfter := func(from int) {
+		t.Helper()
+		job := b.popJob()
+		var started []int
+		eventually(t, 10*time.Second, "the pass that started "+job.UID+" ends", func() bool {
+			_, started = log.since(from)
+			return slices.ContainsFunc(started, startedAny)
+		})
+		looks := slices.IndexFunc(started, startedAny)
+		require.LessOrEqual(t, looks, 2, "looks before the pass that started the row: %v", started)
+	}
+
+	parked()
+	from := log.len()
+	b.insert("app-set") // due at t0, the clock's now
+	startedAfter(from)
+
+	_, err := b.db.Exec("INSERT INTO items (uid, input_url, refresh_at) VALUES (?, ?, ?)", "planned", "https://example.com/", t0.Add(time.Hour))
+	require.NoError(t, err)
+	parked()
+	from = log.len()
+	b.cfg.Clock.(*testClock).Advance(time.Hour) // app-set's attempt times out too
+	startedAfter(from)
 }

@@ -23,6 +23,14 @@ import (
 // (policy.Guard.Incident); the poller makes it for each batch of results,
 // counting that batch too, and the dispatcher reads the last one for its
 // timeouts. Timeouts count in the window as failures.
+//
+// The poller's committed batches are written to the window with its next
+// read (countLater), in the same round trip: one round trip per batch
+// instead of two (the guard's cost, the README's Performance section). The
+// next read comes with the next batch or, when none follows, after the next
+// empty fetch (at most FetchBlock later) or when the poller stops; other
+// instances see the counts that much later. A poller that dies loses the
+// counts of its last batch.
 type incident struct {
 	rdb     *redisio.Client
 	guard   policy.Guard
@@ -35,6 +43,9 @@ type incident struct {
 	mu     sync.Mutex
 	// checked is when the window was last read (wall clock, pacing only).
 	checked time.Time
+	// pending are the counts of committed batches not yet in Redis (see
+	// countLater).
+	pending []redisio.Tally
 }
 
 // idleCheck is how often a poller without results reads the window, so
@@ -42,7 +53,7 @@ type incident struct {
 const idleCheck = 5 * time.Second
 
 func newIncident(rdb *redisio.Client, k Kind, log *slog.Logger, m *Metrics) *incident {
-	return &incident{rdb: rdb, guard: k.Policy.Guard.WithDefaults(), prefix: k.Lists.Input + ":incident:",
+	return &incident{rdb: rdb, guard: k.Policy.Guard.WithDefaults(), prefix: incidentPrefix(k.Lists),
 		kind: k.Name, log: log, metrics: m}
 }
 
@@ -54,12 +65,21 @@ func (g *incident) policy(p policy.Policy) policy.Policy {
 	return p
 }
 
+// incidentPrefix is the prefix of a kind's incident keys.
+func incidentPrefix(l redisio.Lists) string { return l.Input + ":incident:" }
+
 func (g *incident) buckets(now time.Time) []string {
-	n := int((g.guard.Window + time.Minute - 1) / time.Minute)
+	return incidentBuckets(g.prefix, g.guard.Window, now)
+}
+
+// incidentBuckets returns the keys of the per-minute buckets of a window
+// ending at now, the current minute's first.
+func incidentBuckets(prefix string, window time.Duration, now time.Time) []string {
+	n := int((window + time.Minute - 1) / time.Minute)
 	m := now.Unix() / 60
 	keys := make([]string, n)
 	for i := range keys {
-		keys[i] = g.prefix + strconv.FormatInt(m-int64(i), 10)
+		keys[i] = prefix + strconv.FormatInt(m-int64(i), 10)
 	}
 	return keys
 }
@@ -73,8 +93,10 @@ func (g *incident) decide(ctx context.Context, now time.Time, batch policy.Windo
 	}
 	g.mu.Lock()
 	g.checked = time.Now()
+	pending := g.pending
+	g.pending = nil // sent now, and never again: a lost count is better than a double one
 	g.mu.Unlock()
-	results, failures, worker, err := g.rdb.Counts(ctx, g.buckets(now), g.prefix+"worker")
+	results, failures, worker, err := g.rdb.CountThenRead(ctx, pending, g.buckets(now), g.prefix+"worker")
 	if err != nil {
 		return g.active.Load(), err
 	}
@@ -96,17 +118,44 @@ func (g *incident) decide(ctx context.Context, now time.Time, batch policy.Windo
 	return on, nil
 }
 
-// due reports whether the window should be read again by an idle poller.
+// due reports whether the window should be read again by an idle poller:
+// it has not been for idleCheck, or counts wait to be written.
 func (g *incident) due() bool {
 	if g == nil || g.guard.Off {
 		return false
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return time.Since(g.checked) >= idleCheck
+	return len(g.pending) > 0 || time.Since(g.checked) >= idleCheck
 }
 
-// record adds a committed batch's counts to the window at now.
+// waiting reports whether counts wait to be written (see countLater).
+func (g *incident) waiting() bool {
+	if g == nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.pending) > 0
+}
+
+// countLater keeps a committed batch's counts at now for the next decide,
+// which writes them before it reads (see incident).
+func (g *incident) countLater(now time.Time, batch policy.Window) {
+	if g == nil || g.guard.Off || (batch.Results == 0 && !batch.Worker) {
+		return
+	}
+	t := redisio.Tally{Key: g.buckets(now)[0], Results: batch.Results, Failures: batch.Failures, TTL: g.guard.Window + time.Minute}
+	if batch.Worker {
+		t.FlagTTL = g.guard.Window
+	}
+	g.mu.Lock()
+	g.pending = append(g.pending, t)
+	g.mu.Unlock()
+}
+
+// record adds counts to the window at now at once (the dispatcher's
+// timeouts; the poller's batches wait for the next read, countLater).
 func (g *incident) record(ctx context.Context, now time.Time, batch policy.Window) error {
 	if g == nil || g.guard.Off {
 		return nil

@@ -19,13 +19,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/refresher/refresher/models/mysqlstore"
-
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/refresher/refresher/internal/testenv"
+	"github.com/refresher/refresher/internal/teststore"
 	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/models/stores"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
 	"github.com/refresher/refresher/schedule"
@@ -38,7 +38,7 @@ const killChildEnv = "REFRESHER_TEST_KILL_CHILD"
 // childSpec is what a child service needs; the parent owns the database and
 // the Redis keys.
 type childSpec struct {
-	DSN      string
+	Database string // a URL for stores.Open
 	Redis    string
 	Lists    redisio.Lists
 	Instance string
@@ -60,8 +60,9 @@ const (
 )
 
 // TestKillHelperProcess is not a test: it runs a Service with the system
-// clock until SIGTERM (graceful) or SIGKILL, when started by
-// TestKilledServiceLosesNoResult with killChildEnv set.
+// clock, on the store childSpec.Database names (opened like the service
+// opens it, models/stores), until SIGTERM (graceful) or SIGKILL, when
+// started by TestKilledServiceLosesNoResult with killChildEnv set.
 func TestKillHelperProcess(t *testing.T) {
 	raw := os.Getenv(killChildEnv)
 	if raw == "" {
@@ -82,11 +83,11 @@ func TestKillHelperProcess(t *testing.T) {
 func runChild(spec childSpec) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	db, err := mysqlstore.Open(ctx, spec.DSN)
+	store, err := stores.Open(ctx, spec.Database, stores.Options{})
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer store.Close()
 	opt, err := redis.ParseURL(spec.Redis)
 	if err != nil {
 		return err
@@ -115,199 +116,227 @@ func runChild(spec childSpec) error {
 		FetchBlock: 100 * time.Millisecond,
 		Heartbeat:  2 * time.Second,
 		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("instance", spec.Instance),
-	}, mysqlstore.New(db), redisio.New(rdb))
+	}, store, redisio.New(rdb))
 	if err != nil {
 		return err
 	}
 	return svc.Run(ctx)
 }
 
-// testenv.SyncBuffer collects the children's stderr.
-// Nothing is lost and nothing stuck, with real processes: a service killed (SIGKILL) at
-// random moments, several times, and restarted under a new instance ID,
-// loses no result and leaves no model stuck. A worker (this test) answers
-// every job, a third of the first attempts with a failure. A trigger on the
-// table logs how every attempt ended; each attempt the worker answered must
-// have ended with the worker's answer: a timeout would mean its result was
-// lost (or waited in Redis longer than the attempt timeout, which the
-// settings rule out).
+// Nothing is lost and nothing stuck, with real processes, on MySQL and on
+// PostgreSQL: a service killed (SIGKILL) at random moments, several times,
+// and restarted under a new instance ID, loses no result and leaves no
+// model stuck. A worker (this test) answers every job, a third of the
+// first attempts with a failure. A trigger on the table (attemptLog) logs
+// how every attempt ended; each attempt the worker answered must have
+// ended with the worker's answer: a timeout would mean its result was lost
+// (or waited in Redis longer than the attempt timeout, which the settings
+// rule out). The children's output goes to a testenv.SyncBuffer, shown when
+// the test fails.
 func TestKilledServiceLosesNoResult(t *testing.T) {
 	if testing.Short() {
-		t.Skip("kills and restarts a service for about 10s")
+		t.Skip("kills and restarts a service for about 10s, on each store")
 	}
 	t.Parallel()
-	b := setup(t, setupOpts{rule: killRule, timeout: killTimeout})
-	ctx := context.Background()
-	_, err := b.db.Exec(`CREATE TABLE attempt_log (
+	forEachStore(t, teststore.Servers, func(t *testing.T, store string) {
+		b := setup(t, setupOpts{store: store, rule: killRule, timeout: killTimeout})
+		ctx := context.Background()
+		for _, stmt := range attemptLog[store] {
+			b.exec(stmt)
+		}
+		uids := b.insertN(killModels, time.Now().UTC())
+
+		spec := childSpec{
+			Database: b.d.URL, Redis: testenv.RedisURL(), Lists: b.kind.Lists,
+			Rule: killRule, Timeout: killTimeout, Retry: killRetry,
+		}
+		logs := &testenv.SyncBuffer{}
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("children's logs:\n%s", logs.String())
+			}
+		})
+		start := func(instance string) *exec.Cmd {
+			s := spec
+			s.Instance = instance
+			raw, err := json.Marshal(s)
+			require.NoError(t, err)
+			cmd := exec.Command(os.Args[0], "-test.run=^TestKillHelperProcess$", "-test.count=1")
+			cmd.Env = append(os.Environ(), killChildEnv+"="+string(raw))
+			cmd.Stdout, cmd.Stderr = logs, logs
+			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+			require.NoError(t, cmd.Start())
+			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+			return cmd
+		}
+
+		// The worker answers every job until the test ends.
+		w := &killWorker{b: b, answered: map[string]redisio.Result{}}
+		wctx, stopWorker := context.WithCancel(ctx)
+		workerDone := make(chan error, 1)
+		go func() { workerDone <- w.run(wctx) }()
+		t.Cleanup(func() {
+			stopWorker()
+			select {
+			case err := <-workerDone:
+				if err != nil && !errors.Is(err, context.Canceled) {
+					t.Errorf("worker: %v", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Error("worker did not stop")
+			}
+		})
+
+		seed := uint64(time.Now().UnixNano())
+		t.Logf("kill moments seed %d", seed)
+		rng := rand.New(rand.NewPCG(seed, seed))
+		killed := 0
+		for round := range killRounds {
+			child := start(fmt.Sprintf("kill-%d", round))
+			if round > 0 {
+				// The application asks for a refresh of every idle model, so
+				// that each child has jobs to push and results to apply.
+				b.exec(`UPDATE items SET refresh_at = ` + b.d.Now() + `
+				WHERE refresh_attempt_uid IS NULL AND refresh_disabled_until_update IS NULL`)
+			}
+			proc := b.kind.Lists.Processing(fmt.Sprintf("kill-%d", round))
+			switch round % 3 {
+			case 0:
+				// A random moment in the child's life, not a wait for a
+				// condition.
+				time.Sleep(time.Duration(100+rng.IntN(900)) * time.Millisecond)
+			case 1:
+				// The moment its poller holds a batch, fetched and not yet
+				// acknowledged (or a little after).
+				b.pollList(proc, 2*time.Second, func(n int64) bool { return n > 0 })
+			case 2:
+				// Right after its poller acknowledged a batch.
+				if b.pollList(proc, 2*time.Second, func(n int64) bool { return n > 0 }) {
+					b.pollList(proc, time.Second, func(n int64) bool { return n == 0 })
+				}
+			}
+			require.NoError(t, child.Process.Signal(syscall.SIGKILL))
+			_ = child.Wait()
+			killed++
+		}
+		left := b.leftInProcessing()
+		t.Logf("%d kills; %d results left in dead instances' processing lists", killed, left)
+
+		final := start("final")
+		t.Cleanup(func() {
+			_ = final.Process.Signal(syscall.SIGTERM)
+			done := make(chan struct{})
+			go func() { _ = final.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				_ = final.Process.Kill()
+				t.Error("final child did not stop within 10s of SIGTERM")
+			}
+		})
+
+		// Every model reaches a success and waits for its next occurrence, and
+		// no result is left in Redis.
+		sched, err := schedule.Parse(killRule)
+		require.NoError(t, err)
+		var why string
+		deadline := time.Now().Add(killTimeout + 15*time.Second)
+		for {
+			why = b.killSettled(uids, sched)
+			if why == "" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("not settled within %s of the last kill: %s", killTimeout+15*time.Second, why)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+
+		// Every result the worker pushed was applied: its attempt ended with
+		// the worker's answer.
+		ended := map[string]attemptEnd{}
+		rows, err := b.d.Query("SELECT uid, attempt_uid, COALESCE(last_error, ''), success_changed FROM attempt_log")
+		require.NoError(t, err)
+		defer rows.Close()
+		for rows.Next() {
+			var e attemptEnd
+			var attempt string
+			require.NoError(t, rows.Scan(&e.uid, &attempt, &e.lastError, &e.success))
+			_, dup := ended[attempt]
+			require.False(t, dup, "attempt %s of %s ended twice", attempt, e.uid)
+			ended[attempt] = e
+		}
+		require.NoError(t, rows.Err())
+
+		answered := w.snapshot()
+		applied := 0
+		var lost []string
+		for attempt, r := range answered {
+			e, ok := ended[attempt]
+			switch {
+			case !ok:
+				lost = append(lost, fmt.Sprintf("%s attempt %s: never ended", r.UID, attempt))
+			case r.Type == redisio.ResultSuccess && e.success && e.lastError == "":
+				applied++
+			case r.Type == redisio.ResultFailure && e.lastError == r.Reason:
+				applied++
+			default:
+				lost = append(lost, fmt.Sprintf("%s attempt %s: answered %s, ended with success=%v error=%q",
+					r.UID, attempt, r.Type, e.success, e.lastError))
+			}
+		}
+		timeouts := 0
+		for _, e := range ended {
+			if strings.HasPrefix(e.lastError, "timed out") {
+				timeouts++
+			}
+		}
+		t.Logf("results pushed %d, applied %d; %d attempts ended, %d by timeout (their jobs were never pushed: killed between commit and push)",
+			len(answered), applied, len(ended), timeouts)
+		if len(lost) > 0 {
+			t.Fatalf("%d of %d results lost, e.g.:\n%s", len(lost), len(answered), strings.Join(lost[:min(len(lost), 10)], "\n"))
+		}
+		require.Equal(t, len(answered), applied)
+	})
+}
+
+// attemptLog creates, by store, the table attempt_log and the trigger that
+// writes into it how each attempt of items ended: when refresh_attempt_uid
+// changes from an attempt, the attempt, the error and whether
+// refresh_last_success_at changed.
+var attemptLog = map[string][]string{
+	teststore.MySQL: {`CREATE TABLE attempt_log (
 		id BIGINT AUTO_INCREMENT PRIMARY KEY,
 		uid CHAR(20) NOT NULL,
 		attempt_uid CHAR(20) NOT NULL,
 		next_attempt_uid CHAR(20) NULL,
 		last_error VARCHAR(1024) NULL,
 		success_changed BOOL NOT NULL,
-		attempt_no INT NOT NULL)`)
-	require.NoError(t, err)
-	_, err = b.db.Exec(`CREATE TRIGGER items_attempt_ended AFTER UPDATE ON items FOR EACH ROW
+		attempt_no INT NOT NULL)`,
+		`CREATE TRIGGER items_attempt_ended AFTER UPDATE ON items FOR EACH ROW
 		IF OLD.refresh_attempt_uid IS NOT NULL AND NOT (OLD.refresh_attempt_uid <=> NEW.refresh_attempt_uid) THEN
 			INSERT INTO attempt_log (uid, attempt_uid, next_attempt_uid, last_error, success_changed, attempt_no)
 			VALUES (NEW.uid, OLD.refresh_attempt_uid, NEW.refresh_attempt_uid, NEW.refresh_last_error,
 				NOT (OLD.refresh_last_success_at <=> NEW.refresh_last_success_at), NEW.refresh_attempt_no);
-		END IF`)
-	require.NoError(t, err)
-	uids := b.insertN(killModels, time.Now().UTC())
-
-	spec := childSpec{
-		DSN: b.dsnVia(""), Redis: testenv.RedisURL(), Lists: b.kind.Lists,
-		Rule: killRule, Timeout: killTimeout, Retry: killRetry,
-	}
-	logs := &testenv.SyncBuffer{}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("children's logs:\n%s", logs.String())
-		}
-	})
-	start := func(instance string) *exec.Cmd {
-		s := spec
-		s.Instance = instance
-		raw, err := json.Marshal(s)
-		require.NoError(t, err)
-		cmd := exec.Command(os.Args[0], "-test.run=^TestKillHelperProcess$", "-test.count=1")
-		cmd.Env = append(os.Environ(), killChildEnv+"="+string(raw))
-		cmd.Stdout, cmd.Stderr = logs, logs
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		require.NoError(t, cmd.Start())
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		return cmd
-	}
-
-	// The worker answers every job until the test ends.
-	w := &killWorker{b: b, answered: map[string]redisio.Result{}}
-	wctx, stopWorker := context.WithCancel(ctx)
-	workerDone := make(chan error, 1)
-	go func() { workerDone <- w.run(wctx) }()
-	t.Cleanup(func() {
-		stopWorker()
-		select {
-		case err := <-workerDone:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("worker: %v", err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Error("worker did not stop")
-		}
-	})
-
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("kill moments seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, seed))
-	killed := 0
-	for round := range killRounds {
-		child := start(fmt.Sprintf("kill-%d", round))
-		if round > 0 {
-			// The application asks for a refresh of every idle model, so
-			// that each child has jobs to push and results to apply.
-			_, err := b.db.Exec(`UPDATE items SET refresh_at = UTC_TIMESTAMP(6)
-				WHERE refresh_attempt_uid IS NULL AND refresh_disabled_until_update IS NULL`)
-			require.NoError(t, err)
-		}
-		proc := b.kind.Lists.Processing(fmt.Sprintf("kill-%d", round))
-		switch round % 3 {
-		case 0:
-			// A random moment in the child's life, not a wait for a
-			// condition.
-			time.Sleep(time.Duration(100+rng.IntN(900)) * time.Millisecond)
-		case 1:
-			// The moment its poller holds a batch, fetched and not yet
-			// acknowledged (or a little after).
-			b.pollList(proc, 2*time.Second, func(n int64) bool { return n > 0 })
-		case 2:
-			// Right after its poller acknowledged a batch.
-			if b.pollList(proc, 2*time.Second, func(n int64) bool { return n > 0 }) {
-				b.pollList(proc, time.Second, func(n int64) bool { return n == 0 })
-			}
-		}
-		require.NoError(t, child.Process.Signal(syscall.SIGKILL))
-		_ = child.Wait()
-		killed++
-	}
-	left := b.leftInProcessing()
-	t.Logf("%d kills; %d results left in dead instances' processing lists", killed, left)
-
-	final := start("final")
-	t.Cleanup(func() {
-		_ = final.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = final.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = final.Process.Kill()
-			t.Error("final child did not stop within 10s of SIGTERM")
-		}
-	})
-
-	// Every model reaches a success and waits for its next occurrence, and
-	// no result is left in Redis.
-	sched, err := schedule.Parse(killRule)
-	require.NoError(t, err)
-	var why string
-	deadline := time.Now().Add(killTimeout + 15*time.Second)
-	for {
-		why = b.killSettled(uids, sched)
-		if why == "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not settled within %s of the last kill: %s", killTimeout+15*time.Second, why)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-
-	// Every result the worker pushed was applied: its attempt ended with
-	// the worker's answer.
-	ended := map[string]attemptEnd{}
-	rows, err := b.db.Query("SELECT uid, attempt_uid, COALESCE(last_error, ''), success_changed FROM attempt_log")
-	require.NoError(t, err)
-	defer rows.Close()
-	for rows.Next() {
-		var e attemptEnd
-		var attempt string
-		require.NoError(t, rows.Scan(&e.uid, &attempt, &e.lastError, &e.success))
-		_, dup := ended[attempt]
-		require.False(t, dup, "attempt %s of %s ended twice", attempt, e.uid)
-		ended[attempt] = e
-	}
-	require.NoError(t, rows.Err())
-
-	answered := w.snapshot()
-	applied := 0
-	var lost []string
-	for attempt, r := range answered {
-		e, ok := ended[attempt]
-		switch {
-		case !ok:
-			lost = append(lost, fmt.Sprintf("%s attempt %s: never ended", r.UID, attempt))
-		case r.Type == redisio.ResultSuccess && e.success && e.lastError == "":
-			applied++
-		case r.Type == redisio.ResultFailure && e.lastError == r.Reason:
-			applied++
-		default:
-			lost = append(lost, fmt.Sprintf("%s attempt %s: answered %s, ended with success=%v error=%q",
-				r.UID, attempt, r.Type, e.success, e.lastError))
-		}
-	}
-	timeouts := 0
-	for _, e := range ended {
-		if strings.HasPrefix(e.lastError, "timed out") {
-			timeouts++
-		}
-	}
-	t.Logf("results pushed %d, applied %d; %d attempts ended, %d by timeout (their jobs were never pushed: killed between commit and push)",
-		len(answered), applied, len(ended), timeouts)
-	if len(lost) > 0 {
-		t.Fatalf("%d of %d results lost, e.g.:\n%s", len(lost), len(answered), strings.Join(lost[:min(len(lost), 10)], "\n"))
-	}
-	require.Equal(t, len(answered), applied)
+		END IF`},
+	teststore.Postgres: {`CREATE TABLE attempt_log (
+		id bigserial PRIMARY KEY,
+		uid varchar(20) NOT NULL,
+		attempt_uid varchar(20) NOT NULL,
+		next_attempt_uid varchar(20) NULL,
+		last_error varchar(1024) NULL,
+		success_changed boolean NOT NULL,
+		attempt_no integer NOT NULL)`,
+		`CREATE FUNCTION items_attempt_ended() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF OLD.refresh_attempt_uid IS NOT NULL AND OLD.refresh_attempt_uid IS DISTINCT FROM NEW.refresh_attempt_uid THEN
+				INSERT INTO attempt_log (uid, attempt_uid, next_attempt_uid, last_error, success_changed, attempt_no)
+				VALUES (NEW.uid, OLD.refresh_attempt_uid, NEW.refresh_attempt_uid, NEW.refresh_last_error,
+					OLD.refresh_last_success_at IS DISTINCT FROM NEW.refresh_last_success_at, NEW.refresh_attempt_no);
+			END IF;
+			RETURN NULL;
+		END $$`,
+		`CREATE TRIGGER items_attempt_ended AFTER UPDATE ON items FOR EACH ROW EXECUTE FUNCTION items_attempt_ended()`},
 }
 
 // attemptEnd is how an attempt ended, from the attempt_log trigger.

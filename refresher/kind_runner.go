@@ -42,10 +42,11 @@ func (r *kindRunner) batchContext(ctx context.Context) (context.Context, context
 }
 
 // dueGate is the dispatcher's view of the store: a dispatcher pass whose
-// kind has nothing due skips its claim transaction. Idle, each dispatcher
-// passes once per MaxSleep; a claim is 4 round trips (isolation level,
-// BEGIN, SELECT ... FOR UPDATE SKIP LOCKED, COMMIT) besides NextDue's one,
-// and 200 idle kinds cost 5-6% of a core that way instead of about 1%.
+// kind has nothing due skips its claim transaction. A claim is 4 round
+// trips (isolation level, BEGIN, SELECT ... FOR UPDATE SKIP LOCKED, COMMIT)
+// besides NextDue's one. (An idle kind makes no passes at all: its
+// dispatcher parks at the due watch, see dueWatch; the gate serves the
+// passes of kinds with rows due soon, or due but not claimable.)
 //
 // Tx first asks NextDue (one indexed row, no lock), unless Due asked it
 // just before for this pass. When no row is due at the clock's now it runs

@@ -12,6 +12,7 @@ import (
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
+	"github.com/refresher/refresher/schedule"
 )
 
 // The operator's pause (the README's "Operating it"), distinct from the
@@ -152,11 +153,13 @@ func Pause(ctx context.Context, store models.Store, rdb redis.UniversalClient, t
 
 // Resume ends the pause of models and plans their next step
 // (policy.Resume): the next occurrence of the row's schedule after now, or
-// a running attempt's timeout; missed runs are not fired. schedFor returns a
-// row's schedule from its refresh_rrule ("" for the kind's), nil when it has
-// none that parses. A model that was not paused is planned the same way.
+// a running attempt's timeout; missed runs are not fired. schedFor returns
+// the schedule of the row with the given key from its refresh_rrule ("" for
+// the kind's), spread as the service spreads it, nil when it has none that
+// parses (see ResumeSchedules). A model that was not paused is planned the
+// same way.
 func Resume(ctx context.Context, store models.Store, rdb redis.UniversalClient, t models.Table, l redisio.Lists,
-	keys []string, now time.Time, schedFor func(rule string) policy.Nexter) ([]Change, error) {
+	keys []string, now time.Time, schedFor func(key, rule string) policy.Nexter) ([]Change, error) {
 	_, hash := PauseKeys(l)
 	// Forgotten first, so that a dispatcher that claims the row once it is
 	// planned starts it rather than pausing it again; put back on failure.
@@ -172,13 +175,36 @@ func Resume(ctx context.Context, store models.Store, rdb redis.UniversalClient, 
 		was[keys[i]] = v != nil
 	}
 	changes, err := changeRows(ctx, store, t, keys, func(row models.Row) (policy.State, string) {
-		st := policy.Resume(row.State, now, schedFor(row.Rule))
+		st := policy.Resume(row.State, now, schedFor(row.Key, row.Rule))
 		return st, resumeNote(st, was[row.Key])
 	})
 	if err != nil {
 		return nil, restorePauses(ctx, rdb, hash, keys, before, err)
 	}
 	return changes, nil
+}
+
+// ResumeSchedules returns Resume's schedFor for the kind named kind whose
+// default rule is kindDefault (nil: none) and whose spread is spread: a
+// row's own refresh_rrule when it has one, else the kind's, moved by the
+// row's spread offset (policy.Spread.Offset) as the dispatcher and the
+// poller move it, so that a resumed row is planned at its own spread
+// occurrence; nil when the rule is missing or does not parse (Resume then
+// plans nothing). The API and the CLI both resume with it.
+func ResumeSchedules(kind string, kindDefault *schedule.Schedule, spread policy.Spread) func(key, rule string) policy.Nexter {
+	return func(key, rule string) policy.Nexter {
+		sched := kindDefault
+		if rule != "" {
+			var err error
+			if sched, err = schedule.Parse(rule); err != nil {
+				return nil
+			}
+		}
+		if sched == nil {
+			return nil
+		}
+		return policy.Spreaded(sched, spread.Offset(kind, key, rule != ""))
+	}
 }
 
 // resumeNote says in words what Resume planned.
@@ -223,14 +249,19 @@ type pauses struct {
 }
 
 // readPauses reads, in one round trip, whether the kind is paused and which
-// of its models are. A paused kind is logged when the pause starts and
-// ends, not on every pass.
+// of its models are, and the throttle holds of its groups into d.holds
+// (when the kind names a group column; see throttle). A paused kind is
+// logged when the pause starts and ends, not on every pass.
 func (d *dispatcher) readPauses(ctx context.Context) (kindPaused bool, err error) {
 	kindKey, hash := PauseKeys(d.kind.Lists)
 	p := d.rdb.Redis().Pipeline()
 	get, keys := p.Get(ctx, kindKey), p.HKeys(ctx, hash)
+	held := d.throttle.queueHeld(ctx, p, d.clock.Now())
 	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return false, fmt.Errorf("read the operator's pauses: %w", err)
+	}
+	if d.holds, err = held(); err != nil {
+		return false, err
 	}
 	paused := get.Err() == nil
 	if paused != d.paused.kind {

@@ -67,7 +67,7 @@ func TestPausedModelAndKindAreNotDispatched(t *testing.T) {
 	require.Equal(t, "m2", b.popJob().UID)
 	b.noJob()
 	changes, err = Resume(ctx, b.store, b.rdb, b.kind.Table, b.kind.Lists, []string{"m1"}, b.clock.Now(),
-		func(string) policy.Nexter { return b.kind.Schedule })
+		ResumeSchedules(b.kind.Name, b.kind.Schedule, b.kind.Policy.Spread))
 	require.NoError(t, err)
 	require.Equal(t, "resumed; next refresh at 2026-11-23T14:00:00Z", changes[0].Note)
 	require.True(t, b.state("m1").RefreshAt.Equal(at14.Add(48*time.Hour)))

@@ -15,10 +15,11 @@ import (
 )
 
 // TestPoisonBatchIsDeadLettered: on a latin1 key column, 1,000 results
-// whose uid holds 💥 are each refused by the database (Illegal mix of
-// collations, 1267/1271: the whole batch is refused, not one row of it).
-// They must go to the dead letters, not block the output list for ever, and
-// a good result sent after them is applied within seconds.
+// whose uid holds 💥, which the column cannot hold, name no row (the
+// database would refuse the whole batch: Illegal mix of collations,
+// 1267/1270). They must go to the dead letters as unknown models, not block
+// the output list for ever, and a good result sent after them is applied
+// within seconds.
 func TestPoisonBatchIsDeadLettered(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{timeout: time.Hour})
@@ -48,8 +49,44 @@ func TestPoisonBatchIsDeadLettered(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, dead, poison)
 	for _, d := range dead {
-		require.Contains(t, d, "cannot apply this result")
+		require.Contains(t, d, "unknown model: no row in table items")
 		require.NotContains(t, d, `\"uid\":\"m1\"`, "the good result was dead-lettered")
+	}
+	require.Zero(t, b.llen(b.kind.Lists.Output))
+}
+
+// TestEveryResultOfABatchRefused: on a latin1 refresh_last_error column,
+// 100 failure results whose reason holds 💥 are each refused by the
+// database (Incorrect string value, 1366), in their batch and then one by
+// one. Every one goes to the dead letters, and a good result sent after
+// them is applied.
+func TestEveryResultOfABatchRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{timeout: time.Hour})
+	_, err := b.db.Exec("ALTER TABLE items MODIFY refresh_last_error VARCHAR(1024) CHARACTER SET latin1 NULL")
+	require.NoError(t, err)
+	b.insert("m1")
+	svc := b.start(nil)
+	job := b.popJob()
+
+	const poison = 100
+	raws := make([]any, poison)
+	for i := range raws {
+		raw, err := json.Marshal(redisio.Result{UID: "m1", AttemptUID: job.AttemptUID, Type: "failure", Reason: fmt.Sprintf("x\U0001F4A5%d", i)})
+		require.NoError(t, err)
+		raws[i] = string(raw)
+	}
+	require.NoError(t, b.rdb.RPush(context.Background(), b.kind.Lists.Output, raws...).Err())
+	b.send(redisio.Result{UID: "m1", AttemptUID: job.AttemptUID, Type: "success"})
+
+	b.waitFor("m1", "good result after 100 refused ones applied", func(s policy.State) bool { return !s.LastSuccessAt.IsZero() })
+	waitCounter(t, func() float64 { return toFloat(svc.Metrics().DeadLetters.WithLabelValues("items")) }, poison, "refused results dead-lettered")
+	dead, err := b.rdb.LRange(context.Background(), b.kind.Lists.Dead, 0, -1).Result()
+	require.NoError(t, err)
+	require.Len(t, dead, poison)
+	for _, d := range dead {
+		require.Contains(t, d, "cannot apply this result")
+		require.NotContains(t, d, `\"type\":\"success\"`, "the good result was dead-lettered")
 	}
 	require.Zero(t, b.llen(b.kind.Lists.Output))
 }

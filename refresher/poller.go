@@ -24,7 +24,13 @@ type poller struct {
 	// still in this instance's processing list and go back to the output
 	// list before anything else is fetched.
 	requeue bool
-	tally   tally // the counts of the batch in hand
+	// next is the batch fetched ahead (Drain.Next) while the database
+	// applied the previous one; it is in flight in the processing list and
+	// the next pass applies it without fetching.
+	next []redisio.Message
+	// asked is how many messages the Next that fetched next asked for.
+	asked int
+	tally tally // the counts of the batch in hand
 	// holds are the throttle holds the committed results of the batch in
 	// hand decided, by group (see throttle).
 	holds map[string]time.Time
@@ -51,6 +57,7 @@ func idleFetchBlock(cfg Config) time.Duration {
 func (p *poller) loop(ctx context.Context) {
 	var lastBeat, lastRecover time.Time
 	backoff := time.Duration(0)
+	defer p.flushIncident()
 	for ctx.Err() == nil {
 		now := time.Now() // pacing only; no decision depends on it
 		if now.Sub(lastBeat) >= p.cfg.Heartbeat/3 {
@@ -58,7 +65,9 @@ func (p *poller) loop(ctx context.Context) {
 				lastBeat = now
 			}
 		}
-		if p.requeue || now.Sub(lastRecover) >= p.cfg.Heartbeat {
+		// The periodic recovery waits for the batch fetched ahead: it
+		// would move that batch back to the output list.
+		if p.requeue || (p.next == nil && now.Sub(lastRecover) >= p.cfg.Heartbeat) {
 			if err := p.recover(ctx); err != nil {
 				p.fail(ctx, "recover", err, &backoff)
 				continue
@@ -66,8 +75,11 @@ func (p *poller) loop(ctx context.Context) {
 			lastRecover = now
 		}
 		n, err := p.runOnce(ctx)
-		if errors.Is(err, errCrashed) || (err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled)) {
-			return // crashed by a test hook, or a fetch cut short by shutdown
+		if errors.Is(err, errCrashed) {
+			return // crashed by a test hook: what is in flight stays, as after a kill
+		}
+		if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			break // a fetch cut short by shutdown
 		}
 		if err != nil {
 			p.fail(ctx, "poll", err, &backoff)
@@ -77,6 +89,34 @@ func (p *poller) loop(ctx context.Context) {
 		if n > 0 && p.hooks.AfterApply != nil {
 			p.hooks.AfterApply(p.kind.Name, n)
 		}
+	}
+	p.release()
+}
+
+// release gives the batch fetched ahead, if any, back to the output list
+// at shutdown, so that another instance applies it at once rather than
+// after this one's heartbeat expires.
+func (p *poller) release() {
+	if p.next == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.OpTimeout)
+	defer cancel()
+	if err := p.recover(ctx); err != nil {
+		p.log.Warn("cannot give back the results fetched ahead; another instance takes them over after the heartbeat", "err", err)
+	}
+}
+
+// flushIncident writes the counts of the last batches to the incident
+// window when the poller stops (see incident.countLater).
+func (p *poller) flushIncident() {
+	if !p.incident.waiting() {
+		return
+	}
+	ctx, cancel := p.batchContext(context.Background())
+	defer cancel()
+	if _, err := p.incident.decide(ctx, p.clock.Now(), policy.Window{}); err != nil {
+		p.log.Warn("cannot count results for the incident guard", "err", err)
 	}
 }
 
@@ -89,6 +129,7 @@ func (p *poller) beat(ctx context.Context) error {
 func (p *poller) recover(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.OpTimeout)
 	defer cancel()
+	p.next = nil // in the processing list: moved back too
 	n, err := p.drain.Recover(ctx)
 	if err != nil {
 		return fmt.Errorf("recover unapplied results: %w", err)
@@ -114,25 +155,42 @@ func (p *poller) fail(ctx context.Context, what string, err error, backoff *time
 	}
 }
 
-// runOnce fetches one batch of results, applies it in one transaction and
-// only then removes it from Redis. It returns the number of messages handled.
+// runOnce takes one batch of results (the one fetched ahead, or a new
+// fetch, topped up to BatchSize results: see topUp), applies it in one
+// transaction and only then removes it from Redis. After a full batch it
+// fetches the next one (Drain.Next) while the database applies this one, so
+// that Redis's part of a batch (reading it, and stubbing its oversized
+// messages inside Redis) and the database's overlap. It returns the number
+// of messages handled.
 func (p *poller) runOnce(ctx context.Context) (int, error) {
-	block := p.cfg.FetchBlock
-	if p.idle {
-		block = idleFetchBlock(p.cfg)
-	}
-	fctx, cancel := context.WithTimeout(ctx, block+p.cfg.OpTimeout)
-	msgs, err := p.drain.Fetch(fctx, p.cfg.BatchSize, block)
-	cancel()
-	if err != nil {
-		return 0, fmt.Errorf("fetch results from %s: %w", p.kind.Lists.Output, err)
+	msgs := p.next
+	p.next = nil
+	asked := p.asked
+	if msgs == nil {
+		asked = p.cfg.BatchSize
+		block := p.cfg.FetchBlock
+		if p.idle {
+			block = idleFetchBlock(p.cfg)
+		}
+		fctx, cancel := context.WithTimeout(ctx, block+p.cfg.OpTimeout)
+		var err error
+		msgs, err = p.drain.Fetch(fctx, p.cfg.BatchSize, block)
+		cancel()
+		if err != nil {
+			return 0, fmt.Errorf("fetch results from %s: %w", p.kind.Lists.Output, err)
+		}
 	}
 	p.idle = len(msgs) == 0
 	if len(msgs) == 0 {
 		if p.incident.due() {
 			// Without results, timeouts may start an incident, and one
-			// ends when the window empties.
-			if _, err := p.incident.decide(ctx, p.clock.Now(), policy.Window{}); err != nil {
+			// ends when the window empties; the counts of the last batch
+			// are written.
+			// Not cut short by shutdown: it writes the counts in hand.
+			ictx, cancel := p.batchContext(ctx)
+			_, err := p.incident.decide(ictx, p.clock.Now(), policy.Window{})
+			cancel()
+			if err != nil {
 				p.log.Warn("cannot read the incident window", "err", err)
 			}
 		}
@@ -142,15 +200,12 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 	bctx, cancel := p.batchContext(ctx)
 	defer cancel()
 	p.requeue = true // until acknowledged, the batch sits in the processing list
-	if oversized(msgs) {
-		// More may follow: Redis stubs them while the database applies
-		// this batch, instead of during the next fetch.
-		stubbed := make(chan struct{})
-		go func() {
-			defer close(stubbed)
-			_, _ = p.drain.Stub(bctx, p.cfg.BatchSize) // the fetch stubs what this misses
-		}()
-		defer func() { <-stubbed }()
+	full := len(msgs) >= asked
+	if full {
+		var err error
+		if msgs, full, err = p.topUp(bctx, msgs); err != nil {
+			return 0, err
+		}
 	}
 
 	// The incident guard decides on the window with this batch in it, so a
@@ -160,6 +215,23 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 		p.log.Warn("cannot read the incident window; keeping the last decision", "err", err)
 	}
 	clear(p.holds)
+
+	// A full batch suggests more are queued: fetch the next one, as large
+	// as this one, meanwhile. The drain is not used by this goroutine
+	// until ahead is closed.
+	var next []redisio.Message
+	var nextErr error
+	ahead := make(chan struct{})
+	nextAsk := min(len(msgs), maxBatchMessages(p.cfg))
+	if full && ctx.Err() == nil {
+		go func() {
+			defer close(ahead)
+			next, nextErr = p.drain.Next(bctx, nextAsk)
+		}()
+	} else {
+		close(ahead)
+	}
+	defer func() { <-ahead }() // on an error, Recover takes it back with the batch
 
 	dead, earliest, err := p.applyBatch(bctx, msgs)
 	if err != nil && p.class(err) == models.ValueRefused {
@@ -179,10 +251,14 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 		p.metrics.Errors.WithLabelValues(p.kind.Name, "poll").Inc()
 		p.log.Error("cannot hold throttle groups; their rows are dispatched meanwhile", "err", err)
 	}
-	if err := p.incident.record(bctx, now, batch); err != nil {
-		p.log.Warn("cannot count results for the incident guard", "err", err)
+	p.incident.countLater(now, batch) // written with the next read of the window
+	<-ahead
+	if errors.Is(nextErr, redisio.ErrRecovered) {
+		err = nextErr // the batch in hand was taken back with the next one
+	} else {
+		err = p.drain.Ack(bctx, msgs, dead)
 	}
-	if err := p.drain.Ack(bctx, msgs, dead); err != nil {
+	if err != nil {
 		if errors.Is(err, redisio.ErrRecovered) {
 			// The batch took longer than the heartbeat and another instance
 			// took it over: it applies the results again, as stale ones.
@@ -194,7 +270,12 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 		// back stale, which changes nothing.
 		return len(msgs), fmt.Errorf("remove applied results from the processing list: %w", err)
 	}
-	p.requeue = false
+	p.requeue = nextErr != nil // what Next may have moved goes back first
+	if nextErr != nil {
+		p.log.Warn("cannot fetch the next batch ahead; it is fetched again", "err", nextErr)
+	} else if len(next) > 0 {
+		p.next, p.asked = next, nextAsk
+	}
 	p.metrics.DeadLetters.WithLabelValues(p.kind.Name).Add(float64(len(dead)))
 	p.activity.addDead(len(dead))
 	for _, m := range dead {
@@ -209,15 +290,53 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 	return len(msgs), nil
 }
 
-// oversized reports whether msgs hold a message over the size limit (of
-// which Fetch returned only an excerpt).
-func oversized(msgs []redisio.Message) bool {
+// maxBatchMessages bounds the messages of one batch, garbage included
+// (see topUp): twice BatchSize.
+func maxBatchMessages(cfg Config) int { return 2 * cfg.BatchSize }
+
+// topUp adds to msgs, a full fetch, the messages that follow in the output
+// list (Drain.Next) until the batch holds BatchSize results to apply, or
+// maxBatchMessages messages, or the output list has no more: messages that
+// cannot be applied (not JSON, wrong shape, oversized) would otherwise
+// share a batch, its transaction and its round trips with fewer results,
+// and a flood of them would take more batches, not only more bytes. Each
+// Next asks for what the garbage share seen so far says the missing
+// results take, so a batch may hold a few more than BatchSize results
+// (never more than maxBatchMessages messages).
+// full reports whether the last fetch returned all it asked for (more may
+// be queued). On an error the batch is in the processing list; the caller
+// leaves it to Recover.
+func (p *poller) topUp(ctx context.Context, msgs []redisio.Message) (_ []redisio.Message, full bool, _ error) {
+	limit := maxBatchMessages(p.cfg)
+	valid := 0
 	for _, m := range msgs {
-		if m.Size > len(m.Raw) {
-			return true
+		if m.Err == nil {
+			valid++
 		}
 	}
-	return false
+	for valid < p.cfg.BatchSize && len(msgs) < limit {
+		ask := limit - len(msgs)
+		if valid > 0 {
+			// The messages that take the rest at the share seen so far.
+			ask = min(ask, ((p.cfg.BatchSize-valid)*len(msgs)+valid-1)/valid)
+		}
+		fctx, cancel := context.WithTimeout(ctx, p.cfg.OpTimeout)
+		more, err := p.drain.Next(fctx, ask)
+		cancel()
+		if err != nil {
+			return nil, false, fmt.Errorf("top up a batch of %d results from %s: %w", len(msgs), p.kind.Lists.Output, err)
+		}
+		msgs = append(msgs, more...)
+		for _, m := range more {
+			if m.Err == nil {
+				valid++
+			}
+		}
+		if len(more) < ask {
+			return msgs, false, nil
+		}
+	}
+	return msgs, true, nil
 }
 
 // applyBatch applies msgs in one transaction and counts them once it

@@ -1,7 +1,6 @@
 package refresher
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha1"
 	"encoding/base64"
@@ -9,20 +8,19 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/refresher/refresher/models/mysqlstore"
-
-	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/refresher/refresher/internal/testenv"
+	"github.com/refresher/refresher/internal/teststore"
 	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/models/stores"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
 )
@@ -77,8 +75,7 @@ func (b *testBundle) insertN(n int, at time.Time) []string {
 			sb.WriteString("(?,?,?)")
 			args = append(args, uid, "https://example.com/"+uid, at)
 		}
-		_, err := b.db.Exec(sb.String(), args...)
-		require.NoError(b.t, err)
+		b.exec(sb.String(), args...)
 	}
 	return uids
 }
@@ -154,28 +151,6 @@ func eventually(t *testing.T, limit time.Duration, what string, cond func() bool
 		}
 		untilEvent()
 	}
-}
-
-// baseMySQL is the DSN of the test server, as testenv reads it.
-func baseMySQL(t *testing.T) *mysql.Config {
-	t.Helper()
-	cfg, err := mysql.ParseDSN(cmp.Or(os.Getenv("REFRESHER_TEST_MYSQL"), "root:@tcp(127.0.0.1:3306)/"))
-	require.NoError(t, err)
-	return cfg
-}
-
-// dsnVia returns a DSN of the bundle's database that connects to addr
-// (host:port, e.g. a proxy) instead of the server's address; "" keeps it.
-func (b *testBundle) dsnVia(addr string) string {
-	b.t.Helper()
-	var name string
-	require.NoError(b.t, b.db.QueryRow("SELECT DATABASE()").Scan(&name))
-	cfg := baseMySQL(b.t)
-	cfg.DBName = name
-	if addr != "" {
-		cfg.Addr = addr
-	}
-	return cfg.FormatDSN()
 }
 
 // redisVia returns a Redis client that talks to the test Redis through a
@@ -295,55 +270,57 @@ func TestGarbageResultsAreDeadLettered(t *testing.T) {
 // holds that job's attempt.
 func TestTwoDispatchersNeverStartTheSameModelTwice(t *testing.T) {
 	t.Parallel()
-	const n = 3000
-	b := setup(t, setupOpts{timeout: time.Hour})
-	// Both services run (and poll every 20ms) before the rows appear, so
-	// they claim the batches of 100 concurrently.
-	a := b.start(func(c *Config) { c.InstanceID, c.BatchSize = "a", 100 })
-	c := b.start(func(c *Config) { c.InstanceID, c.BatchSize = "b", 100 })
-	uids := b.insertN(n, t0)
+	forEachStore(t, teststore.Servers, func(t *testing.T, store string) {
+		const n = 3000
+		b := setup(t, setupOpts{store: store, timeout: time.Hour})
+		// Both services run (and poll every 20ms) before the rows appear, so
+		// they claim the batches of 100 concurrently.
+		a := b.start(func(c *Config) { c.InstanceID, c.BatchSize = "a", 100 })
+		c := b.start(func(c *Config) { c.InstanceID, c.BatchSize = "b", 100 })
+		uids := b.insertN(n, t0)
 
-	jobs := make(map[string]redisio.Job, n)
-	deadline := time.Now().Add(30 * time.Second)
-	for len(jobs) < n {
-		require.True(t, time.Now().Before(deadline), "only %d of %d jobs within 30s", len(jobs), n)
-		res, err := b.rdb.BLPop(context.Background(), time.Second, b.kind.Lists.Input).Result()
-		if errors.Is(err, redis.Nil) {
-			continue
-		}
-		require.NoError(t, err)
-		more, err := b.rdb.LPopCount(context.Background(), b.kind.Lists.Input, 1000).Result()
-		if !errors.Is(err, redis.Nil) {
-			require.NoError(t, err)
-		}
-		for _, raw := range append([]string{res[1]}, more...) {
-			var job redisio.Job
-			require.NoError(t, json.Unmarshal([]byte(raw), &job))
-			if prev, dup := jobs[job.UID]; dup {
-				t.Fatalf("model %s started twice: attempts %s (no %d) and %s (no %d)",
-					job.UID, prev.AttemptUID, prev.AttemptNo, job.AttemptUID, job.AttemptNo)
+		jobs := make(map[string]redisio.Job, n)
+		deadline := time.Now().Add(30 * time.Second)
+		for len(jobs) < n {
+			require.True(t, time.Now().Before(deadline), "only %d of %d jobs within 30s", len(jobs), n)
+			res, err := b.rdb.BLPop(context.Background(), time.Second, b.kind.Lists.Input).Result()
+			if errors.Is(err, redis.Nil) {
+				continue
 			}
-			jobs[job.UID] = job
+			require.NoError(t, err)
+			more, err := b.rdb.LPopCount(context.Background(), b.kind.Lists.Input, 1000).Result()
+			if !errors.Is(err, redis.Nil) {
+				require.NoError(t, err)
+			}
+			for _, raw := range append([]string{res[1]}, more...) {
+				var job redisio.Job
+				require.NoError(t, json.Unmarshal([]byte(raw), &job))
+				if prev, dup := jobs[job.UID]; dup {
+					t.Fatalf("model %s started twice: attempts %s (no %d) and %s (no %d)",
+						job.UID, prev.AttemptUID, prev.AttemptNo, job.AttemptUID, job.AttemptNo)
+				}
+				jobs[job.UID] = job
+			}
 		}
-	}
-	b.noJob()
+		b.noJob()
 
-	startedA := toFloat(a.Metrics().Started.WithLabelValues("items"))
-	startedB := toFloat(c.Metrics().Started.WithLabelValues("items"))
-	t.Logf("instance a started %v attempts, b %v", startedA, startedB)
-	require.Equal(t, float64(n), startedA+startedB)
-	require.NotZero(t, startedA, "both dispatchers must have claimed rows for the test to mean anything")
-	require.NotZero(t, startedB, "both dispatchers must have claimed rows for the test to mean anything")
+		startedA := toFloat(a.Metrics().Started.WithLabelValues("items"))
+		startedB := toFloat(c.Metrics().Started.WithLabelValues("items"))
+		t.Logf("instance a started %v attempts, b %v", startedA, startedB)
+		require.Equal(t, float64(n), startedA+startedB)
+		require.NotZero(t, startedA, "both dispatchers must have claimed rows for the test to mean anything")
+		require.NotZero(t, startedB, "both dispatchers must have claimed rows for the test to mean anything")
 
-	states := b.states(uids)
-	for _, uid := range uids {
-		job, ok := jobs[uid]
-		require.True(t, ok, "no job for %s", uid)
-		require.Equal(t, 1, job.AttemptNo, "job of %s", uid)
-		st := states[uid]
-		require.Equal(t, 1, st.AttemptNo, "attempt_no of %s", uid)
-		require.Equal(t, job.AttemptUID, st.AttemptUID, "attempt uid of %s", uid)
-	}
+		states := b.states(uids)
+		for _, uid := range uids {
+			job, ok := jobs[uid]
+			require.True(t, ok, "no job for %s", uid)
+			require.Equal(t, 1, job.AttemptNo, "job of %s", uid)
+			st := states[uid]
+			require.Equal(t, 1, st.AttemptNo, "attempt_no of %s", uid)
+			require.Equal(t, job.AttemptUID, st.AttemptUID, "attempt uid of %s", uid)
+		}
+	})
 }
 
 // A poller that dies after moving results to its processing list and before
@@ -351,63 +328,65 @@ func TestTwoDispatchersNeverStartTheSameModelTwice(t *testing.T) {
 // one's heartbeat expires, and applies every one.
 func TestPollerCrashBeforeCommitLosesNoResult(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{timeout: time.Hour})
-	uids := b.insertN(20, t0)
-	crashed := make(chan struct{})
-	var once sync.Once
-	a := b.runOn(context.Background(), b.store, b.rio, func(c *Config) {
-		c.InstanceID = "a"
-		c.Hooks.BeforeCommit = func(string) error {
-			once.Do(func() { close(crashed) })
-			return errors.New("killed before commit")
+	forEachStore(t, teststore.Servers, func(t *testing.T, store string) {
+		b := setup(t, setupOpts{store: store, timeout: time.Hour})
+		uids := b.insertN(20, t0)
+		crashed := make(chan struct{})
+		var once sync.Once
+		a := b.runOn(context.Background(), b.store, b.rio, func(c *Config) {
+			c.InstanceID = "a"
+			c.Hooks.BeforeCommit = func(string) error {
+				once.Do(func() { close(crashed) })
+				return errors.New("killed before commit")
+			}
+		})
+		jobs := b.popJobs(len(uids))
+
+		// Half succeed, half fail with a Retry-After, all in one batch.
+		done := b.clock.Advance(5 * time.Minute)
+		rs := make([]redisio.Result, len(jobs))
+		for i, j := range jobs {
+			rs[i] = redisio.Result{UID: j.UID, AttemptUID: j.AttemptUID, Type: "success"}
+			if i%2 == 1 {
+				rs[i] = redisio.Result{UID: j.UID, AttemptUID: j.AttemptUID, Type: "failure",
+					Reason: "HTTP 503 for " + j.UID, RetryAfterSeconds: 3600}
+			}
 		}
+		b.sendAll(rs...)
+		select {
+		case <-crashed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("poller of instance a never reached the commit")
+		}
+		a.stop() // the rest of process a dies with its poller
+
+		// Nothing was applied; every result waits in a's processing list.
+		require.EqualValues(t, len(rs), b.llen(b.kind.Lists.Processing("a")))
+		require.Zero(t, b.llen(b.kind.Lists.Output))
+		before := b.states(uids)
+		for _, j := range jobs {
+			require.Equal(t, j.AttemptUID, before[j.UID].AttemptUID, "%s still runs its attempt", j.UID)
+		}
+
+		other := b.start(func(c *Config) { c.InstanceID = "b" })
+		waitCounter(t, func() float64 {
+			return results(other, "success", "applied")() + results(other, "failure", "applied")()
+		}, float64(len(rs)), "instance b applies every result of instance a")
+		after := b.states(uids)
+		for i, j := range jobs {
+			st := after[j.UID]
+			require.False(t, st.Running(), "%s", j.UID)
+			if i%2 == 0 {
+				require.True(t, st.LastSuccessAt.Equal(done), "%s: last_success_at %s", j.UID, st.LastSuccessAt)
+				require.Zero(t, st.AttemptNo)
+			} else {
+				require.Equal(t, "HTTP 503 for "+j.UID, st.LastError)
+				require.True(t, st.RefreshAt.Equal(done.Add(time.Hour)), "%s: retry after the Retry-After: %s", j.UID, st.RefreshAt)
+			}
+		}
+		require.Zero(t, b.llen(b.kind.Lists.Processing("a")))
+		require.Zero(t, b.llen(b.kind.Lists.Output))
 	})
-	jobs := b.popJobs(len(uids))
-
-	// Half succeed, half fail with a Retry-After, all in one batch.
-	done := b.clock.Advance(5 * time.Minute)
-	rs := make([]redisio.Result, len(jobs))
-	for i, j := range jobs {
-		rs[i] = redisio.Result{UID: j.UID, AttemptUID: j.AttemptUID, Type: "success"}
-		if i%2 == 1 {
-			rs[i] = redisio.Result{UID: j.UID, AttemptUID: j.AttemptUID, Type: "failure",
-				Reason: "HTTP 503 for " + j.UID, RetryAfterSeconds: 3600}
-		}
-	}
-	b.sendAll(rs...)
-	select {
-	case <-crashed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("poller of instance a never reached the commit")
-	}
-	a.stop() // the rest of process a dies with its poller
-
-	// Nothing was applied; every result waits in a's processing list.
-	require.EqualValues(t, len(rs), b.llen(b.kind.Lists.Processing("a")))
-	require.Zero(t, b.llen(b.kind.Lists.Output))
-	before := b.states(uids)
-	for _, j := range jobs {
-		require.Equal(t, j.AttemptUID, before[j.UID].AttemptUID, "%s still runs its attempt", j.UID)
-	}
-
-	other := b.start(func(c *Config) { c.InstanceID = "b" })
-	waitCounter(t, func() float64 {
-		return results(other, "success", "applied")() + results(other, "failure", "applied")()
-	}, float64(len(rs)), "instance b applies every result of instance a")
-	after := b.states(uids)
-	for i, j := range jobs {
-		st := after[j.UID]
-		require.False(t, st.Running(), "%s", j.UID)
-		if i%2 == 0 {
-			require.True(t, st.LastSuccessAt.Equal(done), "%s: last_success_at %s", j.UID, st.LastSuccessAt)
-			require.Zero(t, st.AttemptNo)
-		} else {
-			require.Equal(t, "HTTP 503 for "+j.UID, st.LastError)
-			require.True(t, st.RefreshAt.Equal(done.Add(time.Hour)), "%s: retry after the Retry-After: %s", j.UID, st.RefreshAt)
-		}
-	}
-	require.Zero(t, b.llen(b.kind.Lists.Processing("a")))
-	require.Zero(t, b.llen(b.kind.Lists.Output))
 }
 
 // A poller that dies after the commit and before removing the batch from
@@ -415,64 +394,66 @@ func TestPollerCrashBeforeCommitLosesNoResult(t *testing.T) {
 // since its attempts have ended every result is stale and changes nothing.
 func TestPollerCrashAfterCommitBeforeAck(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{timeout: time.Hour})
-	uids := b.insertN(20, t0)
-	proxy, rioA := redisVia(t)
-	committing := make(chan struct{})
-	var once sync.Once
-	a := b.runOn(context.Background(), b.store, rioA, func(c *Config) {
-		c.InstanceID = "a"
-		// Redis goes away for a right before its commit: the commit
-		// succeeds, the ack cannot, and a never talks to Redis again.
-		c.Hooks.BeforeCommit = func(string) error {
-			once.Do(func() { proxy.Cut(); close(committing) })
-			return nil
+	forEachStore(t, teststore.Servers, func(t *testing.T, store string) {
+		b := setup(t, setupOpts{store: store, timeout: time.Hour})
+		uids := b.insertN(20, t0)
+		proxy, rioA := redisVia(t)
+		committing := make(chan struct{})
+		var once sync.Once
+		a := b.runOn(context.Background(), b.store, rioA, func(c *Config) {
+			c.InstanceID = "a"
+			// Redis goes away for a right before its commit: the commit
+			// succeeds, the ack cannot, and a never talks to Redis again.
+			c.Hooks.BeforeCommit = func(string) error {
+				once.Do(func() { proxy.Cut(); close(committing) })
+				return nil
+			}
+		})
+		jobs := b.popJobs(len(uids))
+		b.clock.Advance(5 * time.Minute)
+		rs := make([]redisio.Result, 0, 2*len(jobs))
+		for i, j := range jobs {
+			if i%2 == 0 {
+				rs = append(rs, redisio.Result{UID: j.UID, AttemptUID: j.AttemptUID, Type: "success"})
+			} else {
+				rs = append(rs, redisio.Result{UID: j.UID, AttemptUID: j.AttemptUID, Type: "failure", Reason: "HTTP 500", RetryAfterSeconds: 3600})
+			}
 		}
-	})
-	jobs := b.popJobs(len(uids))
-	b.clock.Advance(5 * time.Minute)
-	rs := make([]redisio.Result, 0, 2*len(jobs))
-	for i, j := range jobs {
-		if i%2 == 0 {
-			rs = append(rs, redisio.Result{UID: j.UID, AttemptUID: j.AttemptUID, Type: "success"})
-		} else {
-			rs = append(rs, redisio.Result{UID: j.UID, AttemptUID: j.AttemptUID, Type: "failure", Reason: "HTTP 500", RetryAfterSeconds: 3600})
+		b.sendAll(rs...)
+		select {
+		case <-committing:
+		case <-time.After(10 * time.Second):
+			t.Fatal("poller of instance a never reached the commit")
 		}
-	}
-	b.sendAll(rs...)
-	select {
-	case <-committing:
-	case <-time.After(10 * time.Second):
-		t.Fatal("poller of instance a never reached the commit")
-	}
-	waitCounter(t, func() float64 {
-		return results(a.svc, "success", "applied")() + results(a.svc, "failure", "applied")()
-	}, float64(len(rs)), "instance a applied the batch")
-	waitCounter(t, loopErrors(a.svc, "poll"), 1, "instance a fails to ack")
-	a.stop()
-	require.EqualValues(t, len(rs), b.llen(b.kind.Lists.Processing("a")), "the batch is still in a's processing list")
-	applied := b.states(uids)
-	for _, j := range jobs {
-		require.False(t, applied[j.UID].Running(), "%s: a committed", j.UID)
-	}
+		waitCounter(t, func() float64 {
+			return results(a.svc, "success", "applied")() + results(a.svc, "failure", "applied")()
+		}, float64(len(rs)), "instance a applied the batch")
+		waitCounter(t, loopErrors(a.svc, "poll"), 1, "instance a fails to ack")
+		a.stop()
+		require.EqualValues(t, len(rs), b.llen(b.kind.Lists.Processing("a")), "the batch is still in a's processing list")
+		applied := b.states(uids)
+		for _, j := range jobs {
+			require.False(t, applied[j.UID].Running(), "%s: a committed", j.UID)
+		}
 
-	// Applied again later, the results would change last_success_at and
-	// the failure counters.
-	b.clock.Advance(10 * time.Minute)
-	other := b.start(func(c *Config) { c.InstanceID = "b" })
-	waitCounter(t, func() float64 {
-		n := 0.0
-		for _, typ := range []string{"success", "failure"} {
-			n += results(other, typ, "stale")() + results(other, typ, "applied")()
-		}
-		return n
-	}, float64(len(rs)), "instance b takes a's batch over")
-	require.Zero(t, results(other, "success", "applied")())
-	require.Zero(t, results(other, "failure", "applied")())
-	require.Equal(t, applied, b.states(uids), "nothing changed twice")
-	require.Zero(t, b.llen(b.kind.Lists.Processing("a")))
-	require.Zero(t, b.llen(b.kind.Lists.Output))
-	b.noJob()
+		// Applied again later, the results would change last_success_at and
+		// the failure counters.
+		b.clock.Advance(10 * time.Minute)
+		other := b.start(func(c *Config) { c.InstanceID = "b" })
+		waitCounter(t, func() float64 {
+			n := 0.0
+			for _, typ := range []string{"success", "failure"} {
+				n += results(other, typ, "stale")() + results(other, typ, "applied")()
+			}
+			return n
+		}, float64(len(rs)), "instance b takes a's batch over")
+		require.Zero(t, results(other, "success", "applied")())
+		require.Zero(t, results(other, "failure", "applied")())
+		require.Equal(t, applied, b.states(uids), "nothing changed twice")
+		require.Zero(t, b.llen(b.kind.Lists.Processing("a")))
+		require.Zero(t, b.llen(b.kind.Lists.Output))
+		b.noJob()
+	})
 }
 
 // A push that fails (Redis gone between the commit and the push) undoes its
@@ -480,51 +461,53 @@ func TestPollerCrashAfterCommitBeforeAck(t *testing.T) {
 // first attempts.
 func TestRedisDownDuringPushUndoesAttempts(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{timeout: time.Hour})
-	uids := b.insertN(5, t0)
-	proxy, rio := redisVia(t)
-	committed := make(chan map[string]policy.State, 1)
-	var once sync.Once
-	r := b.runOn(context.Background(), b.store, rio, func(c *Config) {
-		c.Hooks.BeforePush = func(string) {
-			once.Do(func() {
-				// What the dispatcher committed before the push.
-				committed <- b.states(uids)
-				proxy.Cut()
-			})
+	forEachStore(t, teststore.Servers, func(t *testing.T, store string) {
+		b := setup(t, setupOpts{store: store, timeout: time.Hour})
+		uids := b.insertN(5, t0)
+		proxy, rio := redisVia(t)
+		committed := make(chan map[string]policy.State, 1)
+		var once sync.Once
+		r := b.runOn(context.Background(), b.store, rio, func(c *Config) {
+			c.Hooks.BeforePush = func(string) {
+				once.Do(func() {
+					// What the dispatcher committed before the push.
+					committed <- b.states(uids)
+					proxy.Cut()
+				})
+			}
+		})
+		var during map[string]policy.State
+		select {
+		case during = <-committed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no push within 10s")
 		}
-	})
-	var during map[string]policy.State
-	select {
-	case during = <-committed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no push within 10s")
-	}
-	for _, uid := range uids {
-		require.Equal(t, 1, during[uid].AttemptNo, "%s: the attempt is committed before the push", uid)
-		require.NotEmpty(t, during[uid].AttemptUID)
-	}
-	waitCounter(t, func() float64 { return toFloat(r.svc.Metrics().PushFailures.WithLabelValues("items")) }, 1, "push failure")
-	for _, uid := range uids {
-		st := b.waitFor(uid, "attempt undone", func(s policy.State) bool { return s.AttemptUID == "" })
-		require.Zero(t, st.AttemptNo, "%s: the attempt is not counted", uid)
-		require.True(t, st.RefreshAt.Equal(t0), "%s: due again: %s", uid, st.RefreshAt)
-		require.True(t, st.AttemptAt.IsZero(), "%s", uid)
-		require.True(t, st.TimeoutAt.IsZero(), "%s", uid)
-		require.True(t, st.FailingSince.IsZero(), "%s", uid)
-		require.Empty(t, st.LastError, "%s", uid)
-	}
-	require.Zero(t, toFloat(r.svc.Metrics().Started.WithLabelValues("items")))
-	require.Zero(t, b.llen(b.kind.Lists.Input))
+		for _, uid := range uids {
+			require.Equal(t, 1, during[uid].AttemptNo, "%s: the attempt is committed before the push", uid)
+			require.NotEmpty(t, during[uid].AttemptUID)
+		}
+		waitCounter(t, func() float64 { return toFloat(r.svc.Metrics().PushFailures.WithLabelValues("items")) }, 1, "push failure")
+		for _, uid := range uids {
+			st := b.waitFor(uid, "attempt undone", func(s policy.State) bool { return s.AttemptUID == "" })
+			require.Zero(t, st.AttemptNo, "%s: the attempt is not counted", uid)
+			require.True(t, st.RefreshAt.Equal(t0), "%s: due again: %s", uid, st.RefreshAt)
+			require.True(t, st.AttemptAt.IsZero(), "%s", uid)
+			require.True(t, st.TimeoutAt.IsZero(), "%s", uid)
+			require.True(t, st.FailingSince.IsZero(), "%s", uid)
+			require.Empty(t, st.LastError, "%s", uid)
+		}
+		require.Zero(t, toFloat(r.svc.Metrics().Started.WithLabelValues("items")))
+		require.Zero(t, b.llen(b.kind.Lists.Input))
 
-	proxy.Restore()
-	jobs := b.popJobs(len(uids))
-	for _, j := range jobs {
-		require.Equal(t, 1, j.AttemptNo, "%s", j.UID)
-		require.Equal(t, j.AttemptUID, b.state(j.UID).AttemptUID)
-	}
-	require.Equal(t, float64(len(uids)), toFloat(r.svc.Metrics().Started.WithLabelValues("items")))
-	b.noJob()
+		proxy.Restore()
+		jobs := b.popJobs(len(uids))
+		for _, j := range jobs {
+			require.Equal(t, 1, j.AttemptNo, "%s", j.UID)
+			require.Equal(t, j.AttemptUID, b.state(j.UID).AttemptUID)
+		}
+		require.Equal(t, float64(len(uids)), toFloat(r.svc.Metrics().Started.WithLabelValues("items")))
+		b.noJob()
+	})
 }
 
 // Redis down for a while: results workers push meanwhile are applied when
@@ -532,123 +515,126 @@ func TestRedisDownDuringPushUndoesAttempts(t *testing.T) {
 // is stuck.
 func TestRedisOutageLosesNothing(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{timeout: time.Hour})
-	b.insert("m1", "m2", "m3")
-	proxy, rio := redisVia(t)
-	r := b.runOn(context.Background(), b.store, rio, nil)
-	jobs := map[string]redisio.Job{}
-	for _, j := range b.popJobs(3) {
-		jobs[j.UID] = j
-	}
-	// The jobs can be popped before the dispatcher has read RPUSH's reply;
-	// a cut then fails its push, and it undoes the attempts (correctly: it
-	// cannot know the push went through). Cut only once the push counted.
-	waitCounter(t, func() float64 { return toFloat(r.svc.Metrics().Started.WithLabelValues("items")) }, 3, "push acknowledged")
+	forEachStore(t, teststore.Servers, func(t *testing.T, store string) {
+		b := setup(t, setupOpts{store: store, timeout: time.Hour})
+		b.insert("m1", "m2", "m3")
+		proxy, rio := redisVia(t)
+		r := b.runOn(context.Background(), b.store, rio, nil)
+		jobs := map[string]redisio.Job{}
+		for _, j := range b.popJobs(3) {
+			jobs[j.UID] = j
+		}
+		// The jobs can be popped before the dispatcher has read RPUSH's reply;
+		// a cut then fails its push, and it undoes the attempts (correctly: it
+		// cannot know the push went through). Cut only once the push counted.
+		waitCounter(t, func() float64 { return toFloat(r.svc.Metrics().Started.WithLabelValues("items")) }, 3, "push acknowledged")
 
-	proxy.Cut()
-	// Workers talk to Redis directly: their results arrive during the outage.
-	b.sendAll(
-		redisio.Result{UID: "m1", AttemptUID: jobs["m1"].AttemptUID, Type: "success"},
-		redisio.Result{UID: "m2", AttemptUID: jobs["m2"].AttemptUID, Type: "failure", Reason: "HTTP 500"},
-	)
-	// A model created during the outage becomes due.
-	_, err := b.db.Exec("INSERT INTO items (uid, input_url, refresh_at) VALUES ('m4', 'https://example.com/m4', ?)", t0.Add(time.Minute))
-	require.NoError(t, err)
-	done := b.clock.Advance(time.Minute)
-	waitCounter(t, loopErrors(r.svc, "poll"), 2, "poller notices the outage")
-	waitCounter(t, loopErrors(r.svc, "dispatch"), 2, "dispatcher notices the outage")
-	// Both results wait in Redis: in the output list, or one in the
-	// processing list when Redis served the poller's BLMOVE before it
-	// noticed the connection was gone.
-	require.EqualValues(t, 2, b.inRedis("test-a"), "results wait in Redis")
-	require.Zero(t, b.llen(b.kind.Lists.Input))
-	require.False(t, b.state("m4").Running(), "nothing starts while Redis is down")
+		proxy.Cut()
+		// Workers talk to Redis directly: their results arrive during the outage.
+		b.sendAll(
+			redisio.Result{UID: "m1", AttemptUID: jobs["m1"].AttemptUID, Type: "success"},
+			redisio.Result{UID: "m2", AttemptUID: jobs["m2"].AttemptUID, Type: "failure", Reason: "HTTP 500"},
+		)
+		// A model created during the outage becomes due.
+		b.exec("INSERT INTO items (uid, input_url, refresh_at) VALUES ('m4', 'https://example.com/m4', ?)", t0.Add(time.Minute))
+		done := b.clock.Advance(time.Minute)
+		waitCounter(t, loopErrors(r.svc, "poll"), 2, "poller notices the outage")
+		waitCounter(t, loopErrors(r.svc, "dispatch"), 2, "dispatcher notices the outage")
+		// Both results wait in Redis: in the output list, or one in the
+		// processing list when Redis served the poller's BLMOVE before it
+		// noticed the connection was gone.
+		require.EqualValues(t, 2, b.inRedis("test-a"), "results wait in Redis")
+		require.Zero(t, b.llen(b.kind.Lists.Input))
+		require.False(t, b.state("m4").Running(), "nothing starts while Redis is down")
 
-	proxy.Restore()
-	st := b.waitFor("m1", "success applied", func(s policy.State) bool { return !s.Running() })
-	require.Truef(t, st.LastSuccessAt.Equal(done), "m1 applied at %s, want %s (after the outage); state %+v", st.LastSuccessAt, done, st)
-	// m2's failure retries at once (delays[0] = 0s) and m4 starts.
-	started := map[string]redisio.Job{}
-	for _, j := range b.popJobs(2) {
-		started[j.UID] = j
-	}
-	require.Equal(t, 2, started["m2"].AttemptNo)
-	require.Equal(t, 1, started["m4"].AttemptNo)
-	require.Equal(t, "HTTP 500", b.state("m2").LastError)
-	require.Equal(t, jobs["m3"].AttemptUID, b.state("m3").AttemptUID, "m3's attempt runs on")
-	for _, uid := range []string{"m1", "m2", "m3", "m4"} {
-		require.False(t, b.state(uid).RefreshAt.IsZero(), "%s is not stuck", uid)
-	}
-	require.Zero(t, b.llen(b.kind.Lists.Output))
+		proxy.Restore()
+		st := b.waitFor("m1", "success applied", func(s policy.State) bool { return !s.Running() })
+		require.Truef(t, st.LastSuccessAt.Equal(done), "m1 applied at %s, want %s (after the outage); state %+v", st.LastSuccessAt, done, st)
+		// m2's failure retries at once (delays[0] = 0s) and m4 starts.
+		started := map[string]redisio.Job{}
+		for _, j := range b.popJobs(2) {
+			started[j.UID] = j
+		}
+		require.Equal(t, 2, started["m2"].AttemptNo)
+		require.Equal(t, 1, started["m4"].AttemptNo)
+		require.Equal(t, "HTTP 500", b.state("m2").LastError)
+		require.Equal(t, jobs["m3"].AttemptUID, b.state("m3").AttemptUID, "m3's attempt runs on")
+		for _, uid := range []string{"m1", "m2", "m3", "m4"} {
+			require.False(t, b.state(uid).RefreshAt.IsZero(), "%s is not stuck", uid)
+		}
+		require.Zero(t, b.llen(b.kind.Lists.Output))
+	})
 }
 
-// MySQL down for a while (nothing lost, nothing stuck): results keep arriving in Redis
-// and wait there; when MySQL is back every one is applied and no model is
-// stuck.
-func TestMySQLOutageLosesNothing(t *testing.T) {
+// The database down for a while (nothing lost, nothing stuck): results keep
+// arriving in Redis and wait there; when the database is back every one is
+// applied and no model is stuck. The service reaches the database through
+// a proxy the test cuts; the test (the application) still reaches it.
+func TestDatabaseOutageLosesNothing(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{timeout: time.Hour})
-	uids := b.insertN(10, t0)
-	proxy := testenv.NewProxy(t, baseMySQL(t).Addr)
-	db, err := mysqlstore.Open(context.Background(), b.dsnVia(proxy.Addr))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
-	r := b.runOn(context.Background(), mysqlstore.New(db), b.rio, nil)
+	forEachStore(t, teststore.Servers, func(t *testing.T, store string) {
+		b := setup(t, setupOpts{store: store, timeout: time.Hour})
+		uids := b.insertN(10, t0)
+		proxy := testenv.NewProxy(t, b.d.Addr(t))
+		via, err := stores.Open(context.Background(), b.d.URLVia(t, proxy.Addr), stores.Options{})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = via.Close() })
+		r := b.runOn(context.Background(), via, b.rio, nil)
 
-	jobs := b.popJobs(len(uids))
-	b.sendAll(
-		redisio.Result{UID: jobs[0].UID, AttemptUID: jobs[0].AttemptUID, Type: "success"},
-		redisio.Result{UID: jobs[1].UID, AttemptUID: jobs[1].AttemptUID, Type: "success"},
-	)
-	// Applied (counted in the transaction), committed and acknowledged.
-	waitCounter(t, results(r.svc, "success", "applied"), 2, "results applied before the outage")
-	eventually(t, 10*time.Second, "results acknowledged before the outage", func() bool { return b.inRedis("test-a") == 0 })
+		jobs := b.popJobs(len(uids))
+		b.sendAll(
+			redisio.Result{UID: jobs[0].UID, AttemptUID: jobs[0].AttemptUID, Type: "success"},
+			redisio.Result{UID: jobs[1].UID, AttemptUID: jobs[1].AttemptUID, Type: "success"},
+		)
+		// Applied (counted in the transaction), committed and acknowledged.
+		waitCounter(t, results(r.svc, "success", "applied"), 2, "results applied before the outage")
+		eventually(t, 10*time.Second, "results acknowledged before the outage", func() bool { return b.inRedis("test-a") == 0 })
 
-	proxy.Cut()
-	done := b.clock.Advance(time.Minute)
-	var rs []redisio.Result
-	for _, j := range jobs[2:8] {
-		rs = append(rs, redisio.Result{UID: j.UID, AttemptUID: j.AttemptUID, Type: "success"})
-	}
-	for _, j := range jobs[8:] {
-		rs = append(rs, redisio.Result{UID: j.UID, AttemptUID: j.AttemptUID, Type: "failure", Reason: "HTTP 502"})
-	}
-	// Results trickle in during the outage.
-	for _, res := range rs {
-		b.send(res)
-	}
-	// A model created meanwhile (by an application that can still reach
-	// its database) is due.
-	_, err = b.db.Exec("INSERT INTO items (uid, input_url, refresh_at) VALUES ('new', 'https://example.com/new', ?)", done)
-	require.NoError(t, err)
-	// Both loops fail, back off and try again, several times.
-	waitCounter(t, loopErrors(r.svc, "poll"), 3, "poller notices the outage")
-	waitCounter(t, loopErrors(r.svc, "dispatch"), 3, "dispatcher notices the outage")
-	require.EqualValues(t, len(rs), b.inRedis("test-a"), "every result waits in Redis")
-	require.False(t, b.state("new").Running())
-
-	proxy.Restore()
-	for _, j := range jobs[2:8] {
-		st := b.waitFor(j.UID, "success applied", func(s policy.State) bool { return !s.LastSuccessAt.IsZero() })
-		require.True(t, st.LastSuccessAt.Equal(done))
-		require.False(t, st.Running())
-	}
-	// The failures retry at once (delays[0] = 0s) and the new model starts.
-	for _, j := range b.popJobs(3) {
-		if j.UID == "new" {
-			require.Equal(t, 1, j.AttemptNo)
-			continue
+		proxy.Cut()
+		done := b.clock.Advance(time.Minute)
+		var rs []redisio.Result
+		for _, j := range jobs[2:8] {
+			rs = append(rs, redisio.Result{UID: j.UID, AttemptUID: j.AttemptUID, Type: "success"})
 		}
-		require.Equal(t, 2, j.AttemptNo, "%s", j.UID)
-		require.Equal(t, "HTTP 502", b.state(j.UID).LastError)
-	}
-	for uid, st := range b.states(append(uids, "new")) {
-		require.False(t, st.RefreshAt.IsZero(), "%s is not stuck", uid)
-	}
-	require.Zero(t, b.llen(b.kind.Lists.Output))
-	require.Zero(t, b.llen(b.kind.Lists.Processing("test-a")))
-	require.Equal(t, float64(len(rs)+2),
-		results(r.svc, "success", "applied")()+results(r.svc, "failure", "applied")(), "each result applied once")
+		for _, j := range jobs[8:] {
+			rs = append(rs, redisio.Result{UID: j.UID, AttemptUID: j.AttemptUID, Type: "failure", Reason: "HTTP 502"})
+		}
+		// Results trickle in during the outage.
+		for _, res := range rs {
+			b.send(res)
+		}
+		// A model created meanwhile (by an application that can still reach
+		// its database) is due.
+		b.exec("INSERT INTO items (uid, input_url, refresh_at) VALUES ('new', 'https://example.com/new', ?)", done)
+		// Both loops fail, back off and try again, several times.
+		waitCounter(t, loopErrors(r.svc, "poll"), 3, "poller notices the outage")
+		waitCounter(t, loopErrors(r.svc, "dispatch"), 3, "dispatcher notices the outage")
+		require.EqualValues(t, len(rs), b.inRedis("test-a"), "every result waits in Redis")
+		require.False(t, b.state("new").Running())
+
+		proxy.Restore()
+		for _, j := range jobs[2:8] {
+			st := b.waitFor(j.UID, "success applied", func(s policy.State) bool { return !s.LastSuccessAt.IsZero() })
+			require.True(t, st.LastSuccessAt.Equal(done))
+			require.False(t, st.Running())
+		}
+		// The failures retry at once (delays[0] = 0s) and the new model starts.
+		for _, j := range b.popJobs(3) {
+			if j.UID == "new" {
+				require.Equal(t, 1, j.AttemptNo)
+				continue
+			}
+			require.Equal(t, 2, j.AttemptNo, "%s", j.UID)
+			require.Equal(t, "HTTP 502", b.state(j.UID).LastError)
+		}
+		for uid, st := range b.states(append(uids, "new")) {
+			require.False(t, st.RefreshAt.IsZero(), "%s is not stuck", uid)
+		}
+		require.Zero(t, b.llen(b.kind.Lists.Output))
+		require.Zero(t, b.llen(b.kind.Lists.Processing("test-a")))
+		require.Equal(t, float64(len(rs)+2),
+			results(r.svc, "success", "applied")()+results(r.svc, "failure", "applied")(), "each result applied once")
+	})
 }
 
 // Cancelling Run's context lets the batch in hand finish: attempts committed
@@ -717,36 +703,52 @@ func TestGracefulShutdownFinishesBatchInHand(t *testing.T) {
 	})
 }
 
-// A result the database cannot even look up (here a uid that the key
-// column's character set cannot hold, which fails the whole statement) must
-// not block the kind: the batch is applied message by message, the one that
-// fails goes to the dead-letter list with the database's error, and the
-// others are applied.
-func TestPoisonResultDoesNotBlockTheBatch(t *testing.T) {
+// TestKeyTheColumnCannotHoldIsAnUnknownModel: a result whose uid the key
+// column cannot hold (an emoji in a latin1 column on MySQL, a NUL on
+// PostgreSQL, where no text holds one) names no row, like any unknown uid:
+// it goes to the dead-letter list as an unknown model, and the other
+// results of its batch are applied in the same transaction, not one by one
+// after the database refused the batch.
+func TestKeyTheColumnCannotHoldIsAnUnknownModel(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{timeout: time.Hour})
-	_, err := b.db.Exec("ALTER TABLE items MODIFY uid CHAR(20) CHARACTER SET latin1 NOT NULL")
-	require.NoError(t, err)
-	b.insert("m1", "m2")
-	svc := b.start(nil)
-	jobs := map[string]redisio.Job{}
-	for range 2 {
-		j := b.popJob()
-		jobs[j.UID] = j
-	}
-	b.send(redisio.Result{UID: "m1", AttemptUID: jobs["m1"].AttemptUID, Type: "success"})
-	b.send(redisio.Result{UID: "m\U0001F600", AttemptUID: jobs["m1"].AttemptUID, Type: "success"})
-	b.send(redisio.Result{UID: "m2", AttemptUID: jobs["m2"].AttemptUID, Type: "success"})
+	forEachStore(t, teststore.Servers, func(t *testing.T, store string) {
+		b := setup(t, setupOpts{store: store, timeout: time.Hour})
+		odd := "m\x00"
+		if store == teststore.MySQL {
+			odd = "m\U0001F600"
+			b.exec("ALTER TABLE items MODIFY uid CHAR(20) CHARACTER SET latin1 NOT NULL")
+		}
+		b.insert("m1", "m2")
+		var commits atomic.Int64
+		svc := b.start(func(c *Config) {
+			c.Hooks.BeforeCommit = func(string) error { commits.Add(1); return nil }
+		})
+		jobs := map[string]redisio.Job{}
+		for _, j := range b.popJobs(2) {
+			jobs[j.UID] = j
+		}
+		b.sendAll(
+			redisio.Result{UID: "m1", AttemptUID: jobs["m1"].AttemptUID, Type: "success"},
+			redisio.Result{UID: odd, AttemptUID: jobs["m1"].AttemptUID, Type: "success"},
+			redisio.Result{UID: "m2", AttemptUID: jobs["m2"].AttemptUID, Type: "success"},
+		)
 
-	b.waitFor("m1", "success applied", func(s policy.State) bool { return !s.LastSuccessAt.IsZero() })
-	b.waitFor("m2", "success applied", func(s policy.State) bool { return !s.LastSuccessAt.IsZero() })
-	waitCounter(t, func() float64 { return toFloat(svc.Metrics().DeadLetters.WithLabelValues("items")) }, 1, "poison result dead-lettered")
-	dead, err := b.rdb.LRange(context.Background(), b.kind.Lists.Dead, 0, -1).Result()
-	require.NoError(t, err)
-	require.Len(t, dead, 1)
-	require.Contains(t, dead[0], "cannot apply this result")
-	require.Contains(t, dead[0], "m\U0001F600")
-	require.Zero(t, b.llen(b.kind.Lists.Output))
+		b.waitFor("m1", "success applied", func(s policy.State) bool { return !s.LastSuccessAt.IsZero() })
+		b.waitFor("m2", "success applied", func(s policy.State) bool { return !s.LastSuccessAt.IsZero() })
+		waitCounter(t, func() float64 { return toFloat(svc.Metrics().DeadLetters.WithLabelValues("items")) }, 1, "odd uid dead-lettered")
+		dead, err := b.rdb.LRange(context.Background(), b.kind.Lists.Dead, 0, -1).Result()
+		require.NoError(t, err)
+		require.Len(t, dead, 1)
+		var d deadLetterEntry
+		require.NoError(t, json.Unmarshal([]byte(dead[0]), &d))
+		require.Contains(t, d.Error, "unknown model: no row in table items with uid = ")
+		var r redisio.Result
+		require.NoError(t, json.Unmarshal([]byte(d.Message), &r))
+		require.Equal(t, odd, r.UID)
+		require.Equal(t, 1.0, results(svc, "success", "unknown_model")())
+		require.EqualValues(t, 1, commits.Load(), "the batch is applied in one transaction, not message by message")
+		require.Zero(t, b.llen(b.kind.Lists.Output))
+	})
 }
 
 // TestMissingTableKeepsResults renames the kind's table away while results

@@ -7,7 +7,7 @@ import (
 	"github.com/refresher/refresher/schedule"
 )
 
-var _ policy.Nexter = (*schedule.Schedule)(nil)
+var _ policy.CheckedNexter = (*schedule.Schedule)(nil)
 
 // schedules hands out the schedule of each row for one loop (not safe for
 // concurrent use: the dispatcher and the poller each have their own). Within
@@ -62,13 +62,25 @@ func (s *schedules) get(key, rule string) (policy.Nexter, error) {
 type memoNext struct {
 	s           *schedule.Schedule
 	after, next time.Time
+	err         error
 	ok          bool
 }
 
+var _ policy.CheckedNexter = (*memoNext)(nil)
+
 // Next returns s.Next(after), from the memo when after is the last one asked.
 func (m *memoNext) Next(after time.Time) time.Time {
+	t, _ := m.NextChecked(after)
+	return t
+}
+
+// NextChecked returns s.NextChecked(after), from the memo when after is the
+// last one asked: the policy disables a row whose next occurrence lies
+// beyond the engine's horizon (schedule.ErrTooFar).
+func (m *memoNext) NextChecked(after time.Time) (time.Time, error) {
 	if !m.ok || !after.Equal(m.after) {
-		m.after, m.next, m.ok = after, m.s.Next(after), true
+		m.next, m.err = m.s.NextChecked(after)
+		m.after, m.ok = after, true
 	}
-	return m.next
+	return m.next, m.err
 }

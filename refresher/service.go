@@ -177,6 +177,8 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 
 	var dispatchers, pollers sync.WaitGroup
+	watch := newDueWatch(s.store, s.cfg)
+	dispatchers.Go(guard("due watch", func() { watch.loop(runCtx) }))
 	for _, k := range s.cfg.Kinds {
 		r := &kindRunner{
 			cfg: s.cfg, kind: k, store: s.store, rdb: s.rdb, clock: s.cfg.Clock,
@@ -189,7 +191,7 @@ func (s *Service) Run(ctx context.Context) error {
 		wake := make(chan struct{}, 1)
 		dr := *r // the dispatcher's store skips claims when nothing is due
 		dr.store = &dueGate{Store: s.store, table: k.Table, clock: s.cfg.Clock}
-		d := &dispatcher{kindRunner: &dr, wake: wake, schedules: newSchedules(k)}
+		d := &dispatcher{kindRunner: &dr, wake: wake, schedules: newSchedules(k), watch: watch}
 		p := &poller{kindRunner: r, wake: wake, drain: s.rdb.Drain(k.Lists, s.cfg.InstanceID, s.cfg.Heartbeat),
 			schedules: newSchedules(k)}
 		dispatchers.Go(guard("kind "+k.Name+": dispatcher", func() { d.loop(runCtx) }))

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/redisio"
 )
@@ -27,16 +29,21 @@ type throttle struct {
 }
 
 func newThrottle(rdb *redisio.Client, k Kind) *throttle {
-	return &throttle{rdb: rdb, key: k.Lists.Input + ":throttle", column: k.ThrottleGroup}
+	return &throttle{rdb: rdb, key: throttleKey(k.Lists), column: k.ThrottleGroup}
 }
 
-// held returns the groups held after now, for the dispatcher's pass; none
-// (and no Redis round trip) when the kind names no group column.
-func (t *throttle) held(ctx context.Context, now time.Time) (map[string]time.Time, error) {
+// throttleKey is the sorted set of a kind's throttle holds.
+func throttleKey(l redisio.Lists) string { return l.Input + ":throttle" }
+
+// queueHeld queues on p the read of the groups held after now, for the
+// dispatcher's pass, which sends it with its read of the pauses in one
+// round trip; the function returns them once p has run. None (and nothing
+// queued) when the kind names no group column.
+func (t *throttle) queueHeld(ctx context.Context, p redis.Pipeliner, now time.Time) func() (map[string]time.Time, error) {
 	if t == nil || t.column == "" {
-		return nil, nil
+		return func() (map[string]time.Time, error) { return nil, nil }
 	}
-	return t.rdb.Held(ctx, t.key, now)
+	return redisio.QueueHeld(ctx, p, t.key, now)
 }
 
 // until returns the end of the hold of row's group in holds, or zero.

@@ -1,0 +1,128 @@
+package refresher
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/refresher/refresher/policy"
+	"github.com/refresher/refresher/redisio"
+)
+
+// guardTrips counts the round trips to Redis that read or write the
+// incident window (HMGET of its buckets, HINCRBY of its counts).
+type guardTrips struct{ n atomic.Int64 }
+
+func (*guardTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (g *guardTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if isGuardCmd(cmd) {
+			g.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (g *guardTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if slices.ContainsFunc(cmds, isGuardCmd) {
+			g.n.Add(1)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func isGuardCmd(c redis.Cmder) bool { return c.Name() == "hmget" || c.Name() == "hincrby" }
+
+// Three batches of results back to back cost the incident guard one round
+// trip each (the window's read, which writes the previous batch's counts
+// first) and one more after the next empty fetch, which writes the last
+// batch's counts: 4, where a read and a write per batch were 6. Every
+// result is counted once.
+func TestIncidentGuardOneRoundTripPerBatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{timeout: time.Hour})
+	uids := make([]string, 12)
+	for i := range uids {
+		uids[i] = fmt.Sprintf("g%02d", i)
+	}
+	b.insert(uids...)
+	trips := &guardTrips{}
+	b.rdb.AddHook(trips)
+	b.start(func(c *Config) { c.BatchSize = 4 })
+	jobs := b.jobsByUID(len(uids))
+
+	msgs := make([]any, 0, len(uids))
+	for _, uid := range uids {
+		raw, err := json.Marshal(redisio.Result{UID: uid, AttemptUID: jobs[uid].AttemptUID, Type: "success"})
+		require.NoError(t, err)
+		msgs = append(msgs, raw)
+	}
+	trips.n.Store(0) // the idle poller's reads so far are not the batches'
+	require.NoError(t, b.rdb.RPush(context.Background(), b.kind.Lists.Output, msgs...).Err())
+	for _, uid := range uids {
+		b.waitFor(uid, "success applied", func(s policy.State) bool { return !s.Running() })
+	}
+	bucket := b.kind.Lists.Input + ":incident:" + strconv.FormatInt(b.clock.Now().Unix()/60, 10)
+	reader := redis.NewClient(b.rdb.Options()) // its reads are not the service's
+	defer reader.Close()
+	// Written after the next empty fetch (at most idleFetchBlock, 0.67s
+	// here), well before the idle poller's read every idleCheck (5s).
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		got, err := reader.HMGet(context.Background(), bucket, "results", "failures").Result()
+		require.NoError(t, err)
+		if got[0] == "12" {
+			require.Equal(t, "0", got[1], "failures in the window")
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the window holds %v results within 3s, want 12", got[0])
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.Equal(t, int64(4), trips.n.Load(), "the incident guard's round trips for 3 batches")
+}
+
+// A poller that stops writes the counts of its last batch, which waited for
+// the next read of the window.
+func TestIncidentCountsWrittenOnStop(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{timeout: time.Hour})
+	b.insert("s1", "s2")
+	// The fetch after the batch blocks for 5s: the stop comes during it.
+	svc, err := New(b.config(func(c *Config) { c.FetchBlock, c.Heartbeat = 5*time.Second, 30*time.Second }), b.store, b.rio)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = svc.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	jobs := b.jobsByUID(2)
+	msgs := []any{}
+	for uid, j := range jobs {
+		raw, err := json.Marshal(redisio.Result{UID: uid, AttemptUID: j.AttemptUID, Type: "success"})
+		require.NoError(t, err)
+		msgs = append(msgs, raw)
+	}
+	require.NoError(t, b.rdb.RPush(context.Background(), b.kind.Lists.Output, msgs...).Err())
+	for uid := range jobs {
+		b.waitFor(uid, "success applied", func(s policy.State) bool { return !s.Running() })
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the service did not stop within 10s")
+	}
+	bucket := b.kind.Lists.Input + ":incident:" + strconv.FormatInt(b.clock.Now().Unix()/60, 10)
+	got, err := b.rdb.HMGet(context.Background(), bucket, "results", "failures").Result()
+	require.NoError(t, err)
+	require.Equal(t, []any{"2", "0"}, got, "the window after the stop")
+}
