@@ -25,9 +25,11 @@ import (
 
 // The parent and a child talk over the child's stdin and stdout:
 //
-//	child -> parent: "ready" once connected; then "D <n>" after each
+//	child -> parent: "http <addr>" when it serves the dashboard (--operator);
+//	                 "ready" once connected; then "D <n>" after each
 //	                 dispatch pass that started n > 0 attempts and pushed
-//	                 their jobs, "A <n>" after each applied batch of n results
+//	                 their jobs, "A <n>" after each applied batch of n results;
+//	                 "stats ..." once stopped (see accounting)
 //	parent -> child: "go" to start; closing stdin stops the child, which
 //	                 finishes its batch in hand, writes its profiles and exits.
 
@@ -41,6 +43,12 @@ const kindRule = "DTSTART:20260101T140000Z\nRRULE:FREQ=DAILY"
 type childOpts struct {
 	role   string // service or baseline
 	prefix string // Redis key prefix of the lists
+	// The service's variants compared by --operator and --guard (see
+	// compare.go); their zero values are the production defaults.
+	gauges        time.Duration // run the alert gauges at this interval from "go" on; 0: none
+	dashboard     bool          // serve the operator's dashboard and API; its address goes to the parent
+	guardOff      bool          // turn the kind's incident guard off
+	throttleGroup string        // the kind's throttle_group column; "": none
 }
 
 func lists(prefix string) redisio.Lists { return redisio.DefaultLists(prefix + benchTable) }
@@ -61,6 +69,38 @@ func (r *reporter) line(kind string, n int) {
 	r.w.Flush()
 }
 
+// text writes a line with a word and a text ("http 127.0.0.1:8080").
+func (r *reporter) text(kind, text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.w.WriteString(kind + " " + text + "\n")
+	r.w.Flush()
+}
+
+// serviceConfig is the service child's configuration: production defaults
+// but for the batch size, and the variant's guard and throttle group.
+func serviceConfig(opts options, table models.Table, sched *schedule.Schedule, rep *reporter) refresher.Config {
+	o := opts.child
+	return refresher.Config{
+		Kinds: []refresher.Kind{{
+			Name: benchTable, Table: table, Lists: lists(o.prefix), Schedule: sched,
+			Policy:        policy.Policy{Kind: benchTable, Guard: policy.Guard{Off: o.guardOff}},
+			ThrottleGroup: o.throttleGroup,
+		}},
+		InstanceID: "bench-" + strconv.Itoa(os.Getpid()),
+		BatchSize:  opts.batch,
+		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Hooks: refresher.Hooks{
+			AfterDispatch: func(_ string, n int) {
+				if n > 0 {
+					rep.line("D", n)
+				}
+			},
+			AfterApply: func(_ string, n int) { rep.line("A", n) },
+		},
+	}
+}
+
 func runChild(opts options) error {
 	ctx := context.Background()
 	o := opts.child
@@ -70,6 +110,8 @@ func runChild(opts options) error {
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: opts.redisAddr})
 	defer rdb.Close()
+	acct := &accounting{}
+	rdb.AddHook(acct.hook())
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("connect to Redis at %s: %w", opts.redisAddr, err)
 	}
@@ -83,23 +125,7 @@ func runChild(opts options) error {
 	var run func(ctx context.Context) error
 	switch o.role {
 	case "service":
-		cfg := refresher.Config{
-			Kinds: []refresher.Kind{{
-				Name: benchTable, Table: table, Lists: lists(o.prefix), Schedule: sched,
-				Policy: policy.Policy{Kind: benchTable},
-			}},
-			InstanceID: "bench-" + strconv.Itoa(os.Getpid()),
-			BatchSize:  opts.batch,
-			Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-			Hooks: refresher.Hooks{
-				AfterDispatch: func(_ string, n int) {
-					if n > 0 {
-						rep.line("D", n)
-					}
-				},
-				AfterApply: func(_ string, n int) { rep.line("A", n) },
-			},
-		}
+		cfg := serviceConfig(opts, table, sched, rep)
 		store, err := st.openService(ctx)
 		if err != nil {
 			return err
@@ -113,6 +139,14 @@ func runChild(opts options) error {
 			return err
 		}
 		run = svc.Run
+		if o.gauges > 0 || o.dashboard {
+			op, err := startOperator(ctx, o, cfg.Kinds[0], store, rdb, svc, cfg.Logger, rep, acct)
+			if err != nil {
+				return err
+			}
+			defer op.close()
+			run = op.around(svc.Run)
+		}
 	case "baseline":
 		db, err := st.openBaseline(ctx)
 		if err != nil {
@@ -155,12 +189,14 @@ func runChild(opts options) error {
 		}()
 	}
 	ctx, cancel := context.WithCancel(ctx)
+	acct.reset() // the cycle's, not the setup's
 	done := make(chan error, 1)
 	go func() { done <- run(ctx) }()
 	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent closes stdin
 	cancel()
 	select {
 	case err := <-done:
+		rep.text("stats", acct.line())
 		return err
 	case <-time.After(30 * time.Second):
 		return fmt.Errorf("%s did not stop within 30s", o.role)

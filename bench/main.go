@@ -7,6 +7,8 @@
 //	go run ./bench --store postgres      # the same on PostgreSQL
 //	go run ./bench --store sqlite        # the same on a SQLite file
 //	go run ./bench --scaling             # 100k vs 1M rows, 50k due
+//	go run ./bench --operator            # with the alert gauges and the dashboard vs without
+//	go run ./bench --guard               # with the incident guard and a throttle_group vs without
 //
 // It creates and drops its own database (refresher_bench; for SQLite a file
 // in a temporary directory) and uses its own Redis key prefix; it never
@@ -53,6 +55,11 @@ type options struct {
 	keep        bool
 	child       childOpts
 	onlyService bool
+	// --operator and --guard (compare.go)
+	operator       bool
+	operatorGauges string
+	dashboardEvery time.Duration
+	guard          bool
 }
 
 func main() {
@@ -78,7 +85,18 @@ func main() {
 	fs.BoolVar(&o.onlyService, "only-service", false, "skip the baseline (profiling)")
 	fs.StringVar(&o.child.role, "role", "", "internal: run as the service or baseline child")
 	fs.StringVar(&o.child.prefix, "prefix", "", "internal: Redis key prefix")
+	fs.BoolVar(&o.operator, "operator", false, "compare the full cycle with the alert gauges on and the dashboard open against without (instead of the standard table)")
+	fs.StringVar(&o.operatorGauges, "operator-gauges", "1s,"+refresher.DefaultGaugeInterval.String(), "--operator: the gauge intervals to run, one variant each")
+	fs.DurationVar(&o.dashboardEvery, "dashboard-every", 5*time.Second, "--operator: how often the open dashboard asks for its overview and /api/v1/kinds (the page's own refresh is 5s)")
+	fs.BoolVar(&o.guard, "guard", false, "compare the full cycle with the incident guard and a throttle_group against with neither (instead of the standard table)")
+	fs.DurationVar(&o.child.gauges, "child-gauges", 0, "internal: the service child runs the alert gauges at this interval")
+	fs.BoolVar(&o.child.dashboard, "child-dashboard", false, "internal: the service child serves the dashboard")
+	fs.BoolVar(&o.child.guardOff, "child-guard-off", false, "internal: the service child's kind has its incident guard off")
+	fs.StringVar(&o.child.throttleGroup, "child-throttle-group", "", "internal: the service child's kind's throttle_group column")
 	_ = fs.Parse(os.Args[1:])
+	if (o.operator || o.guard) && !flagSet(fs, "repeat") {
+		o.repeat = 3 // a ratio of single runs says nothing on a shared machine
+	}
 
 	if o.child.role != "" {
 		if err := runChild(o); err != nil {
@@ -93,6 +111,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// flagSet reports whether the command line set the flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // env is what every run of one benchmark invocation shares.
@@ -125,6 +150,9 @@ func run(ctx context.Context, o options) error {
 	e.header(ctx)
 	if o.scaling {
 		return e.scaling(ctx)
+	}
+	if o.operator || o.guard {
+		return e.compare(ctx)
 	}
 	return e.standard(ctx)
 }
@@ -180,21 +208,28 @@ type child struct {
 	stdin io.WriteCloser
 	lines chan progress
 	pid   int
+	// httpAddr is where the child serves the dashboard; "" when it does not.
+	httpAddr string
+	// stats is what it counted during the cycle, read by stop.
+	stats childStats
 }
 
 type progress struct {
 	kind string
 	n    int
+	text string // what follows the kind
 	at   time.Time
 }
 
-func (e *env) startChild(role string, profile bool) (*child, error) {
+func (e *env) startChild(v variant, profile bool) (*child, error) {
+	role := v.role
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	args := append([]string{"--role", role, "--prefix", e.prefix, "--store", e.o.store,
 		"--redis", e.o.redisAddr, "--batch", strconv.Itoa(e.o.batch)}, e.st.childArgs()...)
+	args = append(args, v.args...)
 	if profile && e.o.profileDir != "" {
 		args = append(args, "--profile", e.o.profileDir)
 	}
@@ -218,20 +253,27 @@ func (e *env) startChild(role string, profile bool) (*child, error) {
 		for sc.Scan() {
 			kind, n, _ := strings.Cut(sc.Text(), " ")
 			v, _ := strconv.Atoi(n)
-			c.lines <- progress{kind: kind, n: v, at: time.Now()}
+			c.lines <- progress{kind: kind, n: v, text: n, at: time.Now()}
 		}
 	}()
-	select {
-	case p, ok := <-c.lines:
-		if !ok || p.kind != "ready" {
-			_ = cmd.Wait()
-			return nil, fmt.Errorf("%s child did not start", role)
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case p, ok := <-c.lines:
+			switch {
+			case ok && p.kind == "http":
+				c.httpAddr = p.text
+				continue
+			case !ok || p.kind != "ready":
+				_ = cmd.Wait()
+				return nil, fmt.Errorf("%s child did not start", role)
+			}
+			return c, nil
+		case <-timeout:
+			_ = cmd.Process.Kill()
+			return nil, fmt.Errorf("%s child did not get ready within 30s", role)
 		}
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		return nil, fmt.Errorf("%s child did not get ready within 30s", role)
 	}
-	return c, nil
 }
 
 func (c *child) start() error {
@@ -243,8 +285,12 @@ func (c *child) start() error {
 func (c *child) stop() error {
 	_ = c.stdin.Close()
 	done := make(chan error, 1)
+	c.stats = parseStats("")
 	go func() {
-		for range c.lines {
+		for p := range c.lines {
+			if p.kind == "stats" {
+				c.stats = parseStats(p.text)
+			}
 		}
 		done <- c.cmd.Wait()
 	}()
@@ -264,6 +310,18 @@ const (
 	modeSteady = "steady" // rows fall due over time; lateness
 )
 
+// variant is what a cycle runs: a child of role service or baseline, with
+// extra child flags for the service's variants compared by --operator and
+// --guard (compare.go).
+type variant struct {
+	name, role string
+	args       []string
+}
+
+// plain is the implementation impl (service or baseline) as configured by
+// default.
+func plain(impl string) variant { return variant{name: impl, role: impl} }
+
 // runResult is one cycle run of one implementation.
 type runResult struct {
 	impl, mode       string
@@ -274,19 +332,22 @@ type runResult struct {
 	rssKB            int64         // peak RSS of the child
 	lateness         []time.Duration
 	keptUp           bool
+	dash             dashStats  // the dashboard's requests during the run, if open
+	stats            childStats // what the child counted (service only)
 }
 
 func (r runResult) rate() float64 { return float64(r.n) / r.wall.Seconds() }
 
 // cycle runs one implementation over the plan p in the given mode.
-func (e *env) cycle(ctx context.Context, impl, mode string, p *plan, profile bool) (runResult, error) {
+func (e *env) cycle(ctx context.Context, v variant, mode string, p *plan, profile bool) (runResult, error) {
+	impl := v.name
 	res := runResult{impl: impl, mode: mode, n: p.active}
 	e.st.settle(ctx)
 	e.flushRedis(ctx)
 	if err := e.st.applyPlan(ctx, p); err != nil {
 		return res, err
 	}
-	c, err := e.startChild(impl, profile)
+	c, err := e.startChild(v, profile)
 	if err != nil {
 		return res, err
 	}
@@ -311,6 +372,11 @@ func (e *env) cycle(ctx context.Context, impl, mode string, p *plan, profile boo
 	if err := c.start(); err != nil {
 		return res, err
 	}
+	stopDash := func() dashStats { return dashStats{} }
+	if c.httpAddr != "" {
+		stopDash = openDashboard(ctx, "http://"+c.httpAddr, e.o.dashboardEvery)
+	}
+	defer stopDash()
 	var dispatched, appliedN int64
 	var released time.Time
 	for appliedN < p.active {
@@ -350,10 +416,12 @@ func (e *env) cycle(ctx context.Context, impl, mode string, p *plan, profile boo
 		}
 	}
 	res.cpu, res.dbCPU, res.redi = cpu.Stop(), dbCPU.Stop(), redi.Stop()
+	res.dash = stopDash()
 	res.rssKB = statusKB(c.pid, "VmHWM")
 	if err := c.stop(); err != nil {
 		return res, err
 	}
+	res.stats = c.stats
 	c = nil
 	stopWorkers()
 	res.lateness = w.takeLateness()
@@ -384,7 +452,7 @@ func (e *env) fullRuns(ctx context.Context, due int64, impls []string) (map[stri
 	all := map[string][]runResult{}
 	for i := range e.o.repeat {
 		for _, impl := range impls {
-			r, err := e.cycle(ctx, impl, modeFull, e.backlogPlan(due), i == 0)
+			r, err := e.cycle(ctx, plain(impl), modeFull, e.backlogPlan(due), i == 0)
 			if err != nil {
 				return nil, err
 			}
@@ -426,7 +494,7 @@ func (e *env) standard(ctx context.Context) error {
 	}
 	split := map[string]runResult{}
 	for _, impl := range impls {
-		r, err := e.cycle(ctx, impl, modeSplit, e.backlogPlan(due), false)
+		r, err := e.cycle(ctx, plain(impl), modeSplit, e.backlogPlan(due), false)
 		if err != nil {
 			return err
 		}
@@ -445,7 +513,7 @@ func (e *env) standard(ctx context.Context) error {
 		for _, impl := range impls {
 			p := &plan{rows: e.rows, due: due, active: n, step: step}
 			p.base = time.Now().UTC().Add(5 * time.Second).Truncate(time.Microsecond)
-			r, err := e.cycle(ctx, impl, modeSteady, p, false)
+			r, err := e.cycle(ctx, plain(impl), modeSteady, p, false)
 			if err != nil {
 				return err
 			}

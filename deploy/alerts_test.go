@@ -29,6 +29,11 @@ func TestAlertRules(t *testing.T) {
 		for _, r := range g.Rules {
 			names = append(names, r.Alert)
 			exprs = append(exprs, r.Expr)
+			// A kind an operator paused has due rows and no progress on
+			// purpose: that alert must leave it out.
+			if r.Alert == "RefresherNoProgressWhileDue" && !strings.Contains(r.Expr, "unless on (kind) max by (kind) (refresher_kind_paused) == 1") {
+				t.Errorf("RefresherNoProgressWhileDue does not leave out paused kinds: %s", r.Expr)
+			}
 		}
 	}
 	for _, want := range []string{"RefresherMaxAgeInteractive", "RefresherMaxAttemptsInteractive", "RefresherMaxAgeEventual",
@@ -69,7 +74,7 @@ func TestGrafanaDashboard(t *testing.T) {
 		}
 	}
 	all := strings.Join(exprs, "\n")
-	for _, metric := range []string{"refresher_oldest_due_age_seconds", "refresher_max_attempt_no", "refresher_models", "refresher_list_length"} {
+	for _, metric := range []string{"refresher_oldest_due_age_seconds", "refresher_max_attempt_no", "refresher_models", "refresher_list_length", "refresher_kind_paused"} {
 		if !strings.Contains(all, metric) {
 			t.Errorf("no panel draws %s", metric)
 		}

@@ -10,11 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/refresher/refresher/models/mysqlstore"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/refresher/refresher/internal/testenv"
+	"github.com/refresher/refresher/internal/teststore"
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
@@ -96,9 +95,29 @@ func (p *passes) wait(t *testing.T, n int) {
 // The whole loop with the real service and the real reference worker: a
 // good URL is refreshed and scheduled on its rule, a broken URL ends disabled
 // with "Provided URL is invalid: <url>", and a throttled URL is retried no
-// earlier than its Retry-After.
+// earlier than its Retry-After. On every store.
 func TestWholeLoop(t *testing.T) {
 	t.Parallel()
+	teststore.Each(t, []string{teststore.MySQL, teststore.Postgres, teststore.SQLite}, wholeLoop)
+}
+
+// bigTables is the application's table of TestWholeLoop, by store.
+var bigTables = map[string]string{
+	teststore.MySQL: `CREATE TABLE big_tables (
+		id BIGINT AUTO_INCREMENT PRIMARY KEY,
+		uid CHAR(20) NOT NULL UNIQUE,
+		input_url VARCHAR(2048) NOT NULL)`,
+	teststore.Postgres: `CREATE TABLE big_tables (
+		id bigserial PRIMARY KEY,
+		uid varchar(20) NOT NULL UNIQUE,
+		input_url text NOT NULL)`,
+	teststore.SQLite: `CREATE TABLE big_tables (
+		id INTEGER PRIMARY KEY AUTOINCREMENT,
+		uid VARCHAR(20) NOT NULL UNIQUE,
+		input_url VARCHAR(2048) NOT NULL)`,
+}
+
+func wholeLoop(t *testing.T, storeName string) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	clk := &clock{now: t0}
@@ -126,18 +145,13 @@ func TestWholeLoop(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 
-	db, _ := testenv.DB(t)
+	db := teststore.Open(t, storeName)
 	rdb, prefix := testenv.Redis(t)
-	_, err := db.ExecContext(ctx, `CREATE TABLE big_tables (
-		id BIGINT AUTO_INCREMENT PRIMARY KEY,
-		uid CHAR(20) NOT NULL UNIQUE,
-		input_url VARCHAR(2048) NOT NULL)`)
-	require.NoError(t, err)
-	_, err = mysqlstore.Migrate(ctx, db, []string{"big_tables"}, io.Discard, false)
+	db.Exec(t, bigTables[storeName])
+	_, err := db.Store.Migrate(ctx, []string{"big_tables"}, io.Discard, false)
 	require.NoError(t, err)
 	for uid, path := range map[string]string{"good": "/good.csv", "broken": "/missing.csv", "throttled": "/throttled.csv"} {
-		_, err := db.ExecContext(ctx, "INSERT INTO big_tables (uid, input_url, refresh_at) VALUES (?, ?, ?)", uid, srv.URL+path, t0)
-		require.NoError(t, err)
+		db.Exec(t, "INSERT INTO big_tables (uid, input_url, refresh_at) VALUES (?, ?, ?)", uid, srv.URL+path, t0)
 	}
 
 	sched, err := schedule.Parse("DTSTART;TZID=Europe/Berlin:20260101T140000\nRRULE:FREQ=DAILY")
@@ -160,7 +174,7 @@ func TestWholeLoop(t *testing.T) {
 		MaxSleep:   20 * time.Millisecond,
 		Clock:      clk,
 		Logger:     quiet,
-	}, mysqlstore.New(db), redisio.New(rdb))
+	}, db.Store, redisio.New(rdb))
 	require.NoError(t, err)
 	w, err := worker.New(worker.Config{
 		Kind: "big_tables", Redis: rdb, Input: lists.Input, Output: lists.Output,
@@ -174,9 +188,8 @@ func TestWholeLoop(t *testing.T) {
 	wg.Go(func() { _ = w.Run(runCtx) })
 	t.Cleanup(func() { cancel(); wg.Wait() })
 
-	store := mysqlstore.New(db)
 	table := models.Table{Name: "big_tables", Key: "uid"}
-	state := func(uid string) policy.State { return read(t, store, table, uid) }
+	state := func(uid string) policy.State { return read(t, db.Store, table, uid) }
 	waitFor := func(uid, what string, cond func(policy.State) bool) policy.State {
 		t.Helper()
 		deadline := time.Now().Add(15 * time.Second)

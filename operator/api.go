@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -110,6 +111,11 @@ type KindSummary struct {
 	Paused int64 `json:"paused"`
 	// Pause is the kind's own pause; nil when it is not paused.
 	Pause *refresher.PauseInfo `json:"pause,omitempty"`
+	// Incident is the kind's incident (its guard's window); nil when the
+	// kind is not in one.
+	Incident *refresher.IncidentState `json:"incident,omitempty"`
+	// ThrottledGroups is the number of the kind's throttle groups held.
+	ThrottledGroups int `json:"throttled_groups"`
 	// OldestDueAgeSeconds is now - the oldest due refresh_at; 0 when
 	// nothing is due.
 	OldestDueAgeSeconds float64    `json:"oldest_due_age_seconds"`
@@ -212,6 +218,13 @@ func (s *Server) Overview(ctx context.Context, now time.Time) ([]KindSummary, er
 			s.o.Logger.Error("operator: list lengths", "kind", k.Name, "err", err)
 			ks.Error = "cannot read the Redis list lengths; the service log has the detail"
 		}
+		if ks.Incident, ks.ThrottledGroups, err = s.kindGuards(ctx, k, now); err != nil {
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			s.o.Logger.Error("operator: incident and throttle holds", "kind", k.Name, "err", err)
+			ks.Error = "cannot read the incident guard or the throttle holds; the service log has the detail"
+		}
 		out = append(out, ks)
 	}
 	return out, nil
@@ -301,8 +314,15 @@ func item(r models.Row, now time.Time, lateAfter time.Duration) ModelItem {
 // ModelPage is a page of GET /api/v1/kinds/{kind}/models.
 type ModelPage struct {
 	Items []ModelItem `json:"items"`
-	// Next is the after= of the next page; "" on the last.
+	// Next is the after= of the next page; "" on the last. With q= it is
+	// set whenever rows remain to be searched, even on a page with fewer
+	// items than the limit, or none.
 	Next string `json:"next,omitempty"`
+	// ScannedTo is set when a search (q=) stopped at its scan budget: the
+	// last key it examined. Matches after it may exist: follow Next.
+	ScannedTo string `json:"scanned_to,omitempty"`
+	// Complete is true when no row remains after this page (Next is "").
+	Complete bool `json:"complete"`
 }
 
 var listStates = map[string]models.RowState{
@@ -322,7 +342,7 @@ func (s *Server) listQuery(r *http.Request, k *Kind) (models.ListQuery, error) {
 	if !ok {
 		return models.ListQuery{}, fmt.Errorf("state=%q: use due, late, running, failing, disabled, paused or all", v.Get("state"))
 	}
-	q := models.ListQuery{State: state, Now: s.o.Now(), LateAfter: k.LateAfter, Search: v.Get("q"), After: v.Get("after"), Limit: 50}
+	q := models.ListQuery{State: state, Now: s.o.Now(), LateAfter: k.LateAfter, Search: v.Get("q"), After: v.Get("after"), Limit: 50, ScanBudget: s.o.SearchBudget}
 	if l := v.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > 1000 {
@@ -344,16 +364,13 @@ func (s *Server) listModels(ctx context.Context, k *Kind, q models.ListQuery) (M
 	if q.State == statePaused {
 		return s.listPaused(ctx, k, q, paused)
 	}
-	rows, err := s.insp.List(ctx, k.Table, q)
+	page, err := s.insp.List(ctx, k.Table, q)
 	if err != nil {
 		return ModelPage{}, err
 	}
-	p := ModelPage{Items: make([]ModelItem, 0, len(rows))}
-	for _, r := range rows {
+	p := ModelPage{Items: make([]ModelItem, 0, len(page.Rows)), Next: page.Next, ScannedTo: page.ScannedTo, Complete: page.Complete()}
+	for _, r := range page.Rows {
 		p.Items = append(p.Items, withPause(item(r, q.Now, k.LateAfter), paused))
-	}
-	if len(rows) == q.Limit {
-		p.Next = rows[len(rows)-1].Key
 	}
 	return p, nil
 }
@@ -377,16 +394,35 @@ type ModelDetail struct {
 	Kind    string    `json:"kind"`
 	Model   ModelItem `json:"model"`
 	Summary string    `json:"summary"`
-	// Timeline is what the schedule and the retry policy will do next.
+	// Timeline is what the schedule and the retry policy will do next
+	// (during an incident, with its rule: failures do not count).
 	Timeline Timeline `json:"timeline"`
+	// Throttle is the model's throttle group while it is held; absent
+	// otherwise.
+	Throttle *ThrottleHold `json:"throttle,omitempty"`
+	// Incident is the kind's incident; absent when there is none.
+	Incident *refresher.IncidentState `json:"incident,omitempty"`
 }
 
 var errNoModel = errors.New("no such model")
 
-// model reads one model by key, without waiting for rows a batch holds
-// longer than the database's lock wait (it locks the row for the instant of
-// the read, like the CLI, and writes nothing).
+// model reads one model by key, with the kind's throttle_group column of
+// its payload (none when the kind names none). With an Inspector (every
+// driver) it reads the last committed state without locking. Otherwise it
+// locks the row for the instant of the read, like the CLI, waiting at most
+// the database's lock wait, and writes nothing.
 func (s *Server) model(ctx context.Context, k *Kind, uid string) (models.Row, error) {
+	if s.insp != nil {
+		t := models.Table{Name: k.Table.Name, Key: k.Table.Key}
+		if k.ThrottleGroup != "" {
+			t.Payload = []string{k.ThrottleGroup}
+		}
+		row, ok, err := s.insp.Get(ctx, t, uid)
+		if err == nil && !ok {
+			err = errNoModel
+		}
+		return row, err
+	}
 	var row models.Row
 	found := false
 	err := s.o.Store.Tx(ctx, func(tx models.Tx) error {
@@ -418,9 +454,29 @@ func (s *Server) modelDetail(ctx context.Context, k *Kind, uid string) (ModelDet
 		return ModelDetail{}, err
 	}
 	now := s.o.Now()
-	tl := timeline(k, row, now)
-	d := ModelDetail{Kind: k.Name, Model: withPause(item(row, now, k.LateAfter), paused), Timeline: tl}
-	d.Summary = summary(row, tl, now, k.LateAfter, d.Model.Pause != nil)
+	d := ModelDetail{Kind: k.Name, Model: withPause(item(row, now, k.LateAfter), paused)}
+	if d.Throttle, err = s.throttleHold(ctx, k, row, now); err != nil {
+		return ModelDetail{}, err
+	}
+	if d.Incident, err = s.kindIncident(ctx, k, now); err != nil {
+		return ModelDetail{}, err
+	}
+	planned := *k
+	planned.Policy.Incident = d.Incident != nil
+	var heldUntil time.Time
+	if d.Throttle != nil {
+		heldUntil = d.Throttle.Until
+	}
+	d.Timeline = heldTimeline(&planned, row, now, heldUntil)
+	d.Summary = summary(row, d.Timeline, now, k.LateAfter, d.Model.Pause != nil)
+	if !row.State.Disabled() {
+		if d.Incident != nil {
+			d.Summary = strings.TrimSuffix(d.Summary, " (UTC)") + "; " + incidentSummary(d.Incident) + " (UTC)"
+		}
+		if d.Throttle != nil {
+			d.Summary = throttleSummary(d.Throttle, row.State, now) + "; " + d.Summary
+		}
+	}
 	if p := d.Model.Pause; p != nil {
 		d.Summary = pauseSummary(p, now) + "; " + d.Summary
 	}

@@ -114,12 +114,12 @@ func (s *Server) BulkEnable(ctx context.Context, k *Kind, req BulkEnableRequest)
 	now := s.o.Now()
 	q := models.ListQuery{State: models.StateDisabled, Now: now, LateAfter: k.LateAfter, Limit: bulkPage}
 	for {
-		rows, err := s.insp.List(ctx, k.Table, q)
+		page, err := s.insp.List(ctx, k.Table, q)
 		if err != nil {
 			return res, 0, err
 		}
 		var keys []string
-		for _, row := range rows {
+		for _, row := range page.Rows {
 			if !re.MatchString(row.State.DisabledReason) || row.State.DisabledAt.Before(since) {
 				continue
 			}
@@ -140,9 +140,9 @@ func (s *Server) BulkEnable(ctx context.Context, k *Kind, req BulkEnableRequest)
 				}
 			}
 		}
-		if len(rows) < q.Limit {
+		if page.Complete() {
 			return res, 0, nil
 		}
-		q.After = rows[len(rows)-1].Key
+		q.After = page.Next
 	}
 }

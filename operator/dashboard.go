@@ -146,7 +146,7 @@ func (s *Server) pageModel(w http.ResponseWriter, r *http.Request, k *Kind) {
 		s.pageError(w, http.StatusInternalServerError, "The model could not be read; the service log has the detail.")
 		return
 	}
-	s.render(w, "model", http.StatusOK, page{Title: d.Model.UID, Kind: k, Data: modelData{Detail: d, SVG: drawTimeline(d.Timeline, s.o.Now())}})
+	s.render(w, "model", http.StatusOK, page{Title: d.Model.UID, Kind: k, Data: modelData{Detail: d, SVG: drawTimeline(d.Timeline, d.Throttle, s.o.Now())}})
 }
 
 type deadData struct {
@@ -186,7 +186,9 @@ type svgPoint struct {
 	Up          bool
 }
 
-func drawTimeline(tl Timeline, now time.Time) timelineSVG {
+// drawTimeline lays out tl at now; hold, when not nil, adds the end of the
+// model's throttle hold.
+func drawTimeline(tl Timeline, hold *ThrottleHold, now time.Time) timelineSVG {
 	type ev struct {
 		at         time.Time
 		kind, what string
@@ -198,6 +200,9 @@ func drawTimeline(tl Timeline, now time.Time) timelineSVG {
 	evs = append(evs, ev{now, "now", "now"})
 	if tl.NextRefresh != nil {
 		evs = append(evs, ev{*tl.NextRefresh, "next", "next refresh"})
+	}
+	if hold != nil {
+		evs = append(evs, ev{hold.Until, "held", "hold ends"})
 	}
 	for _, o := range tl.Occurrences {
 		evs = append(evs, ev{o, "occurrence", "planned"})

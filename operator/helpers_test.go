@@ -46,7 +46,7 @@ func newFixture(t *testing.T, tokens map[string]string) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if _, err := db.Exec("CREATE TABLE items (id BIGINT AUTO_INCREMENT PRIMARY KEY, uid VARCHAR(200) NOT NULL, UNIQUE KEY (uid))"); err != nil {
+	if _, err := db.Exec("CREATE TABLE items (id BIGINT AUTO_INCREMENT PRIMARY KEY, uid VARCHAR(200) NOT NULL, host VARCHAR(100) NULL, UNIQUE KEY (uid))"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := mysqlstore.Migrate(ctx, db, []string{"items"}, io.Discard, false); err != nil {
@@ -59,7 +59,7 @@ func newFixture(t *testing.T, tokens map[string]string) *fixture {
 		t.Fatal(err)
 	}
 	retry, _ := policy.ParseRetry("delays:1m,5m,15m")
-	k := Kind{Name: "items", Table: models.Table{Name: "items", Key: "uid"},
+	k := Kind{Name: "items", Table: models.Table{Name: "items", Key: "uid", Payload: []string{"host"}}, ThrottleGroup: "host",
 		Lists:    redisio.DefaultLists(prefix + "items"),
 		Schedule: sched, Policy: policy.Policy{Kind: "items", Timeout: time.Hour, Retry: retry},
 		LateAfter: time.Minute, Priority: "interactive"}
@@ -102,8 +102,10 @@ func (f *fixture) seed() {
 		{Key: long, State: policy.State{DisabledAt: now.Add(-time.Hour), AttemptNo: 1,
 			DisabledReason: "Provided URL is invalid: https://example.com/" + string(bytes.Repeat([]byte("very-long-path/"), 20))}},
 	}
+	// The throttle group (host) of some rows; the others have none.
+	hosts := map[string]any{"failing-1": "api.example.com", "ok-1": "api.example.com", "due-1": "other.example.com"}
 	for _, r := range rows {
-		if _, err := f.store.DB().Exec("INSERT INTO items (uid) VALUES (?)", r.Key); err != nil {
+		if _, err := f.store.DB().Exec("INSERT INTO items (uid, host) VALUES (?, ?)", r.Key, hosts[r.Key]); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/refresher"
-	"github.com/refresher/refresher/schedule"
 )
 
 // The operator's pause (refresher.Pause and refresher.PauseKind): the API's
@@ -129,18 +128,8 @@ func (s *Server) refusePaused(w http.ResponseWriter, r *http.Request, k *Kind, w
 
 // scheduleFor returns the schedule of a row whose refresh_rrule is rule
 // ("": the kind's), nil when it has none that parses.
-func (k *Kind) scheduleFor(rule string) policy.Nexter {
-	if rule == "" {
-		if k.Schedule == nil {
-			return nil
-		}
-		return k.Schedule
-	}
-	sched, err := schedule.Parse(rule)
-	if err != nil || sched == nil {
-		return nil
-	}
-	return sched
+func (k *Kind) scheduleFor(key, rule string) policy.Nexter {
+	return refresher.ResumeSchedules(k.Name, k.Schedule, k.Policy.Spread)(key, rule)
 }
 
 // listPaused lists a kind's paused models (state=paused): the keys of its
@@ -164,7 +153,7 @@ func (s *Server) listPaused(ctx context.Context, k *Kind, q models.ListQuery, pa
 		keys = keys[:q.Limit]
 		next = keys[len(keys)-1]
 	}
-	page := ModelPage{Items: make([]ModelItem, 0, len(keys)), Next: next}
+	page := ModelPage{Items: make([]ModelItem, 0, len(keys)), Next: next, Complete: next == ""}
 	if len(keys) == 0 {
 		return page, nil
 	}

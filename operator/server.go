@@ -45,6 +45,10 @@ type Kind struct {
 	LateAfter time.Duration
 	// Priority labels the kind (free text); shown on the overview.
 	Priority string
+	// ThrottleGroup is the kind's throttle_group: the payload column (one
+	// of Table.Payload) naming a row's throttle group; "" for none. A
+	// model whose group is held shows the hold.
+	ThrottleGroup string
 }
 
 // Options configure a Server.
@@ -69,6 +73,10 @@ type Options struct {
 	// failures at once, then one per Every. Defaults 10 and 6s.
 	AuthFailureBurst int
 	AuthFailureEvery time.Duration
+	// SearchBudget is the rows a model search (q=) examines per request
+	// before it answers with what it found and where to go on; see
+	// models.ListQuery.ScanBudget. Default models.DefaultScanBudget.
+	SearchBudget int
 }
 
 // Server serves the operator's HTTP surface; see the package doc.

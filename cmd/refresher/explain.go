@@ -33,6 +33,9 @@ type explainOptions struct {
 	catchupWindow string
 	misfire       string
 	downUntil     string
+	// throttled is --throttled: the retry_after_seconds of a throttled
+	// answer to the first attempt; "" for none.
+	throttled string
 }
 
 func newExplainCmd() *cobra.Command {
@@ -55,11 +58,18 @@ With --down-until T the service is simulated down from --from until T, with
 --catchup-window and --misfire as the kind's catchup_window and misfire: the
 occurrences missed are listed and what the dispatcher does when it comes back
 is shown (skip: the row waits for its next occurrence; run_once, or a window
-not exceeded: it starts once at T).`,
+not exceeded: it starts once at T).
+
+With --throttled D the attempt starting at --from is answered, after --run,
+as throttled with its group ("scope":"group", retry_after_seconds D): the
+group's hold, the attempt that does not count, a row of the group held at
+the schedule's next occurrence when it falls inside the hold, and the next
+dispatch are shown.`,
 		Example: `  refresher explain --schedule 'DTSTART;TZID=Europe/Berlin:20250101T140000\nRRULE:FREQ=DAILY' \
       --from 2025-06-10T10:00:00Z --occurrences 3 --fail 8 --retry 'exponential:base=1m,factor=2'
   refresher explain --schedule 'DTSTART:20250101T140000Z\nRRULE:FREQ=DAILY' --kind feeds --key 42 --spread 10m \
-      --from 2025-06-10T12:00:00Z --down-until 2025-06-13T16:00:00Z --catchup-window 1h --misfire skip`,
+      --from 2025-06-10T12:00:00Z --down-until 2025-06-13T16:00:00Z --catchup-window 1h --misfire skip
+  refresher explain --schedule 'RRULE:FREQ=HOURLY;BYMINUTE=5' --from 2025-06-10T10:00:00Z --occurrences 2 --throttled 15m`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// The only clock read of explain: the default of --from.
@@ -82,6 +92,7 @@ not exceeded: it starts once at T).`,
 	f.StringVar(&o.catchupWindow, "catchup-window", "", "the kind's catchup_window, e.g. 1h (default unlimited)")
 	f.StringVar(&o.misfire, "misfire", "", "the kind's misfire setting: skip (default) or run_once")
 	f.StringVar(&o.downUntil, "down-until", "", "simulate the service down from --from until this RFC 3339 time")
+	f.StringVar(&o.throttled, "throttled", "", "simulate the first attempt answered as throttled with its group, with this retry_after_seconds as a duration, e.g. 15m (0s: none)")
 	_ = cmd.MarkFlagRequired("schedule")
 	return cmd
 }
@@ -149,11 +160,15 @@ func runExplain(o explainOptions, now time.Time, out io.Writer) error {
 		}
 		down = simulateDowntime(p, nexter, from, until)
 	}
+	th, err := simulateThrottle(o, p, nexter, from, run)
+	if err != nil {
+		return err
+	}
 	sim := policy.Simulate(nexter, p, policy.SimulateOptions{From: from, Occurrences: o.occurrences, Fail: o.fail, Run: run})
 	if o.json {
-		return writeExplainJSON(out, sim, sp, down)
+		return writeExplainJSON(out, sim, sp, down, th)
 	}
-	return writeExplainText(out, o, p.WithDefaults(), from, run, sim, sp, down)
+	return writeExplainText(out, o, p.WithDefaults(), from, run, sim, sp, down, th)
 }
 
 // explainSpreadInfo is the row's spread, when --spread is given.
@@ -288,6 +303,8 @@ type explainJSON struct {
 	Spread *explainSpreadJSON `json:"spread,omitempty"`
 	// Downtime is set with --down-until.
 	Downtime *explainDowntimeJSON `json:"downtime,omitempty"`
+	// Throttled is set with --throttled.
+	Throttled *explainThrottleJSON `json:"throttled,omitempty"`
 }
 
 type explainSpreadJSON struct {
@@ -350,8 +367,11 @@ func jsonSeconds(d time.Duration, ok bool) *float64 {
 	return &s
 }
 
-func writeExplainJSON(out io.Writer, sim policy.Simulation, sp *explainSpreadInfo, down *explainDowntime) error {
+func writeExplainJSON(out io.Writer, sim policy.Simulation, sp *explainSpreadInfo, down *explainDowntime, th *explainThrottle) error {
 	v := explainJSON{Occurrences: []string{}, Attempts: []explainAttemptJSON{}}
+	if th != nil {
+		v.Throttled = th.json()
+	}
 	if sp != nil {
 		v.Spread = &explainSpreadJSON{Key: sp.key, WindowSeconds: sp.window.Seconds(), OffsetSeconds: sp.offset.Seconds()}
 	}
@@ -404,7 +424,7 @@ func textTime(t time.Time) string {
 }
 
 func writeExplainText(out io.Writer, o explainOptions, p policy.Policy, from time.Time, run time.Duration, sim policy.Simulation,
-	sp *explainSpreadInfo, down *explainDowntime) error {
+	sp *explainSpreadInfo, down *explainDowntime, th *explainThrottle) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Schedule: %s\n", strings.NewReplacer("\r\n", " | ", "\n", " | ", `\n`, " | ").Replace(strings.TrimSpace(o.schedule)))
 	fmt.Fprintf(&b, "Retry:    %s (timeout %s)\n", p.Retry, policy.FormatDuration(p.Timeout))
@@ -436,6 +456,9 @@ func writeExplainText(out io.Writer, o explainOptions, p policy.Policy, from tim
 		}
 		b.WriteString("\n")
 	}
+	if th != nil {
+		th.writeText(&b)
+	}
 
 	if o.occurrences > 0 {
 		fmt.Fprintf(&b, "Next %d occurrences after %s (UTC):\n", o.occurrences, textTime(from))
@@ -445,7 +468,11 @@ func writeExplainText(out io.Writer, o explainOptions, p policy.Policy, from tim
 			fmt.Fprintf(tw, "  %d\t%s\t%s\n", i+1, textTime(t), t.UTC().Weekday().String()[:3])
 		}
 		tw.Flush()
-		if len(sim.Occurrences) < o.occurrences {
+		switch {
+		case sim.Beyond != nil:
+			fmt.Fprintf(&b, "  (the next one lies beyond what the service computes: a row on this rule is disabled at its next success, %q)\n",
+				policy.InvalidScheduleReason(sim.Beyond))
+		case len(sim.Occurrences) < o.occurrences:
 			fmt.Fprintf(&b, "  (the rule has no more occurrences)\n")
 		}
 		b.WriteString("\n")

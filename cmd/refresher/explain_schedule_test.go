@@ -98,3 +98,16 @@ func TestExplainSpreadAndDowntimeBadInput(t *testing.T) {
 		require.ErrorContains(t, err, tt.want, tt.args)
 	}
 }
+
+// A rule whose next occurrence lies beyond the engine's horizon is not
+// shown as a rule that ended: explain says the row would be disabled, and
+// why.
+func TestExplainBeyondTheHorizon(t *testing.T) {
+	t.Parallel()
+	out, err := runExplainCmd(t, "--schedule", `DTSTART:20240101T000001Z\nRRULE:FREQ=SECONDLY;INTERVAL=86399;BYHOUR=0;BYMINUTE=0;BYSECOND=0`,
+		"--from", "2024-01-01T00:00:00Z", "--occurrences", "3")
+	require.NoError(t, err)
+	require.Contains(t, out, "  1  2024-01-02T00:00:00Z  Tue\n  (the next one lies beyond what the service computes: a row on this rule is disabled at its next success, "+
+		`"Invalid refresh schedule: the rule's next occurrence lies more than 100 years ahead, further than the service computes; make it more frequent")`)
+	require.NotContains(t, out, "no more occurrences")
+}

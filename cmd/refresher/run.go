@@ -122,8 +122,8 @@ func operatorServer(ctx context.Context, c *config.Config, store models.Store, r
 		k := &c.Kinds[i]
 		kinds[i] = operator.Kind{Name: k.Name, Table: table(k), Lists: redisio.Lists{Input: k.Input, Output: k.Output, Dead: k.Dead},
 			Schedule: k.ScheduleParsed, Policy: policy.Policy{Kind: k.Name, Timeout: k.Timeout.D(), Retry: k.RetryParsed, DisabledReason: k.DisabledReason,
-				Catchup: k.CatchupPolicy(), Spread: k.SpreadPolicy()},
-			LateAfter: k.LateAfter.D(), Priority: k.Priority}
+				MaxRetryAfter: k.MaxRetryAfter.D(), Guard: k.Guard(), Catchup: k.CatchupPolicy(), Spread: k.SpreadPolicy()},
+			LateAfter: k.LateAfter.D(), Priority: k.Priority, ThrottleGroup: k.ThrottleGroup}
 		gk[i] = refresher.GaugeKind{Name: k.Name, Table: table(k), Lists: kinds[i].Lists, LateAfter: k.LateAfter.D(), Priority: k.Priority}
 	}
 	if insp, ok := store.(models.Inspector); ok {
