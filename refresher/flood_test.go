@@ -20,28 +20,33 @@ import (
 var strictTiming = os.Getenv("REFRESHER_STRICT_TIMING") == "1"
 
 // TestGarbageFloodAppliesEveryGoodResult: 10,000 garbage messages (not
-// JSON, wrong shape, unknown uid, and 1,000 oversized ones of 100 KiB)
-// mixed into 10,000 good results of running attempts: every good result is
-// applied, every garbage message is dead-lettered, and the whole takes at
-// most 2x the time of the 10,000 good results alone with
-// REFRESHER_STRICT_TIMING=1 (the ratio is logged). Otherwise the bound is
-// 5x, which only a collapse breaks: on 2 busy cores (load average 17-28)
-// the ratio measured 1.2-2.1, but on a quiet machine (load 4-7), with the
-// good results alone taking 0.25-0.3 s, it measured 2.1-2.9: Redis reads
-// and hashes the 100 MB of oversized messages in about 0.35 s of its CPU,
-// whatever the database's speed.
+// JSON, wrong shape, unknown uid) mixed into 10,000 good results of running
+// attempts, and the same with 1,000 of them oversized (100 KiB each): every
+// good result is applied, every garbage message is dead-lettered, and the
+// time is logged as a ratio to the 10,000 good results alone. With
+// REFRESHER_STRICT_TIMING=1 (a quiet machine) the small garbage must take
+// at most 2x, and the mix with 100 MB of oversized messages at most 3x;
+// otherwise both bounds are 5x, which only a collapse breaks.
+//
+// Measured on 2 quiet cores with MariaDB (load average under 1, eight
+// runs), the good results alone took 0.23-0.32 s, the small garbage
+// 1.3-1.8x and the mix with oversized messages 1.8-2.5x (median 2.1x); with
+// -race, 1.8-2.0x and 2.1-2.4x. The oversized ones cost Redis CPU that
+// no client can spare it: Redis copies each into its script engine (about
+// 0.14 ms per 100 KiB, half of it its Lua's string hashing of every byte)
+// and takes its SHA-1 (0.11 ms), about 0.25 s for the 100 MB on Redis's
+// single thread, which then works longer than the database.
 //
 // The poller keeps the garbage off the good results' way: a batch is
-// topped up to 1,000 results (so the flood does not double the
+// topped up to 1,000 results (so the flood does not multiply the
 // transactions), and the next batch is fetched, its oversized messages
-// stubbed inside Redis (about 0.35 s of Redis CPU for the 100 MB, half
-// of it SHA-1), while the database applies the current one.
+// stubbed inside Redis, while the database applies the current one.
 //
 // The rounds run on one service and one table, the rows due again each
-// day: with garbage, without, with, without; the faster round of each kind
-// counts. Each round's messages are pushed to a list of their
-// own and renamed onto the output list in one step, so the time measured is
-// the service's, not the test's pushes.
+// day, the mixtures interleaved; the faster round of each counts. Each
+// round's messages are pushed to a list of their own and renamed onto the
+// output list in one step, so the time measured is the service's, not the
+// test's pushes.
 func TestGarbageFloodAppliesEveryGoodResult(t *testing.T) {
 	if testing.Short() {
 		t.Skip("pushes 100 MB of results through the service")
@@ -94,51 +99,58 @@ func TestGarbageFloodAppliesEveryGoodResult(t *testing.T) {
 
 	oversized := `{"uid":"m0001","attempt_uid":"a","type":"success","pad":"` + strings.Repeat("p", 100<<10) + `"}`
 	deadLetters := func() float64 { return toFloat(svc.Metrics().DeadLetters.WithLabelValues("items")) }
-	var withGarbage, alone time.Duration
-	// Two rounds of each, alternating, and the faster of each kind counts:
-	// the machine running the tests may be busy for a moment.
-	for r := range 4 {
+	// The three mixtures of a round: the good results alone, among small
+	// garbage, and among the same garbage with one in ten oversized.
+	const (
+		alone = iota
+		small
+		big
+	)
+	var best [3]time.Duration
+	// Two rounds of each, interleaved, and the faster of each counts: the
+	// machine running the tests may be busy for a moment.
+	order := []int{big, alone, small, alone, big, small}
+	var dead float64 // dead letters expected so far
+	for r, mix := range order {
 		if r > 0 {
 			// The rows are due again at the next 14:00.
 			b.clock.Advance(24 * time.Hour)
 		}
 		batch := jobs()
-		if r%2 == 1 {
-			// The good results alone.
-			clean := make([]any, len(batch))
-			for i, j := range batch {
-				clean[i] = success(j)
-			}
-			took := round(clean, float64((r+1)*n))
-			alone = min(cmp.Or(alone, took), took)
-			eventually(t, 10*time.Second, "output and processing lists empty", func() bool { return b.inRedis("test-a") == 0 })
-			require.Equal(t, float64((r+1)/2*n), deadLetters(), "no new dead letters")
-			continue
-		}
-		// The good results among the garbage.
-		mixed := make([]any, 0, 2*n)
+		msgs := make([]any, 0, 2*n)
 		for i, j := range batch {
-			mixed = append(mixed, success(j))
+			msgs = append(msgs, success(j))
+			if mix == alone {
+				continue
+			}
 			switch i % 10 {
 			case 0, 1:
-				mixed = append(mixed, fmt.Sprintf("not json %d", i))
+				msgs = append(msgs, fmt.Sprintf("not json %d", i))
 			case 2, 3:
-				mixed = append(mixed, fmt.Sprintf(`{"uid":%d,"attempt_uid":"a","type":"success"}`, i)) // wrong shape
+				msgs = append(msgs, fmt.Sprintf(`{"uid":%d,"attempt_uid":"a","type":"success"}`, i)) // wrong shape
 			case 4, 5:
-				mixed = append(mixed, fmt.Sprintf(`{"hello":"world","n":%d,"nested":{"a":[1,2,3]}}`, i)) // unknown shape
+				msgs = append(msgs, fmt.Sprintf(`{"hello":"world","n":%d,"nested":{"a":[1,2,3]}}`, i)) // unknown shape
 			case 6, 7, 8:
-				mixed = append(mixed, fmt.Sprintf(`{"uid":"nobody%d","attempt_uid":"a","type":"success"}`, i)) // unknown uid
+				msgs = append(msgs, fmt.Sprintf(`{"uid":"nobody%d","attempt_uid":"a","type":"success"}`, i)) // unknown uid
 			case 9:
-				mixed = append(mixed, oversized)
+				if mix == big {
+					msgs = append(msgs, oversized)
+				} else {
+					msgs = append(msgs, fmt.Sprintf("not json either %d", i))
+				}
 			}
 		}
-		took := round(mixed, float64((r+1)*n))
-		withGarbage = min(cmp.Or(withGarbage, took), took)
+		took := round(msgs, float64((r+1)*n))
+		best[mix] = min(cmp.Or(best[mix], took), took)
 		// Every garbage message is dead-lettered (the dead list keeps the
 		// last MaxDead, 10,000), and nothing is left behind.
-		waitCounter(t, deadLetters, float64((r/2+1)*n), "dead letters")
+		dead += float64(len(msgs) - n)
+		waitCounter(t, deadLetters, dead, "dead letters")
+		require.Equal(t, dead, deadLetters(), "dead letters after round %d", r)
 		eventually(t, 10*time.Second, "output and processing lists empty", func() bool { return b.inRedis("test-a") == 0 })
-		require.Equal(t, int64(n), b.llen(b.kind.Lists.Dead))
+		if mix != alone {
+			require.Equal(t, int64(n), b.llen(b.kind.Lists.Dead))
+		}
 		now := b.clock.Now()
 		for uid, st := range b.states(uids) {
 			require.False(t, st.Running(), "model %s still running after round %d", uid, r)
@@ -146,12 +158,15 @@ func TestGarbageFloodAppliesEveryGoodResult(t *testing.T) {
 		}
 	}
 
-	ratio := withGarbage.Seconds() / alone.Seconds()
-	bound := 5.0
+	smallRatio := best[small].Seconds() / best[alone].Seconds()
+	bigRatio := best[big].Seconds() / best[alone].Seconds()
+	smallBound, bigBound := 5.0, 5.0
 	if strictTiming {
-		bound = 2
+		smallBound, bigBound = 2, 3
 	}
-	t.Logf("10,000 good results: %s alone, %s among 10,000 garbage messages (1,000 of them 100 KiB): ratio %.2f (bound %.0f)",
-		alone.Round(time.Millisecond), withGarbage.Round(time.Millisecond), ratio, bound)
-	require.LessOrEqual(t, ratio, bound, "time with garbage against without")
+	t.Logf("10,000 good results: %s alone; among 10,000 garbage messages %s (ratio %.2f, bound %.0f), and %s with 1,000 of them 100 KiB (ratio %.2f, bound %.0f)",
+		best[alone].Round(time.Millisecond), best[small].Round(time.Millisecond), smallRatio, smallBound,
+		best[big].Round(time.Millisecond), bigRatio, bigBound)
+	require.LessOrEqual(t, smallRatio, smallBound, "time among small garbage against alone")
+	require.LessOrEqual(t, bigRatio, bigBound, "time among garbage with oversized messages against alone")
 }
