@@ -604,7 +604,8 @@ func (d *Drain) Heartbeat(ctx context.Context) error {
 //
 // Each list moves in one Lua script that checks the heartbeat, so a list is
 // moved whole or not at all, and never while its instance is alive. Call it
-// at start and about once per heartbeat TTL.
+// at start and about once per heartbeat TTL; while batches are in flight,
+// call RecoverOthers instead.
 func (d *Drain) Recover(ctx context.Context) (int, error) {
 	if d.err != nil {
 		return 0, d.err
@@ -614,6 +615,21 @@ func (d *Drain) Recover(ctx context.Context) (int, error) {
 	if err != nil {
 		return total, err
 	}
+	n, err := d.RecoverOthers(ctx)
+	return total + n, err
+}
+
+// RecoverOthers is the second half of Recover: it moves back the processing
+// lists of the other instances whose heartbeat has expired, and leaves this
+// instance's own list and its batches in flight alone. A busy instance,
+// which always has a batch fetched ahead, calls it once per heartbeat TTL,
+// so that the results of a dead instance are not left waiting until the
+// output list runs dry.
+func (d *Drain) RecoverOthers(ctx context.Context) (int, error) {
+	if d.err != nil {
+		return 0, d.err
+	}
+	total := 0
 	iter := d.c.rdb.Scan(ctx, 0, d.lists.processingPattern(), 100).Iterator()
 	prefix := d.lists.Output + processingInfix
 	for iter.Next(ctx) {

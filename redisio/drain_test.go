@@ -397,6 +397,39 @@ func TestRecoverFromDeadInstance(t *testing.T) {
 	requireList(t, b, b.lists.Output)
 }
 
+// RecoverOthers, called with batches in flight, takes over a dead
+// instance's list and leaves this instance's batches alone: both are still
+// acknowledged, and the dead instance's results come next.
+func TestRecoverOthersKeepsBatchesInFlight(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	pushResults(t, b, 6)
+	dead := b.client.Drain(b.lists, "A", time.Second)
+	lost, err := dead.Fetch(ctx, 2, 0)
+	require.NoError(t, err)
+	bd := b.client.Drain(b.lists, "B", 0)
+	first, err := bd.Fetch(ctx, 2, 0)
+	require.NoError(t, err)
+	ahead, err := bd.Next(ctx, 2)
+	require.NoError(t, err)
+	require.Equal(t, seq(2, 6), append(uidsOf(first), uidsOf(ahead)...))
+
+	waitFor(t, 5*time.Second, func() bool { return b.rdb.Exists(ctx, b.lists.Heartbeat("A")).Val() == 0 })
+	n, err := bd.RecoverOthers(ctx)
+	require.NoError(t, err)
+	require.Equal(t, len(lost), n)
+	requireList(t, b, b.lists.Processing("A"))
+	requireList(t, b, b.lists.Output, results(0, 2)...)
+
+	require.NoError(t, bd.Ack(ctx, first, nil))
+	require.NoError(t, bd.Ack(ctx, ahead, nil))
+	requireList(t, b, b.lists.Processing("B"))
+	got, err := bd.Fetch(ctx, 10, 0)
+	require.NoError(t, err)
+	require.Equal(t, seq(0, 2), uidsOf(got))
+}
+
 // A restarted instance with the same ID takes back its own processing list
 // at once, without waiting for the old heartbeat to expire.
 func TestRecoverOwnListAfterRestart(t *testing.T) {

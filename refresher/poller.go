@@ -65,10 +65,18 @@ func (p *poller) loop(ctx context.Context) {
 				lastBeat = now
 			}
 		}
-		// The periodic recovery waits for the batch fetched ahead: it
-		// would move that batch back to the output list.
-		if p.requeue || (p.next == nil && now.Sub(lastRecover) >= p.cfg.Heartbeat) {
+		// With a batch fetched ahead (a backlog), the periodic recovery
+		// takes over only the lists of dead instances: the full one would
+		// move that batch back to the output list.
+		switch {
+		case p.requeue || (p.next == nil && now.Sub(lastRecover) >= p.cfg.Heartbeat):
 			if err := p.recover(ctx); err != nil {
+				p.fail(ctx, "recover", err, &backoff)
+				continue
+			}
+			lastRecover = now
+		case now.Sub(lastRecover) >= p.cfg.Heartbeat:
+			if err := p.recoverOthers(ctx); err != nil {
 				p.fail(ctx, "recover", err, &backoff)
 				continue
 			}
@@ -137,6 +145,21 @@ func (p *poller) recover(ctx context.Context) error {
 	p.requeue = false
 	if n > 0 {
 		p.log.Info("took over unapplied results", "results", n)
+	}
+	return nil
+}
+
+// recoverOthers takes over the results of dead instances, leaving this
+// one's batches in flight alone (see redisio.Drain.RecoverOthers).
+func (p *poller) recoverOthers(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.OpTimeout)
+	defer cancel()
+	n, err := p.drain.RecoverOthers(ctx)
+	if err != nil {
+		return fmt.Errorf("recover results of dead instances: %w", err)
+	}
+	if n > 0 {
+		p.log.Info("took over unapplied results of a dead instance", "results", n)
 	}
 	return nil
 }

@@ -814,3 +814,54 @@ func TestResultRefusedByTheApplication(t *testing.T) {
 	require.Contains(t, dead[0], `\"uid\":\"bad\"`)
 	require.True(t, b.state("bad").Running(), "the refused result changed nothing")
 }
+
+// TestBusyInstanceTakesOverDeadInstance: an instance working through a
+// backlog (so it always has a batch fetched ahead) still takes over, within
+// a few heartbeats, the results a dead instance left in its processing
+// list, and does not wait for the output list to run dry.
+func TestBusyInstanceTakesOverDeadInstance(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{timeout: time.Hour})
+	uids := b.insertN(5, t0)
+	svc := b.start(func(c *Config) {
+		c.BatchSize = 10
+		c.Heartbeat = 2 * time.Second
+		c.FetchBlock = 200 * time.Millisecond
+	})
+	jobs := b.popJobs(len(uids))
+
+	// The backlog: results naming no row, kept above 2,000 until the test
+	// ends, far more than a batch.
+	ctx, cancel := context.WithCancel(context.Background())
+	pushed := make(chan struct{})
+	defer func() { cancel(); <-pushed }()
+	go func() {
+		defer close(pushed)
+		noise := make([]any, 500)
+		for i := range noise {
+			noise[i] = fmt.Sprintf(`{"uid":"nobody%d","attempt_uid":"a","type":"success"}`, i)
+		}
+		for ctx.Err() == nil {
+			if n, err := b.rdb.LLen(ctx, b.kind.Lists.Output).Result(); err == nil && n < 2000 {
+				b.rdb.RPush(ctx, b.kind.Lists.Output, noise...)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	eventually(t, 10*time.Second, "the backlog is drained in batches", func() bool {
+		return toFloat(svc.Metrics().DeadLetters.WithLabelValues("items")) > 100
+	})
+
+	// A dead instance left the real results in its processing list (no
+	// heartbeat key).
+	dead := make([]any, len(jobs))
+	for i, j := range jobs {
+		raw, err := json.Marshal(redisio.Result{UID: j.UID, AttemptUID: j.AttemptUID, Type: "success"})
+		require.NoError(t, err)
+		dead[i] = string(raw)
+	}
+	require.NoError(t, b.rdb.RPush(context.Background(), b.kind.Lists.Processing("gone"), dead...).Err())
+	waitCounter(t, results(svc, "success", "applied"), float64(len(jobs)), "the dead instance's results applied during the backlog")
+	require.Zero(t, b.llen(b.kind.Lists.Processing("gone")))
+	require.Positive(t, b.llen(b.kind.Lists.Output), "the backlog was still there")
+}
