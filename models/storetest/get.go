@@ -33,7 +33,7 @@ func testGet(t *testing.T, h Harness) {
 	eq(t, row.Payload, map[string]any{"input_url": "https://example.com/8"}, "only the payload asked for")
 	eq(t, row.State, policy.State{RefreshAt: base}, "state")
 
-	for _, key := range []string{"404", "abc", ""} {
+	for _, key := range []string{"404", "abc", "", "7abc", " 7x", "7💥"} {
 		_, ok, err = in.Get(ctx, tbl, key)
 		must(t, err)
 		eq(t, ok, false, "key "+key)
