@@ -57,7 +57,12 @@ func idleFetchBlock(cfg Config) time.Duration {
 func (p *poller) loop(ctx context.Context) {
 	var lastBeat, lastRecover time.Time
 	backoff := time.Duration(0)
-	defer p.flushIncident()
+	crashed := false
+	defer func() {
+		if !crashed { // a killed process writes nothing more
+			p.flushIncident()
+		}
+	}()
 	for ctx.Err() == nil {
 		now := time.Now() // pacing only; no decision depends on it
 		if now.Sub(lastBeat) >= p.cfg.Heartbeat/3 {
@@ -84,6 +89,7 @@ func (p *poller) loop(ctx context.Context) {
 		}
 		n, err := p.runOnce(ctx)
 		if errors.Is(err, errCrashed) {
+			crashed = true
 			return // crashed by a test hook: what is in flight stays, as after a kill
 		}
 		if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
@@ -274,7 +280,6 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 		p.metrics.Errors.WithLabelValues(p.kind.Name, "poll").Inc()
 		p.log.Error("cannot hold throttle groups; their rows are dispatched meanwhile", "err", err)
 	}
-	p.incident.countLater(now, batch) // written with the next read of the window
 	<-ahead
 	if errors.Is(nextErr, redisio.ErrRecovered) {
 		err = nextErr // the batch in hand was taken back with the next one
@@ -293,6 +298,9 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 		// back stale, which changes nothing.
 		return len(msgs), fmt.Errorf("remove applied results from the processing list: %w", err)
 	}
+	// Counted once acknowledged: a batch that comes back (its Ack failed,
+	// or another instance took it over) is counted when read again.
+	p.incident.countLater(now, batch) // written with the next read of the window
 	p.requeue = nextErr != nil // what Next may have moved goes back first
 	if nextErr != nil {
 		p.log.Warn("cannot fetch the next batch ahead; it is fetched again", "err", nextErr)
