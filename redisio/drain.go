@@ -29,10 +29,11 @@ const MinHeartbeatTTL = time.Second
 // ctx between them.
 const blockStep = time.Second
 
-// ErrRecovered is returned (wrapped) by Ack when the batch is no longer in
-// this instance's processing list: the heartbeat expired (the instance was
-// paused longer than the heartbeat TTL) and Recover, of another instance or of
-// this one, moved the batch back to the output list. Nothing is lost; the
+// ErrRecovered is returned (wrapped) by Ack and by Next when the batches in
+// flight are no longer in this instance's processing list: the heartbeat
+// expired (the instance was paused longer than the heartbeat TTL) and
+// Recover, of another instance or of this one, moved them back to the
+// output list. Nothing is lost; the
 // results come back and are applied again, which changes nothing (see
 // Drain). Log it as a warning; a heartbeat TTL shorter than the time a batch
 // takes to apply causes it.

@@ -130,26 +130,25 @@ func (w *dueWatch) look(ctx context.Context) {
 		w.log.Warn("cannot look for due rows of the idle kinds; each looks itself", "kinds", len(ds), "err", err)
 	}
 	horizon := w.clock.Now().Add(w.interval)
-	var stay []*dispatcher
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	for i, d := range ds {
 		if _, ok := w.parked[d]; !ok {
 			continue // woken meanwhile
 		}
 		if err == nil && (!next[i].OK || !next[i].At.Before(horizon)) {
-			stay = append(stay, d)
+			// Called with the lock held, so that it never overlaps the
+			// kind's own pass: a woken dispatcher unparks (takes the lock)
+			// before it runs one.
+			if w.hooks.AfterDispatch != nil {
+				w.hooks.AfterDispatch(d.kind.Name, 0)
+			}
 			continue
 		}
 		delete(w.parked, d)
 		select {
 		case d.wake <- struct{}{}:
 		default:
-		}
-	}
-	w.mu.Unlock()
-	if w.hooks.AfterDispatch != nil {
-		for _, d := range stay {
-			w.hooks.AfterDispatch(d.kind.Name, 0)
 		}
 	}
 }

@@ -190,7 +190,9 @@ func Resume(ctx context.Context, store models.Store, rdb redis.UniversalClient, 
 // row's spread offset (policy.Spread.Offset) as the dispatcher and the
 // poller move it, so that a resumed row is planned at its own spread
 // occurrence; nil when the rule is missing or does not parse (Resume then
-// plans nothing). The API and the CLI both resume with it.
+// makes the row due now, and the dispatcher disables it with the usual
+// reason, as any row without a valid rule). The API and the CLI both resume
+// with it.
 func ResumeSchedules(kind string, kindDefault *schedule.Schedule, spread policy.Spread) func(key, rule string) policy.Nexter {
 	return func(key, rule string) policy.Nexter {
 		sched := kindDefault
