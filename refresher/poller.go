@@ -301,7 +301,8 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 	// Counted once acknowledged: a batch that comes back (its Ack failed,
 	// or another instance took it over) is counted when read again.
 	p.incident.countLater(now, batch) // written with the next read of the window
-	p.requeue = nextErr != nil        // what Next may have moved goes back first
+
+	p.requeue = nextErr != nil // what Next may have moved goes back first
 	if nextErr != nil {
 		p.log.Warn("cannot fetch the next batch ahead; it is fetched again", "err", nextErr)
 	} else if len(next) > 0 {
