@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -135,60 +134,6 @@ func TestNextDueEmpty(t *testing.T) {
 	_, ok, err := s.NextDue(context.Background(), tbl)
 	must(t, err)
 	eq(t, ok, false)
-}
-
-// TestClaimDueSkipLocked runs two transactions at once on real connections:
-// each claims a batch while the other holds its own, and they must get
-// disjoint rows that together are all due rows.
-func TestClaimDueSkipLocked(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := testDB(t)
-	s := New(db)
-	tbl := itemsTable(t, db, "CHAR(20)")
-	for i := range 40 {
-		insertItem(t, db, fmt.Sprintf("m%02d", i), base.Add(-time.Duration(i)*time.Second))
-	}
-
-	var (
-		claimed [2][]string
-		both    sync.WaitGroup // both transactions hold their rows
-		wg      sync.WaitGroup
-		errs    = make(chan error, 2)
-	)
-	both.Add(2)
-	for w := range 2 {
-		wg.Go(func() {
-			err := s.Tx(ctx, func(tx models.Tx) error {
-				rows, err := tx.ClaimDue(ctx, tbl, base, time.Time{}, 25)
-				claimed[w] = keysOf(rows)
-				both.Done()
-				both.Wait() // keep the locks until the other has claimed too
-				return err
-			})
-			errs <- err
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		must(t, err)
-	}
-	seen := map[string]int{}
-	for _, ks := range claimed {
-		for _, k := range ks {
-			seen[k]++
-		}
-	}
-	for k, n := range seen {
-		if n != 1 {
-			t.Fatalf("row %s claimed %d times: %v", k, n, claimed)
-		}
-	}
-	eq(t, len(seen), 40, "rows claimed by both: ", claimed)
-	// Which one gets more depends on how their scans interleave; neither
-	// gets more than it asked for.
-	eq(t, len(claimed[0]) <= 25 && len(claimed[1]) <= 25, true, "at most 25 each: ", claimed)
 }
 
 func TestSaveRoundTrip(t *testing.T) {

@@ -211,7 +211,9 @@ func testClaimDueSkipLocked(t *testing.T, h Harness) {
 		}
 	}
 	eq(t, len(seen), 40, "rows claimed by both: ", claimed)
-	eq(t, len(claimed[0]) == 25 || len(claimed[1]) == 25, true, "one got a full batch: ", claimed)
+	// Which one gets more depends on how their scans interleave; neither
+	// gets more than it asked for.
+	eq(t, len(claimed[0]) <= 25 && len(claimed[1]) <= 25, true, "at most 25 each: ", claimed)
 }
 
 // testConcurrentClaimers runs claimers that each claim, move their rows'
