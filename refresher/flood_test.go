@@ -32,11 +32,14 @@ var strictTiming = os.Getenv("REFRESHER_STRICT_TIMING") == "1"
 // Measured on 2 quiet cores with MariaDB (load average under 1, eight
 // runs), the good results alone took 0.23-0.32 s, the small garbage
 // 1.3-1.8x and the mix with oversized messages 1.8-2.5x (median 2.1x); with
-// -race, 1.8-2.0x and 2.1-2.4x. The oversized ones cost Redis CPU that
-// no client can spare it: Redis copies each into its script engine (about
-// 0.14 ms per 100 KiB, half of it its Lua's string hashing of every byte)
-// and takes its SHA-1 (0.11 ms), about 0.25 s for the 100 MB on Redis's
-// single thread, which then works longer than the database.
+// -race, 1.8-2.0x and 2.1-2.4x. The oversized ones cost Redis CPU that no
+// client can spare it: Redis copies each into its script engine (about
+// 0.14 ms per 100 KiB: copies, page faults and its Lua hashing every byte),
+// takes its SHA-1 (0.11 ms) and frees it. Each round logs the Redis CPU it
+// took: 0.36-0.41 s for the round with oversized messages (0.02 s alone,
+// 0.05-0.06 s with the small garbage), so Redis's single thread, sharing 2
+// cores with the database and the service, then works longer than the
+// database.
 //
 // The poller keeps the garbage off the good results' way: a batch is
 // topped up to 1,000 results (so the flood does not multiply the
