@@ -33,8 +33,9 @@ type GaugeConfig struct {
 	Kinds     []GaugeKind
 	Inspector models.Inspector
 	Redis     redis.UniversalClient
-	// Interval is the most often the gauges are computed, by all instances
-	// together. Default 15s.
+	// Interval is how often the gauges are computed, by all instances
+	// together: one instance counts once per Interval (at most every 0.9
+	// Interval, see Tick). Default 15s.
 	Interval time.Duration
 	// KeyPrefix starts the Redis keys of the lock and the shared snapshot.
 	// Default "refresher:gauges:".
@@ -140,11 +141,15 @@ func (g *Gauges) Run(ctx context.Context) {
 }
 
 // Tick computes the gauges when this instance wins the lock, and otherwise
-// sets them from the shared snapshot; computed says which.
+// sets them from the shared snapshot; computed says which. The lock lives
+// 0.9 Interval: it is set a little after each tick, so a lock of a whole
+// Interval was often still held at the next tick, and a lone instance
+// counted only every other tick.
 func (g *Gauges) Tick(ctx context.Context) (computed bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.Interval)
 	defer cancel()
-	won, err := g.cfg.Redis.SetNX(ctx, g.cfg.KeyPrefix+"lock", g.cfg.Clock.Now().Format(time.RFC3339Nano), g.cfg.Interval).Result()
+	ttl := g.cfg.Interval - g.cfg.Interval/10
+	won, err := g.cfg.Redis.SetNX(ctx, g.cfg.KeyPrefix+"lock", g.cfg.Clock.Now().Format(time.RFC3339Nano), ttl).Result()
 	if err != nil {
 		return false, err
 	}

@@ -3,6 +3,7 @@ package refresher
 import (
 	"context"
 	"io"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -136,5 +137,47 @@ func TestGaugesPauseEndsAndSeriesExistFromTheStart(t *testing.T) {
 	}
 	if p, k := testutil.ToFloat64(g.models.WithLabelValues("k", "eventual", "paused")), testutil.ToFloat64(g.kindPaused.WithLabelValues("k")); p != 0 || k != 0 {
 		t.Fatalf("after resuming: %v paused models, kind %v; want 0 and 0", p, k)
+	}
+}
+
+// countingInspector counts the Counts calls of a real store's Inspector.
+type countingInspector struct {
+	models.Inspector
+	counts atomic.Int64
+}
+
+func (c *countingInspector) Counts(ctx context.Context, t models.Table, now time.Time, lateAfter time.Duration) (models.Counts, error) {
+	c.counts.Add(1)
+	return c.Inspector.Counts(ctx, t, now, lateAfter)
+}
+
+// TestGaugesLoneInstanceCountsEveryTick: an instance alone counts at each
+// tick of its Interval, not every other one (its own lock, set just after
+// a tick, must be gone by the next).
+func TestGaugesLoneInstanceCountsEveryTick(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := mysqlstore.Open(ctx, testenv.MySQLDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("CREATE TABLE lone (id INT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mysqlstore.Migrate(ctx, db, []string{"lone"}, io.Discard, false); err != nil {
+		t.Fatal(err)
+	}
+	rdb, prefix := testenv.Redis(t)
+	in := &countingInspector{Inspector: mysqlstore.New(db)}
+	const interval = 400 * time.Millisecond
+	g := NewGauges(prometheus.NewRegistry(), GaugeConfig{
+		Kinds:     []GaugeKind{{Name: "lone", Table: models.Table{Name: "lone", Key: "id"}, Lists: redisio.DefaultLists(prefix + "lone")}},
+		Inspector: in, Redis: rdb, Interval: interval, KeyPrefix: prefix + "gauges:"})
+	runCtx, cancel := context.WithTimeout(ctx, 6*interval+interval/2)
+	defer cancel()
+	g.Run(runCtx) // ticks at 0, 1, ..., 6 intervals
+	if n := in.counts.Load(); n < 6 {
+		t.Fatalf("counted %d times in 7 ticks, want at least 6", n)
 	}
 }
