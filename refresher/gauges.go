@@ -60,10 +60,10 @@ type GaugeConfig struct {
 // Every series of every kind exists from NewGauges on, at 0 until the first
 // count, so that alerts and absent() see them from the start.
 //
-// Computing them costs the Inspector's counts, so at most one instance
-// computes them per Interval: each instance tries a Redis lock (SET NX PX
-// Interval); the winner counts and stores a snapshot in Redis, and every
-// instance sets its gauges from the latest snapshot. Several instances
+// Computing them costs the Inspector's counts, so one instance computes
+// them per Interval: each instance tries a Redis lock (SET NX, with a TTL
+// of 0.9 Interval); the winner counts and stores a snapshot in Redis, and
+// every instance sets its gauges from the latest snapshot. Several instances
 // therefore cost one count per Interval and all report the same values. The
 // counts run in their own goroutine, never in the refresh loops.
 type Gauges struct {
