@@ -33,10 +33,9 @@ const blockStep = time.Second
 // flight are no longer in this instance's processing list: the heartbeat
 // expired (the instance was paused longer than the heartbeat TTL) and
 // Recover, of another instance or of this one, moved them back to the
-// output list. Nothing is lost; the
-// results come back and are applied again, which changes nothing (see
-// Drain). Log it as a warning; a heartbeat TTL shorter than the time a batch
-// takes to apply causes it.
+// output list. Nothing is lost; the results come back and are applied
+// again, which changes nothing (see Drain). Log it as a warning; a
+// heartbeat TTL shorter than the time a batch takes to apply causes it.
 var ErrRecovered = errors.New("batch was taken back from the processing list before it was acknowledged")
 
 // Message is one result taken from an output list.
