@@ -37,6 +37,9 @@ const (
 	DefaultHTTP          = "127.0.0.1:9090"
 	DefaultLateAfter     = time.Minute
 	DefaultGaugeInterval = 15 * time.Second
+	// DefaultSearchScanBudget is search_scan_budget's default, the same
+	// as models.DefaultScanBudget.
+	DefaultSearchScanBudget = 5000
 	// DefaultMaxDead caps each kind's dead-letter list.
 	DefaultMaxDead = redisio.DefaultMaxDead
 	// DefaultMaxResultBytes is the size limit of one result (64 KiB).
@@ -76,6 +79,11 @@ type Config struct {
 	// attempt number, models by state, list lengths) are computed, by one
 	// instance at a time. Default 15s.
 	GaugeInterval Duration `yaml:"gauge_interval"`
+	// SearchScanBudget bounds one model search (q= in the API and the
+	// dashboard): the table rows a request examines, in key order, before it
+	// answers with where to search on. Larger finds more per page and
+	// answers more slowly on a big table. Default 5000; 1 to 1,000,000.
+	SearchScanBudget int `yaml:"search_scan_budget"`
 	// InstanceID names this process's processing lists in Redis. Each running
 	// process needs its own. Default: hostname and a random suffix.
 	InstanceID string `yaml:"instance_id"`
@@ -305,6 +313,9 @@ func (c *Config) HTTPAddr() string {
 func (c *Config) setOperatorDefaults() {
 	if c.GaugeInterval == 0 {
 		c.GaugeInterval = Duration(DefaultGaugeInterval)
+	}
+	if c.SearchScanBudget == 0 {
+		c.SearchScanBudget = DefaultSearchScanBudget
 	}
 	for i := range c.Kinds {
 		if c.Kinds[i].LateAfter == 0 {

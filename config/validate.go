@@ -57,6 +57,9 @@ func (c *Config) Validate() error {
 	if c.BatchSize < 1 || c.BatchSize > 10_000 {
 		bad("batch_size: %d is out of range (use 1 to 10000; default %d)", c.BatchSize, DefaultBatchSize)
 	}
+	if c.SearchScanBudget < 1 || c.SearchScanBudget > 1_000_000 {
+		bad("search_scan_budget: %d is out of range (use 1 to 1000000; default %d)", c.SearchScanBudget, DefaultSearchScanBudget)
+	}
 	if c.MaxSleep <= 0 {
 		bad("max_sleep: %s is not allowed: must be positive, e.g. 1s (leave it out for the default %s)", c.MaxSleep, DefaultMaxSleep)
 	}

@@ -132,7 +132,7 @@ func operatorServer(ctx context.Context, c *config.Config, store models.Store, r
 		go g.Run(ctx)
 	}
 	op, err := operator.New(operator.Options{Kinds: kinds, Store: store, Redis: rdb, Gatherer: svc.Metrics().Registry,
-		Tokens: c.APITokens, Logger: log})
+		Tokens: c.APITokens, Logger: log, SearchBudget: c.SearchScanBudget})
 	if err != nil {
 		return nil, err
 	}
