@@ -191,21 +191,20 @@ func Resume(ctx context.Context, store models.Store, rdb redis.UniversalClient, 
 // poller move it, so that a resumed row is planned at its own spread
 // occurrence; nil when the rule is missing or does not parse (Resume then
 // makes the row due now, and the dispatcher disables it with the usual
-// reason, as any row without a valid rule). The API and the CLI both resume
-// with it.
+// reason, as any row without a valid rule). It hands out the schedules as
+// the loops do (schedules.get), so the function is for one goroutine. The
+// API and the CLI both resume with it.
 func ResumeSchedules(kind string, kindDefault *schedule.Schedule, spread policy.Spread) func(key, rule string) policy.Nexter {
+	s := schedules{kind: kind, spread: spread, kindDefault: kindDefault}
 	return func(key, rule string) policy.Nexter {
-		sched := kindDefault
-		if rule != "" {
-			var err error
-			if sched, err = schedule.Parse(rule); err != nil {
-				return nil
-			}
-		}
-		if sched == nil {
+		if rule == "" && kindDefault == nil {
 			return nil
 		}
-		return policy.Spreaded(sched, spread.Offset(kind, key, rule != ""))
+		sched, err := s.get(key, rule)
+		if err != nil {
+			return nil
+		}
+		return sched
 	}
 }
 
