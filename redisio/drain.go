@@ -453,12 +453,12 @@ func (d *Drain) Next(ctx context.Context, max int) ([]Message, error) {
 // in flight were taken back.
 const errRecoveredReply = "RECOVERED "
 
-func (d *Drain) fetchOnce(ctx context.Context, max int) ([]Message, error) {
+func (d *Drain) fetchOnce(ctx context.Context, most int) ([]Message, error) {
 	sent := time.Now()
 	skip := d.inFlight()
 	res, err := fetchScript.Run(ctx, d.c.rdb,
 		[]string{d.keys.output, d.keys.processing, d.keys.heartbeat, d.keys.batch},
-		max, d.ttl.Milliseconds(), d.batchToken(), d.limit, maxInt(d.c.cfg.MaxBatchBytes, d.limit),
+		most, d.ttl.Milliseconds(), d.batchToken(), d.limit, max(d.c.cfg.MaxBatchBytes, d.limit),
 		maxOversizedPerFetch, ExcerptBytes+1, stubPrefix, skip).StringSlice()
 	if err != nil && strings.HasPrefix(err.Error(), errRecoveredReply) {
 		d.beatAt.Store(sent.UnixNano())
@@ -466,7 +466,7 @@ func (d *Drain) fetchOnce(ctx context.Context, max int) ([]Message, error) {
 		return nil, fmt.Errorf("fetch from %q after %d results in flight: %w", d.lists.Output, skip, ErrRecovered)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("fetch up to %d results from %q: %w", max, d.lists.Output, err)
+		return nil, fmt.Errorf("fetch up to %d results from %q: %w", most, d.lists.Output, err)
 	}
 	d.beatAt.Store(sent.UnixNano()) // the script's first write is the heartbeat
 	if len(res) == 0 {
@@ -488,8 +488,6 @@ func (d *Drain) fetchOnce(ctx context.Context, max int) ([]Message, error) {
 	d.flight = append(d.flight, flight{seq: d.seq, n: len(msgs)})
 	return msgs, nil
 }
-
-func maxInt(a, b int) int { return max(a, b) }
 
 func (d *Drain) batchToken() string {
 	return d.token + "-" + strconv.FormatUint(d.epoch, 10)

@@ -122,11 +122,8 @@ func (d *dispatcher) sleepFor(ctx context.Context) (wait time.Duration, park boo
 	if ok {
 		wait = next.Sub(d.clock.Now())
 	}
-	if (!ok || wait > d.cfg.MaxSleep) && d.watch != nil {
-		return 0, true
-	}
-	if !ok {
-		return d.cfg.MaxSleep, false
+	if !ok || wait > d.cfg.MaxSleep {
+		return d.cfg.MaxSleep, d.watch != nil
 	}
 	return min(max(wait, minSleep), d.cfg.MaxSleep), false
 }

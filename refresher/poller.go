@@ -70,18 +70,15 @@ func (p *poller) loop(ctx context.Context) {
 				lastBeat = now
 			}
 		}
-		// With a batch fetched ahead (a backlog), the periodic recovery
-		// takes over only the lists of dead instances: the full one would
-		// move that batch back to the output list.
-		switch {
-		case p.requeue || (p.next == nil && now.Sub(lastRecover) >= p.cfg.Heartbeat):
-			if err := p.recover(ctx); err != nil {
-				p.fail(ctx, "recover", err, &backoff)
-				continue
+		if p.requeue || now.Sub(lastRecover) >= p.cfg.Heartbeat {
+			// With a batch fetched ahead (a backlog), the periodic
+			// recovery takes over only the lists of dead instances: the
+			// full one would move that batch back to the output list.
+			recover := p.recover
+			if !p.requeue && p.next != nil {
+				recover = p.recoverOthers
 			}
-			lastRecover = now
-		case now.Sub(lastRecover) >= p.cfg.Heartbeat:
-			if err := p.recoverOthers(ctx); err != nil {
+			if err := recover(ctx); err != nil {
 				p.fail(ctx, "recover", err, &backoff)
 				continue
 			}
@@ -340,12 +337,7 @@ func maxBatchMessages(cfg Config) int { return 2 * cfg.BatchSize }
 // leaves it to Recover.
 func (p *poller) topUp(ctx context.Context, msgs []redisio.Message) (_ []redisio.Message, full bool, _ error) {
 	limit := maxBatchMessages(p.cfg)
-	valid := 0
-	for _, m := range msgs {
-		if m.Err == nil {
-			valid++
-		}
-	}
+	valid := countValid(msgs)
 	for valid < p.cfg.BatchSize && len(msgs) < limit {
 		ask := limit - len(msgs)
 		if valid > 0 {
@@ -359,16 +351,23 @@ func (p *poller) topUp(ctx context.Context, msgs []redisio.Message) (_ []redisio
 			return nil, false, fmt.Errorf("top up a batch of %d results from %s: %w", len(msgs), p.kind.Lists.Output, err)
 		}
 		msgs = append(msgs, more...)
-		for _, m := range more {
-			if m.Err == nil {
-				valid++
-			}
-		}
+		valid += countValid(more)
 		if len(more) < ask {
 			return msgs, false, nil
 		}
 	}
 	return msgs, true, nil
+}
+
+// countValid counts the messages that decoded (Err nil).
+func countValid(msgs []redisio.Message) int {
+	n := 0
+	for _, m := range msgs {
+		if m.Err == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // applyBatch applies msgs in one transaction and counts them once it
