@@ -46,11 +46,7 @@ func (h redisCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if !guardCommands[cmd.Name()] {
 			return next(ctx, cmd)
 		}
-		start := time.Now()
-		err := next(ctx, cmd)
-		h.a.guard.Add(1)
-		h.a.guardNS.Add(int64(time.Since(start)))
-		return err
+		return h.a.timeGuard(func() error { return next(ctx, cmd) })
 	}
 }
 
@@ -63,12 +59,17 @@ func (h redisCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 		if !slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return windowCommands[c.Name()] }) {
 			return next(ctx, cmds)
 		}
-		start := time.Now()
-		err := next(ctx, cmds)
-		h.a.guard.Add(1)
-		h.a.guardNS.Add(int64(time.Since(start)))
-		return err
+		return h.a.timeGuard(func() error { return next(ctx, cmds) })
 	}
+}
+
+// timeGuard runs one round trip of the guard's and counts it and its time.
+func (a *accounting) timeGuard(run func() error) error {
+	start := time.Now()
+	err := run()
+	a.guard.Add(1)
+	a.guardNS.Add(int64(time.Since(start)))
+	return err
 }
 
 // connInit are the commands a new connection sends before its first one
@@ -76,7 +77,7 @@ func (h redisCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 var connInit = map[string]bool{"hello": true, "client": true, "auth": true, "select": true}
 
 // guardCommands are the commands only the incident guard (its window's
-// reads and counts, redisio.Client.Counts and Count) and the throttle holds
+// reads and counts, redisio.Client.Counts, CountThenRead and Add) and the throttle holds
 // (redisio.Client.Held) send; a round trip with one of them is theirs. A
 // pipeline is theirs when it holds one of windowCommands: the dispatcher
 // reads the holds in the round trip that reads the pauses, which it makes

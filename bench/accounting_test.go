@@ -23,7 +23,7 @@ func TestAccountingRedis(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 
-	if err := c.Count(ctx, prefix+"incident:1", 10, 2, time.Minute); err != nil { // guard: record
+	if err := c.Add(ctx, []redisio.Tally{{Key: prefix + "incident:1", Results: 10, Failures: 2, TTL: time.Minute}}, prefix+"worker"); err != nil { // guard: record
 		t.Fatal(err)
 	}
 	if _, _, _, err := c.Counts(ctx, []string{prefix + "incident:1", prefix + "incident:0"}, prefix+"worker"); err != nil { // guard: decide

@@ -26,7 +26,7 @@ func (f *fixture) holdGroup(g string, until time.Time) {
 func (f *fixture) incident(results, failures int) {
 	f.t.Helper()
 	key := f.kind.Lists.Input + ":incident:" + strconv.FormatInt(now.Unix()/60, 10)
-	if err := redisio.New(f.rdb).Count(context.Background(), key, results, failures, 10*time.Minute); err != nil {
+	if err := redisio.New(f.rdb).Add(context.Background(), []redisio.Tally{{Key: key, Results: results, Failures: failures, TTL: 10 * time.Minute}}, ""); err != nil {
 		f.t.Fatal(err)
 	}
 }

@@ -68,32 +68,17 @@ func QueueHeld(ctx context.Context, p redis.Cmdable, key string, now time.Time) 
 	}
 }
 
-// Count adds results and failures to the hash key (fields "results" and
-// "failures"), a per-minute bucket of the incident guard's window, and
-// makes it expire after ttl, in one round trip.
-func (c *Client) Count(ctx context.Context, key string, results, failures int, ttl time.Duration) error {
-	_, err := c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HIncrBy(ctx, key, "results", int64(results))
-		p.HIncrBy(ctx, key, "failures", int64(failures))
-		p.PExpire(ctx, key, ttl)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("count results in %q: %w", key, err)
-	}
-	return nil
-}
-
 // Counts sums the fields "results" and "failures" of the hashes keys (see
-// Count) and reports whether flag exists, in one round trip. Absent keys
+// Tally) and reports whether flag exists, in one round trip. Absent keys
 // count 0.
 func (c *Client) Counts(ctx context.Context, keys []string, flag string) (results, failures int, flagged bool, err error) {
 	return c.CountThenRead(ctx, nil, keys, flag)
 }
 
-// Tally is a count for a bucket of the incident window, added as Count adds
-// it; with FlagTTL > 0 it also sets the flag of CountThenRead for that long
-// (as Flag).
+// Tally is a count for a bucket of the incident window: Results and
+// Failures are added to the hash Key (fields "results" and "failures"),
+// which then expires after TTL. With FlagTTL > 0 it also sets the flag of
+// Add and CountThenRead for that long (a mark that expires by itself).
 type Tally struct {
 	Key               string
 	Results, Failures int
@@ -101,7 +86,34 @@ type Tally struct {
 	FlagTTL           time.Duration
 }
 
-// CountThenRead adds tallies (as Count and Flag) and then reads the window
+// queueTally queues t's writes on p.
+func queueTally(ctx context.Context, p redis.Pipeliner, t Tally, flag string) {
+	if t.Results > 0 || t.Failures > 0 {
+		p.HIncrBy(ctx, t.Key, "results", int64(t.Results))
+		p.HIncrBy(ctx, t.Key, "failures", int64(t.Failures))
+		p.PExpire(ctx, t.Key, t.TTL)
+	}
+	if t.FlagTTL > 0 {
+		p.Set(ctx, flag, "1", t.FlagTTL)
+	}
+}
+
+// Add adds tallies (counts and flag, see Tally) in one round trip and one
+// transaction.
+func (c *Client) Add(ctx context.Context, tallies []Tally, flag string) error {
+	_, err := c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for _, t := range tallies {
+			queueTally(ctx, p, t, flag)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("count results in the incident window: %w", err)
+	}
+	return nil
+}
+
+// CountThenRead adds tallies (as Add) and then reads the window
 // (as Counts, which it returns), in one round trip and one transaction
 // (MULTI/EXEC): the read sees the tallies. A failed call may still have
 // written them, so the caller must not send them again (a lost count is
@@ -115,14 +127,7 @@ func (c *Client) CountThenRead(ctx context.Context, tallies []Tally, keys []stri
 	}
 	_, err = pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, t := range tallies {
-			if t.Results > 0 || t.Failures > 0 {
-				p.HIncrBy(ctx, t.Key, "results", int64(t.Results))
-				p.HIncrBy(ctx, t.Key, "failures", int64(t.Failures))
-				p.PExpire(ctx, t.Key, t.TTL)
-			}
-			if t.FlagTTL > 0 {
-				p.Set(ctx, flag, "1", t.FlagTTL)
-			}
+			queueTally(ctx, p, t, flag)
 		}
 		for i, k := range keys {
 			cmds[i] = p.HMGet(ctx, k, "results", "failures")
@@ -139,14 +144,6 @@ func (c *Client) CountThenRead(ctx context.Context, tallies []Tally, keys []stri
 		failures += atoi(v[1])
 	}
 	return results, failures, exists.Val() > 0, nil
-}
-
-// Flag sets key for ttl (SET PX): a mark that expires by itself.
-func (c *Client) Flag(ctx context.Context, key string, ttl time.Duration) error {
-	if err := c.rdb.Set(ctx, key, "1", ttl).Err(); err != nil {
-		return fmt.Errorf("set %q: %w", key, err)
-	}
-	return nil
 }
 
 func atoi(v any) int {

@@ -47,16 +47,16 @@ func TestCountsAndFlag(t *testing.T) {
 	c := New(rdb)
 	ctx := context.Background()
 	b1, b2 := prefix+"incident:1", prefix+"incident:2"
-	require.NoError(t, c.Count(ctx, b1, 10, 8, time.Minute))
-	require.NoError(t, c.Count(ctx, b1, 5, 5, time.Minute))
-	require.NoError(t, c.Count(ctx, b2, 3, 0, time.Minute))
+	require.NoError(t, c.Add(ctx, []Tally{{Key: b1, Results: 10, Failures: 8, TTL: time.Minute}}, ""))
+	require.NoError(t, c.Add(ctx, []Tally{{Key: b1, Results: 5, Failures: 5, TTL: time.Minute}}, ""))
+	require.NoError(t, c.Add(ctx, []Tally{{Key: b2, Results: 3, TTL: time.Minute}}, ""))
 	r, f, w, err := c.Counts(ctx, []string{b1, b2, prefix + "incident:3"}, prefix+"incident:worker")
 	require.NoError(t, err)
 	require.Equal(t, []any{18, 13, false}, []any{r, f, w})
 	ttl := rdb.PTTL(ctx, b1).Val()
 	require.True(t, ttl > 0 && ttl <= time.Minute, "ttl %s", ttl)
 
-	require.NoError(t, c.Flag(ctx, prefix+"incident:worker", time.Minute))
+	require.NoError(t, c.Add(ctx, []Tally{{FlagTTL: time.Minute}}, prefix+"incident:worker"))
 	_, _, w, err = c.Counts(ctx, nil, prefix+"incident:worker")
 	require.NoError(t, err)
 	require.True(t, w)
@@ -70,7 +70,7 @@ func TestCountThenRead(t *testing.T) {
 	c := New(rdb)
 	ctx := context.Background()
 	b1, b2, flag := prefix+"incident:1", prefix+"incident:2", prefix+"incident:worker"
-	require.NoError(t, c.Count(ctx, b1, 10, 8, time.Minute))
+	require.NoError(t, c.Add(ctx, []Tally{{Key: b1, Results: 10, Failures: 8, TTL: time.Minute}}, ""))
 	r, f, w, err := c.CountThenRead(ctx, []Tally{
 		{Key: b1, Results: 5, Failures: 1, TTL: time.Minute},
 		{Key: b2, Results: 3, Failures: 3, TTL: 2 * time.Minute, FlagTTL: time.Minute},

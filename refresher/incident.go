@@ -145,30 +145,28 @@ func (g *incident) countLater(now time.Time, batch policy.Window) {
 	if g == nil || g.guard.Off || (batch.Results == 0 && !batch.Worker) {
 		return
 	}
+	g.mu.Lock()
+	g.pending = append(g.pending, g.tally(now, batch))
+	g.mu.Unlock()
+}
+
+// tally is batch's count in the window's bucket of now, with the worker
+// flag when a result said "scope":"worker".
+func (g *incident) tally(now time.Time, batch policy.Window) redisio.Tally {
 	t := redisio.Tally{Key: g.buckets(now)[0], Results: batch.Results, Failures: batch.Failures, TTL: g.guard.Window + time.Minute}
 	if batch.Worker {
 		t.FlagTTL = g.guard.Window
 	}
-	g.mu.Lock()
-	g.pending = append(g.pending, t)
-	g.mu.Unlock()
+	return t
 }
 
 // record adds counts to the window at now at once (the dispatcher's
 // timeouts; the poller's batches wait for the next read, countLater).
 func (g *incident) record(ctx context.Context, now time.Time, batch policy.Window) error {
-	if g == nil || g.guard.Off {
+	if g == nil || g.guard.Off || (batch.Results == 0 && !batch.Worker) {
 		return nil
 	}
-	if batch.Results > 0 {
-		if err := g.rdb.Count(ctx, g.buckets(now)[0], batch.Results, batch.Failures, g.guard.Window+time.Minute); err != nil {
-			return err
-		}
-	}
-	if batch.Worker {
-		return g.rdb.Flag(ctx, g.prefix+"worker", g.guard.Window)
-	}
-	return nil
+	return g.rdb.Add(ctx, []redisio.Tally{g.tally(now, batch)}, g.prefix+"worker")
 }
 
 // window counts the results of a batch for the guard, as read (a stale
