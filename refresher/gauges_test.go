@@ -2,6 +2,7 @@ package refresher
 
 import (
 	"context"
+	"database/sql"
 	"io"
 	"sync/atomic"
 	"testing"
@@ -19,6 +20,25 @@ import (
 
 type fixedClock time.Time
 
+// gaugeTable opens a test database with a migrated table name (key id) and
+// closes it when the test ends.
+func gaugeTable(t *testing.T, name string) *sql.DB {
+	t.Helper()
+	ctx := context.Background()
+	db, err := mysqlstore.Open(ctx, testenv.MySQLDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Exec("CREATE TABLE " + name + " (id INT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mysqlstore.Migrate(ctx, db, []string{name}, io.Discard, false); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
 func (c fixedClock) Now() time.Time { return time.Time(c) }
 
 // TestGaugesOneInstanceComputes checks the gauges' values and that of two
@@ -26,17 +46,7 @@ func (c fixedClock) Now() time.Time { return time.Time(c) }
 // snapshot.
 func TestGaugesOneInstanceComputes(t *testing.T) {
 	ctx := context.Background()
-	db, err := mysqlstore.Open(ctx, testenv.MySQLDSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec("CREATE TABLE g (id INT PRIMARY KEY)"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := mysqlstore.Migrate(ctx, db, []string{"g"}, io.Discard, false); err != nil {
-		t.Fatal(err)
-	}
+	db := gaugeTable(t, "g")
 	now := time.Date(2026, 3, 4, 14, 0, 0, 0, time.UTC)
 	store := mysqlstore.New(db)
 	tbl := models.Table{Name: "g", Key: "id"}
@@ -96,17 +106,7 @@ func TestGaugesPauseEndsAndSeriesExistFromTheStart(t *testing.T) {
 	ctx := context.Background()
 	rdb, prefix := testenv.Redis(t)
 	lists := redisio.DefaultLists(prefix + "k")
-	db, err := mysqlstore.Open(ctx, testenv.MySQLDSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec("CREATE TABLE k (id INT PRIMARY KEY)"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := mysqlstore.Migrate(ctx, db, []string{"k"}, io.Discard, false); err != nil {
-		t.Fatal(err)
-	}
+	db := gaugeTable(t, "k")
 	reg := prometheus.NewRegistry()
 	g := NewGauges(reg, GaugeConfig{Kinds: []GaugeKind{{Name: "k", Table: models.Table{Name: "k", Key: "id"}, Lists: lists, Priority: "eventual"}},
 		Inspector: mysqlstore.New(db), Redis: rdb, Interval: time.Minute, KeyPrefix: prefix + "gauges:"})
@@ -157,17 +157,7 @@ func (c *countingInspector) Counts(ctx context.Context, t models.Table, now time
 func TestGaugesLoneInstanceCountsEveryTick(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := mysqlstore.Open(ctx, testenv.MySQLDSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec("CREATE TABLE lone (id INT PRIMARY KEY)"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := mysqlstore.Migrate(ctx, db, []string{"lone"}, io.Discard, false); err != nil {
-		t.Fatal(err)
-	}
+	db := gaugeTable(t, "lone")
 	rdb, prefix := testenv.Redis(t)
 	in := &countingInspector{Inspector: mysqlstore.New(db)}
 	const interval = 400 * time.Millisecond
