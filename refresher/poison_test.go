@@ -2,7 +2,6 @@ package refresher
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -30,13 +29,11 @@ func TestPoisonBatchIsDeadLettered(t *testing.T) {
 	job := b.popJob()
 
 	const poison = 1000
-	raws := make([]any, poison)
-	for i := range raws {
-		raw, err := json.Marshal(redisio.Result{UID: fmt.Sprintf("x\U0001F4A5%d", i), AttemptUID: job.AttemptUID, Type: "success"})
-		require.NoError(t, err)
-		raws[i] = string(raw)
+	rs := make([]redisio.Result, poison)
+	for i := range rs {
+		rs[i] = redisio.Result{UID: fmt.Sprintf("x\U0001F4A5%d", i), AttemptUID: job.AttemptUID, Type: "success"}
 	}
-	require.NoError(t, b.rdb.RPush(context.Background(), b.kind.Lists.Output, raws...).Err())
+	b.sendAll(rs...)
 	sent := time.Now()
 	b.send(redisio.Result{UID: "m1", AttemptUID: job.AttemptUID, Type: "success"})
 
@@ -70,13 +67,11 @@ func TestEveryResultOfABatchRefused(t *testing.T) {
 	job := b.popJob()
 
 	const poison = 100
-	raws := make([]any, poison)
-	for i := range raws {
-		raw, err := json.Marshal(redisio.Result{UID: "m1", AttemptUID: job.AttemptUID, Type: "failure", Reason: fmt.Sprintf("x\U0001F4A5%d", i)})
-		require.NoError(t, err)
-		raws[i] = string(raw)
+	rs := make([]redisio.Result, poison)
+	for i := range rs {
+		rs[i] = redisio.Result{UID: "m1", AttemptUID: job.AttemptUID, Type: "failure", Reason: fmt.Sprintf("x\U0001F4A5%d", i)}
 	}
-	require.NoError(t, b.rdb.RPush(context.Background(), b.kind.Lists.Output, raws...).Err())
+	b.sendAll(rs...)
 	b.send(redisio.Result{UID: "m1", AttemptUID: job.AttemptUID, Type: "success"})
 
 	b.waitFor("m1", "good result after 100 refused ones applied", func(s policy.State) bool { return !s.LastSuccessAt.IsZero() })
