@@ -3,6 +3,7 @@ package refresher
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -125,4 +126,40 @@ func TestIncidentCountsWrittenOnStop(t *testing.T) {
 	got, err := b.rdb.HMGet(context.Background(), bucket, "results", "failures").Result()
 	require.NoError(t, err)
 	require.Equal(t, []any{"2", "0"}, got, "the window after the stop")
+}
+
+// A batch whose Ack fails comes back and is applied again (its results
+// stale): its results count once in the incident window, not twice.
+func TestIncidentCountsABatchThatComesBackOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{timeout: time.Hour})
+	b.insert("s1", "s2")
+	var failed atomic.Bool
+	svc, err := New(b.config(func(c *Config) {
+		c.Hooks.BeforeAck = func(string) error {
+			if failed.CompareAndSwap(false, true) {
+				return errors.New("Redis lost the Ack")
+			}
+			return nil
+		}
+	}), b.store, b.rio)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = svc.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	jobs := b.jobsByUID(2)
+	var rs []redisio.Result
+	for uid, j := range jobs {
+		rs = append(rs, redisio.Result{UID: uid, AttemptUID: j.AttemptUID, Type: "success"})
+	}
+	b.sendAll(rs...)
+	waitCounter(t, results(svc, "success", "stale"), 2, "the batch applied again, stale")
+	eventually(t, 10*time.Second, "the batch acknowledged", func() bool { return b.inRedis(b.cfg.InstanceID) == 0 })
+	cancel()
+	<-done
+	bucket := b.kind.Lists.Input + ":incident:" + strconv.FormatInt(b.clock.Now().Unix()/60, 10)
+	got, err := b.rdb.HMGet(context.Background(), bucket, "results", "failures").Result()
+	require.NoError(t, err)
+	require.Equal(t, []any{"2", "0"}, got, "the window after the batch came back")
 }

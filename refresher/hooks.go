@@ -17,4 +17,8 @@ type Hooks struct {
 	// were applied and before the commit. An error aborts the batch and stops
 	// the poller as a crash would, leaving the results in the processing list.
 	BeforeCommit func(kind string) error
+	// BeforeAck runs after the poller's commit and before it removes the
+	// batch from Redis. An error fails the Ack as Redis would: the batch
+	// stays in the processing list and its results come back, stale.
+	BeforeAck func(kind string) error
 }

@@ -281,7 +281,7 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 	if errors.Is(nextErr, redisio.ErrRecovered) {
 		err = nextErr // the batch in hand was taken back with the next one
 	} else {
-		err = p.drain.Ack(bctx, msgs, dead)
+		err = p.ack(bctx, msgs, dead)
 	}
 	if err != nil {
 		if errors.Is(err, redisio.ErrRecovered) {
@@ -357,6 +357,16 @@ func (p *poller) topUp(ctx context.Context, msgs []redisio.Message) (_ []redisio
 		}
 	}
 	return msgs, true, nil
+}
+
+// ack is Drain.Ack, unless Hooks.BeforeAck fails it first.
+func (p *poller) ack(ctx context.Context, msgs, dead []redisio.Message) error {
+	if p.hooks.BeforeAck != nil {
+		if err := p.hooks.BeforeAck(p.kind.Name); err != nil {
+			return err
+		}
+	}
+	return p.drain.Ack(ctx, msgs, dead)
 }
 
 // countValid counts the messages that decoded (Err nil).
