@@ -92,6 +92,37 @@ func TestIncidentGuardOneRoundTripPerBatch(t *testing.T) {
 	require.Equal(t, int64(4), trips.n.Load(), "the incident guard's round trips for 3 batches")
 }
 
+// stoppable runs a service with the bundle's config (as changed by mod)
+// and returns it with stop, which cancels it and waits until it has
+// stopped (at most 10s), so that the poller's last counts are written.
+func stoppable(t *testing.T, b *testBundle, mod func(*Config)) (*Service, func()) {
+	t.Helper()
+	svc, err := New(b.config(mod), b.store, b.rio)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = svc.Run(ctx) }()
+	stop := func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the service did not stop within 10s")
+		}
+	}
+	t.Cleanup(func() { cancel(); <-done })
+	return svc, stop
+}
+
+// windowNow reads the incident window's bucket of the clock's minute.
+func windowNow(t *testing.T, b *testBundle) []any {
+	t.Helper()
+	bucket := b.kind.Lists.Input + ":incident:" + strconv.FormatInt(b.clock.Now().Unix()/60, 10)
+	got, err := b.rdb.HMGet(context.Background(), bucket, "results", "failures").Result()
+	require.NoError(t, err)
+	return got
+}
+
 // A poller that stops writes the counts of its last batch, which waited for
 // the next read of the window.
 func TestIncidentCountsWrittenOnStop(t *testing.T) {
@@ -99,33 +130,18 @@ func TestIncidentCountsWrittenOnStop(t *testing.T) {
 	b := setup(t, setupOpts{timeout: time.Hour})
 	b.insert("s1", "s2")
 	// The fetch after the batch blocks for 5s: the stop comes during it.
-	svc, err := New(b.config(func(c *Config) { c.FetchBlock, c.Heartbeat = 5*time.Second, 30*time.Second }), b.store, b.rio)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = svc.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	_, stop := stoppable(t, b, func(c *Config) { c.FetchBlock, c.Heartbeat = 5*time.Second, 30*time.Second })
 	jobs := b.jobsByUID(2)
-	msgs := []any{}
+	var rs []redisio.Result
 	for uid, j := range jobs {
-		raw, err := json.Marshal(redisio.Result{UID: uid, AttemptUID: j.AttemptUID, Type: "success"})
-		require.NoError(t, err)
-		msgs = append(msgs, raw)
+		rs = append(rs, redisio.Result{UID: uid, AttemptUID: j.AttemptUID, Type: "success"})
 	}
-	require.NoError(t, b.rdb.RPush(context.Background(), b.kind.Lists.Output, msgs...).Err())
+	b.sendAll(rs...)
 	for uid := range jobs {
 		b.waitFor(uid, "success applied", func(s policy.State) bool { return !s.Running() })
 	}
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the service did not stop within 10s")
-	}
-	bucket := b.kind.Lists.Input + ":incident:" + strconv.FormatInt(b.clock.Now().Unix()/60, 10)
-	got, err := b.rdb.HMGet(context.Background(), bucket, "results", "failures").Result()
-	require.NoError(t, err)
-	require.Equal(t, []any{"2", "0"}, got, "the window after the stop")
+	stop()
+	require.Equal(t, []any{"2", "0"}, windowNow(t, b), "the window after the stop")
 }
 
 // A batch whose Ack fails comes back and is applied again (its results
@@ -135,19 +151,14 @@ func TestIncidentCountsABatchThatComesBackOnce(t *testing.T) {
 	b := setup(t, setupOpts{timeout: time.Hour})
 	b.insert("s1", "s2")
 	var failed atomic.Bool
-	svc, err := New(b.config(func(c *Config) {
+	svc, stop := stoppable(t, b, func(c *Config) {
 		c.Hooks.BeforeAck = func(string) error {
 			if failed.CompareAndSwap(false, true) {
 				return errors.New("Redis lost the Ack")
 			}
 			return nil
 		}
-	}), b.store, b.rio)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = svc.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	})
 	jobs := b.jobsByUID(2)
 	var rs []redisio.Result
 	for uid, j := range jobs {
@@ -156,10 +167,6 @@ func TestIncidentCountsABatchThatComesBackOnce(t *testing.T) {
 	b.sendAll(rs...)
 	waitCounter(t, results(svc, "success", "stale"), 2, "the batch applied again, stale")
 	eventually(t, 10*time.Second, "the batch acknowledged", func() bool { return b.inRedis(b.cfg.InstanceID) == 0 })
-	cancel()
-	<-done
-	bucket := b.kind.Lists.Input + ":incident:" + strconv.FormatInt(b.clock.Now().Unix()/60, 10)
-	got, err := b.rdb.HMGet(context.Background(), bucket, "results", "failures").Result()
-	require.NoError(t, err)
-	require.Equal(t, []any{"2", "0"}, got, "the window after the batch came back")
+	stop()
+	require.Equal(t, []any{"2", "0"}, windowNow(t, b), "the window after the batch came back")
 }
