@@ -5,15 +5,17 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 )
 
-// readmeBlock matches the README's fenced console and sh blocks.
-var readmeBlock = regexp.MustCompile("(?s)```(console|sh)\n(.*?)```")
+// docBlock matches the fenced console and sh blocks of a documentation
+// page.
+var docBlock = regexp.MustCompile("(?s)```(console|sh)\n(.*?)```")
 
-// shellWords splits a command line as bash does (the README's commands
+// shellWords splits a command line as bash does (the pages' commands
 // quote with single quotes), by asking bash itself.
 func shellWords(t *testing.T, line string) []string {
 	t.Helper()
@@ -39,18 +41,37 @@ func command(lines []string) (cmd string, rest []string) {
 	return b.String(), nil
 }
 
-// TestReadmeExplainExamples runs every `bin/refresher explain` command of
-// the README as written: a console example must print exactly the output
-// shown below it, and a command in an sh block must succeed.
-func TestReadmeExplainExamples(t *testing.T) {
+// TestDocsExplainExamples runs every `bin/refresher explain` command of
+// the README and of docs/*.md (most are in docs/schedules.md) as written: a
+// console example must print exactly the output shown below it, and a
+// command in an sh block must succeed.
+func TestDocsExplainExamples(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	pages, err := filepath.Glob("../../docs/*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var consoles, commands int
 	var throttled bool
-	for _, m := range readmeBlock.FindAllStringSubmatch(string(readme), -1) {
+	for _, page := range append([]string{"../../README.md"}, pages...) {
+		text, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, n, th := runExplainExamples(t, strings.TrimPrefix(page, "../../"), string(text))
+		consoles, commands, throttled = consoles+c, commands+n, throttled || th
+	}
+	t.Logf("%d console examples and %d commands of explain in the pages", consoles, commands)
+	if consoles < 3 || commands < 2 || !throttled {
+		t.Fatalf("found %d console examples and %d commands of explain in the pages (throttled: %v); the parser is broken", consoles, commands, throttled)
+	}
+}
+
+// runExplainExamples runs the explain commands of one page and counts the
+// console examples, the sh commands and whether one used --throttled.
+func runExplainExamples(t *testing.T, page, text string) (consoles, commands int, throttled bool) {
+	t.Helper()
+	for _, m := range docBlock.FindAllStringSubmatch(text, -1) {
 		lines := strings.Split(strings.TrimSuffix(m[2], "\n"), "\n")
 		for len(lines) > 0 {
 			line := lines[0]
@@ -77,7 +98,7 @@ func TestReadmeExplainExamples(t *testing.T) {
 			args := shellWords(t, strings.TrimPrefix(cmd, "bin/refresher "))
 			var stdout, stderr bytes.Buffer
 			if err := run(context.Background(), args, &stdout, &stderr); err != nil {
-				t.Errorf("README: %s\nfails: %v", cmd, err)
+				t.Errorf("%s: %s\nfails: %v", page, cmd, err)
 				continue
 			}
 			throttled = throttled || strings.Contains(cmd, "--throttled")
@@ -88,12 +109,9 @@ func TestReadmeExplainExamples(t *testing.T) {
 			consoles++
 			got := strings.TrimRight(stdout.String(), "\n")
 			if w := strings.Join(want, "\n"); got != w {
-				t.Errorf("README: %s\nshows:\n%s\nbut it prints:\n%s", cmd, w, got)
+				t.Errorf("%s: %s\nshows:\n%s\nbut it prints:\n%s", page, cmd, w, got)
 			}
 		}
 	}
-	t.Logf("%d console examples and %d commands of explain in the README", consoles, commands)
-	if consoles < 3 || commands < 2 || !throttled {
-		t.Fatalf("found %d console examples and %d commands of explain in the README (throttled: %v); the parser is broken", consoles, commands, throttled)
-	}
+	return consoles, commands, throttled
 }
