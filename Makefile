@@ -34,7 +34,7 @@ build:
 # hand-written baseline in the same run; `make bench-scaling` compares 100k
 # and 1M rows with 50k due (a few minutes). BENCH_FLAGS adds flags, e.g.
 # BENCH_FLAGS="--store postgres" (mysql, the default; postgres; sqlite) or
-# "--rows 20000 --repeat 3". See the README's Performance section.
+# "--rows 20000 --repeat 3". See docs/performance.md.
 bench: services
 	$(GO) run ./bench $(BENCH_FLAGS)
 

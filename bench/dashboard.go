@@ -11,8 +11,8 @@ import (
 
 // dashboardPaths are what an open dashboard tab asks for on every refresh:
 // the overview page (the page's script fetches its own URL every
-// data-refresh seconds and swaps in its <main>; README, "Operating it: the
-// dashboard and API") and the API's overview, as a tool polling it would.
+// data-refresh seconds and swaps in its <main>; docs/operating.md, "The
+// dashboard") and the API's overview, as a tool polling it would.
 var dashboardPaths = []string{"/", "/api/v1/kinds"}
 
 // dashStats are the dashboard's requests during one run.

@@ -1,7 +1,7 @@
 // Command bench measures the full refresh cycle of the refresher service
 // (dispatcher + poller, production code paths and batch sizes) against the
 // local database (--store) and Redis, next to a minimal hand-written baseline measured
-// in the same run, and prints the ratios. See the Performance section of README.md.
+// in the same run, and prints the ratios. See docs/performance.md.
 //
 //	go run ./bench                       # MariaDB/MySQL: 100k rows, all due
 //	go run ./bench --store postgres      # the same on PostgreSQL

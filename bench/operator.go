@@ -18,7 +18,7 @@ import (
 )
 
 // operatorSide is what a service child runs beside the service for
-// --operator, wired as `refresher run` wires it (README, "Operating it"):
+// --operator, wired as `refresher run` wires it (docs/operating.md):
 // the alert gauges on the service's registry, store and Redis client, and
 // the operator's HTTP server (dashboard and API) on the same store, whose
 // counts are counted (see accounting).

@@ -124,7 +124,7 @@ func (w *workerPool) takeLateness() []time.Duration {
 }
 
 // jobIDs extracts uid and attempt_uid from a job as the service encodes it
-// (README, "The Redis protocol, for worker authors"), falling back to encoding/json for anything unexpected.
+// (docs/protocol.md), falling back to encoding/json for anything unexpected.
 func jobIDs(b []byte) (uid, attempt string) {
 	uid, ok1 := stringField(b, `"uid":"`)
 	attempt, ok2 := stringField(b, `"attempt_uid":"`)

@@ -163,8 +163,8 @@ type Kind struct {
 	// its rows is dispatched. It must be one of Payload. Default "" (no
 	// group: a Retry-After delays only its own row).
 	ThrottleGroup string `yaml:"throttle_group"`
-	// IncidentGuard turns the incident guard on or off (README, "Schedules
-	// and retry policies"): during an incident failures do not count and
+	// IncidentGuard turns the incident guard on or off (docs/operating.md,
+	// "The incident guard"): during an incident failures do not count and
 	// disable nobody. Default true.
 	IncidentGuard *bool `yaml:"incident_guard"`
 	// IncidentThreshold is the share of non-permanent failures among the

@@ -160,7 +160,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		Now:         clock.Now,
 		Logger:      o.Log,
 		// The demo's target is on 127.0.0.1, which the worker refuses by
-		// default (see the README's worker settings).
+		// default (see docs/protocol.md, "The reference worker").
 		AllowPrivateNetworks: true,
 	})
 	if err != nil {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The smallest complete refresher worker, in Python with redis-py.
 
-It follows the README's "The Redis protocol, for worker authors": pop a JSON
+It follows the protocol of docs/protocol.md: pop a JSON
 job from the kind's input list, GET the payload's input_url, push a JSON
 result onto the kind's output list before the job's timeout_at.
 

@@ -1,5 +1,5 @@
 -- The indexes behind the operator's counts by state (GET /api/v1/kinds and
--- the gauges; see the README's "Operating it"), so that counting a table of
+-- the gauges; see docs/operating.md), so that counting a table of
 -- a million rows reads only the rows in each state, not the whole table:
 --   running:  refresh_attempt_uid IS NOT NULL
 --   failing:  refresh_failing_since IS NOT NULL, less the disabled ones

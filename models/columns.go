@@ -1,6 +1,6 @@
 package models
 
-// Names of the refresh columns; Schema describes them (see also the README's
+// Names of the refresh columns; Schema describes them (see also README.md,
 // "The columns").
 const (
 	ColRefreshAt      = "refresh_at"

@@ -6,7 +6,7 @@ import (
 	"github.com/refresher/refresher/policy"
 )
 
-// Refresh is the set of refresh columns (README, "The columns") as a GORM struct. Embed it in
+// Refresh is the set of refresh columns (README.md, "The columns") as a GORM struct. Embed it in
 // the application's model so that GORM's AutoMigrate creates the columns
 // with the types refresher expects, and the application can read why a model
 // is disabled:
@@ -18,7 +18,7 @@ import (
 //	}
 //
 // A nil pointer is SQL NULL. All times are UTC. To create a model the
-// application sets RefreshAt to the current UTC time (README, "The SQL your app writes": refresh_at =
+// application sets RefreshAt to the current UTC time (README.md, "The SQL your app writes": refresh_at =
 // UTC_TIMESTAMP(6)); to re-enable one after the user fixed it, it calls
 // Enable. Running `refresher migrate` on a table created this way records
 // the migrations as applied and changes nothing.

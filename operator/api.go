@@ -33,7 +33,7 @@ func (s *Server) apiRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/v1/kinds/{kind}/dead/replay", s.authed(s.withKind(s.apiDeadReplay)))
 	mux.HandleFunc("POST /api/v1/kinds/{kind}/dead/discard", s.authed(s.withKind(s.apiDeadDiscard)))
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no API route %s %s (see the README's \"Operating it\")", r.Method, r.URL.Path))
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no API route %s %s (see docs/operating.md, \"The API\")", r.Method, r.URL.Path))
 	})
 }
 

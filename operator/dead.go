@@ -14,7 +14,7 @@ import (
 )
 
 // DeadLetter is one entry of a kind's dead-letter list, as the poller wrote
-// it (see the README's "Dead letters").
+// it (see docs/protocol.md, "Dead letters").
 type DeadLetter struct {
 	// ID names the entry for replay and discard: a hash of its exact text,
 	// stable while it stays in the list.

@@ -11,7 +11,7 @@ import (
 )
 
 // What the model page and the overview show of a kind's throttle holds and
-// incident guard (README, "Schedules and retry policies"). Both live in
+// incident guard (docs/schedules.md, docs/operating.md). Both live in
 // Redis and are read, never changed, here.
 
 // ThrottleHold is a model's throttle group while it is held: until then

@@ -12,7 +12,7 @@ import (
 )
 
 // holdGroup holds throttle group g of the fixture's kind until until, in
-// the Redis sorted set the poller writes (README: "<input list>:throttle").
+// the Redis sorted set the poller writes (docs/schedules.md: "<input list>:throttle").
 func (f *fixture) holdGroup(g string, until time.Time) {
 	f.t.Helper()
 	if err := redisio.New(f.rdb).Hold(context.Background(), f.kind.Lists.Input+":throttle", g, until, now); err != nil {
@@ -21,7 +21,7 @@ func (f *fixture) holdGroup(g string, until time.Time) {
 }
 
 // incident writes results and failures into the current minute's bucket
-// of the kind's incident window (README: "<input list>:incident:<unix
+// of the kind's incident window (docs/operating.md: "<input list>:incident:<unix
 // minute>"), as the poller does.
 func (f *fixture) incident(results, failures int) {
 	f.t.Helper()

@@ -23,8 +23,8 @@ import (
 	"github.com/refresher/refresher/schedule"
 )
 
-// maxReadLatency is the README's bound on every read API call on a table of
-// 1M rows ("Operating it": counting a large table).
+// maxReadLatency is the bound on every read API call on a table of 1M rows
+// (docs/performance.md, "The dashboard on a large table").
 const maxReadLatency = 200 * time.Millisecond
 
 // TestReadAPIMillionRows times every read call of the API (the overview,

@@ -1,7 +1,7 @@
 // Package operator is the operator's HTTP surface of a running service:
 // /metrics, /healthz and /readyz, the JSON API under /api/v1/ and the
-// dashboard at / (server-rendered from embedded templates; see the README's
-// "Operating it"). It reads through models.Store and models.Inspector, so it
+// dashboard at / (server-rendered from embedded templates; see docs/operating.md,
+// "The dashboard and API"). It reads through models.Store and models.Inspector, so it
 // works on every database driver, and changes state only through the
 // refresher package's functions (refresher.Enable and refresher.Trigger,
 // which the CLI uses too, and the operator's pause: refresher.Pause,

@@ -51,7 +51,7 @@ type DueDecision struct {
 }
 
 // Due is the dispatcher's transition of one row it claimed at now, the
-// whole of it (see the README's retry section):
+// whole of it (see docs/schedules.md):
 //
 //  1. a row whose refresh_at is NULL or after now is left alone
 //     (DueWaiting);

@@ -24,8 +24,8 @@ const (
 	DefaultIncidentRetry = time.Minute
 )
 
-// Guard is a kind's incident guard (README, "Schedules and retry
-// policies"): when most of the kind's results fail at once, the failures
+// Guard is a kind's incident guard (docs/operating.md, "The
+// incident guard"): when most of the kind's results fail at once, the failures
 // are not the models' fault, and nobody should be disabled for them. Zero
 // fields take their defaults (see WithDefaults).
 type Guard struct {

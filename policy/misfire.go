@@ -7,7 +7,7 @@ import (
 
 // Misfire is what Due does with a row that has been due for longer than the
 // kind's catchup window, typically after the service was down over several
-// of its occurrences (README, "Schedules and retry policies"). Missed
+// of its occurrences (docs/schedules.md, "Missed runs after downtime"). Missed
 // occurrences are never run one by one, whatever the setting.
 type Misfire string
 

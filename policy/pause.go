@@ -2,7 +2,7 @@ package policy
 
 import "time"
 
-// Pause is the operator's pause of one model (the README's "Operating it"),
+// Pause is the operator's pause of one model (docs/operating.md, "Pause"),
 // distinct from the user's disable: it plans nothing (RefreshAt = zero), so
 // the dispatcher does not claim the row, and it changes no other column.
 //

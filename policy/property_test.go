@@ -78,7 +78,7 @@ var propertyRetrySpecs = []string{
 // TestPropertyGuarantees drives random models (random rules, policies and
 // timeouts) through random sequences of start, success, failure (with and
 // without Retry-After, sometimes permanent), timeout and enable, and checks
-// after every transition the guarantees of the README that policy owns:
+// after every transition the guarantees of docs/schedules.md that policy owns:
 //
 //  1. not disabled and the rule has occurrences left ⇒ refresh_at is set;
 //  3. after a success refresh_at is an occurrence of the rule (or zero when

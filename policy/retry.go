@@ -21,7 +21,7 @@ var DefaultRetry = mustParseRetry(DefaultRetrySpec)
 // here instead of overflowing time.Duration (about 292 years).
 const maxDelay = time.Duration(math.MaxInt64)
 
-// Retry is a parsed retry policy (README, "Schedules and retry policies"): the delay after the n-th
+// Retry is a parsed retry policy (docs/schedules.md, "Retry policies"): the delay after the n-th
 // consecutive failure, a cap, the limits after which the model is given up,
 // and the jitter. A *Retry is immutable and safe for concurrent use. Build one
 // with ParseRetry.

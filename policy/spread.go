@@ -2,8 +2,8 @@ package policy
 
 import "time"
 
-// Spread is a kind's load spreading (README, "Schedules and retry
-// policies"): rows that share a rule do not all fall due in the same second.
+// Spread is a kind's load spreading (docs/schedules.md, "Load
+// spreading"): rows that share a rule do not all fall due in the same second.
 // Each row gets a stable offset in [0, Window) and its occurrences are the
 // rule's occurrences plus that offset. The zero value spreads nothing.
 type Spread struct {

@@ -2,7 +2,7 @@ package policy
 
 import "time"
 
-// State is the refresh state of one model: the refresh columns (README, "The columns") of one
+// State is the refresh state of one model: the refresh columns (README.md, "The columns") of one
 // row, without the schedule text. A zero time.Time stands for SQL NULL and so
 // does an empty string; the models package converts at the database edge.
 type State struct {

@@ -6,7 +6,7 @@ import (
 )
 
 // Scope says whose fault a failure is, as a worker reports it in a result's
-// "scope" (README, "The Redis protocol, for worker authors").
+// "scope" (docs/protocol.md, "Results").
 type Scope string
 
 // The scopes of a failure.

@@ -135,7 +135,7 @@ type Failure struct {
 	RetryAfter time.Duration
 }
 
-// Branch is the branch a failure decision took (README, "Schedules and retry policies").
+// Branch is the branch a failure decision took (docs/schedules.md, "Retries respect the schedule").
 type Branch string
 
 // The failure branches.
@@ -223,7 +223,7 @@ func success(s State, now time.Time, sched Nexter) (State, error) {
 }
 
 // Failure ends the current attempt with f at now and decides what comes next
-// (see the README's retry section): the status is cleared, f.Reason becomes
+// (see docs/schedules.md): the status is cleared, f.Reason becomes
 // last_error; then disable (permanent failure, or the retry policy gives up
 // at attempt s.AttemptNo after failing since failing_since), or schedule the
 // retry aligned to sched. u in [0, 1) is the randomness for jitter (use 0

@@ -44,7 +44,7 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s (%s)", ErrInvalidResult, fmt.Sprintf(format, args...), validResult)
 }
 
-// EncodeJob returns the JSON of job as the README's protocol section defines it:
+// EncodeJob returns the JSON of job as docs/protocol.md ("Jobs") defines it:
 //
 //	{"kind":"big_tables","uid":"42","attempt_uid":"d4n0q4a5n1p0bb6b6h20","attempt_no":1,
 //	 "timeout_at":"2026-11-21T14:00:00.000000Z","payload":{"input_url":"https://example.com/a.csv"}}

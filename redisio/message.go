@@ -45,7 +45,7 @@ type Result struct {
 	// Scope says whose fault a failure is: "" (the model's), "group" (the
 	// row's throttle group is throttled: the attempt does not count) or
 	// "worker" (the worker or its upstream is broken: the kind enters an
-	// incident). See the README's protocol section.
+	// incident). See docs/protocol.md, "Results".
 	Scope string `json:"scope,omitempty"`
 	// ThrottleKey names the throttle group a failure with
 	// retry_after_seconds holds (e.g. the host or credential id); "" for

@@ -5,7 +5,7 @@ import "strings"
 // DefaultMaxDead is the default cap of a dead-letter list (Lists.MaxDead).
 const DefaultMaxDead = 10_000
 
-// Lists names the three Redis lists of one kind (README, "The Redis protocol, for worker authors") and bounds
+// Lists names the three Redis lists of one kind (docs/protocol.md) and bounds
 // what the drain of its output list takes in and keeps.
 //
 // Every list name must be unique: no two kinds may share a list, and a kind's

@@ -22,8 +22,8 @@ import (
 // sleeps until that row exactly, as before it parked. A parked dispatcher
 // is also woken by its poller (a result planned a row within MaxSleep) and
 // by shutdown. So a row that the application sets due with its own SQL is
-// still found within MaxSleep (plus the query's time), as the README's
-// max_sleep says; 200 idle kinds cost one query per MaxSleep instead of 200.
+// still found within MaxSleep (plus the query's time), as
+// docs/configuration.md says of max_sleep; 200 idle kinds cost one query per MaxSleep instead of 200.
 //
 // When the query fails, the watch wakes every parked dispatcher: each then
 // asks for its own table, meets the error itself (a table dropped, the

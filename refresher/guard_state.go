@@ -12,7 +12,7 @@ import (
 )
 
 // The operator's read of a kind's throttle holds and incident guard
-// (README, "Schedules and retry policies"), from the same Redis keys the
+// (docs/schedules.md, docs/operating.md), from the same Redis keys the
 // dispatcher and the poller use (throttle.go, incident.go). Reading changes
 // nothing.
 

@@ -12,8 +12,8 @@ import (
 	"github.com/refresher/refresher/redisio"
 )
 
-// incident is one kind's incident guard (README, "Schedules and retry
-// policies"). The window statistic is shared by every instance in Redis:
+// incident is one kind's incident guard (docs/operating.md,
+// "The incident guard"). The window statistic is shared by every instance in Redis:
 // one hash per minute of the service's clock,
 // "<input list>:incident:<unix minute>" with the fields results and
 // failures (HINCRBY, expiring after the window and a minute), and
@@ -26,7 +26,7 @@ import (
 //
 // The poller's committed batches are written to the window with its next
 // read (countLater), in the same round trip: one round trip per batch
-// instead of two (the guard's cost, the README's Performance section). The
+// instead of two (the guard's cost, docs/performance.md). The
 // next read comes with the next batch or, when none follows, after the next
 // empty fetch (at most FetchBlock later) or when the poller stops; other
 // instances see the counts that much later. A poller that dies loses the

@@ -15,7 +15,7 @@ import (
 	"github.com/refresher/refresher/schedule"
 )
 
-// The operator's pause (the README's "Operating it"), distinct from the
+// The operator's pause (docs/operating.md, "Pause"), distinct from the
 // user's disable. It lives in Redis, beside the kind's lists, so every
 // instance sees it and it survives restarts:
 //

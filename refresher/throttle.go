@@ -12,8 +12,8 @@ import (
 	"github.com/refresher/refresher/redisio"
 )
 
-// throttle is one kind's throttle groups (README, "Schedules and retry
-// policies"): a failure with retry_after_seconds and a throttle_key holds
+// throttle is one kind's throttle groups (docs/schedules.md,
+// "Throttling shared by a group"): a failure with retry_after_seconds and a throttle_key holds
 // its group until then, and the dispatcher starts none of the group's rows
 // meanwhile. The holds live in one Redis sorted set per kind,
 // "<input list>:throttle" (member: the group, score: the hold's end in Unix

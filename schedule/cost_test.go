@@ -80,7 +80,7 @@ func BenchmarkWorstParse(b *testing.B) {
 // every Next (and every refusing Parse) takes less than costLimit, far below
 // the old engine's worst (hundreds of milliseconds to parse, milliseconds
 // per Next). The limit leaves room for a slow, shared machine; the figures
-// measured are in the README.
+// measured are in docs/schedules.md.
 func TestNextCostBound(t *testing.T) {
 	if testing.Short() {
 		t.Skip("timing test")

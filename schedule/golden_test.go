@@ -24,8 +24,8 @@ type goldenCase struct {
 }
 
 // documentedLimits are the refusals of RFC 5545 schedules that have
-// occurrences: the engine's deliberate limits, each listed in the README
-// ("Schedules and retry policies"). A refusal of a golden schedule whose
+// occurrences: the engine's deliberate limits, each listed in
+// docs/schedules.md ("Limits"). A refusal of a golden schedule whose
 // error contains none of these fails the test.
 var documentedLimits = []string{
 	"is too large",                           // COUNT over 100,000; INTERVAL over about a hundred years

@@ -173,7 +173,7 @@ func parseText(text string) (*parsed, error) {
 		return nil, errors.New("no RRULE line; add one, e.g. RRULE:FREQ=DAILY;BYHOUR=14;BYMINUTE=0;BYSECOND=0")
 	}
 	if !p.hasStart {
-		// Anchor at a fixed instant, never at "now" (README, "Schedules and retry policies").
+		// Anchor at a fixed instant, never at "now" (docs/schedules.md, "Writing a schedule").
 		p.startWall = time.Date(defaultAnchorY, 1, 1, 0, 0, 0, 0, time.UTC)
 	}
 	rule, err := parseRule(ruleText, p)

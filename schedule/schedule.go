@@ -14,7 +14,7 @@ import (
 // concurrent use; the rrule-go objects it needs are built per call and never
 // shared.
 //
-// Local times follow RFC 5545 (README, "Schedules and retry policies"): a wall-clock time that does
+// Local times follow RFC 5545 (docs/schedules.md, "Writing a schedule"): a wall-clock time that does
 // not exist (spring forward) is read with the UTC offset from before the gap,
 // so a daily 02:30 in America/New_York runs at 03:30 EDT on the day clocks go
 // forward; a time that occurs twice (fall back) means its first occurrence;
@@ -47,8 +47,8 @@ type Schedule struct {
 // the rule's zone).
 //
 // Rules that rrule-go would panic or loop forever on, schedules whose whole
-// set is empty, and rules beyond the engine's limits (README, "Schedules and
-// retry policies") are rejected. The error text says what is wrong and
+// set is empty, and rules beyond the engine's limits (docs/schedules.md,
+// "Limits") are rejected. The error text says what is wrong and
 // how to fix it, in words suitable after "Invalid refresh schedule: ".
 //
 // Parse does not cache; a caller that parses the same texts again and again

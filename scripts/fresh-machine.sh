@@ -3,7 +3,7 @@
 # MariaDB, PostgreSQL, Redis and Chromium are missing, to check that the
 # test setup (.ci/run, make test: scripts/services.sh, scripts/probe,
 # scripts/browser.sh, scripts/cc.sh) installs and starts them itself. See
-# the README's "Development and tests".
+# CONTRIBUTING.md.
 #
 # As root:
 #

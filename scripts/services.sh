@@ -24,7 +24,7 @@ die() { log "$*"; exit 1; }
 as_root() {
 	if [ "$(id -u)" = 0 ]; then "$@"; return; fi
 	if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo -n "$@"; return; fi
-	die "need root or passwordless sudo to run: $*. Run it so, or install and start the server yourself (or point the REFRESHER_TEST_* variables at yours; see the README's \"Development and tests\")"
+	die "need root or passwordless sudo to run: $*. Run it so, or install and start the server yourself (or point the REFRESHER_TEST_* variables at yours; see CONTRIBUTING.md)"
 }
 port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 wait_for() { # name host port log
@@ -65,7 +65,7 @@ check() {
 	out=$(probe "$1") || rc=$?
 	case $rc in
 	0) log "$1: $out" ;;
-	3) die "$1: the login is refused (see above). This script never changes the users of a server it did not install: set $2 to a login that works (see the README's \"Development and tests\")" ;;
+	3) die "$1: the login is refused (see above). This script never changes the users of a server it did not install: set $2 to a login that works (see CONTRIBUTING.md)" ;;
 	4) die "$1: upgrade the server, or set $2 to a newer one" ;;
 	*) die "$1: not usable (see above); start it, or set $2 to one that runs" ;;
 	esac

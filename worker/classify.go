@@ -42,7 +42,7 @@ type Outcome struct {
 	Timeout time.Duration
 }
 
-// Classify decides what to report about one GET (README, "The Redis protocol, for worker authors"). It sets
+// Classify decides what to report about one GET (docs/protocol.md, "The reference worker"). It sets
 // every field of the result but UID and AttemptUID.
 //
 //   - a malformed URL (unparsable, not http or https, no host), an

@@ -1,6 +1,6 @@
 // Package worker is the reference worker of refresher: the worked example to
 // copy when writing a worker in another language. It uses nothing but the
-// documented protocol (README, "The Redis protocol, for worker authors"):
+// documented protocol (docs/protocol.md):
 //
 //  1. pop a JSON job from the kind's input list (default "<kind>-input"):
 //     BLPOP with a 1 s timeout, then LPOP with a count for the rest of the

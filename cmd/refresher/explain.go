@@ -27,7 +27,7 @@ type explainOptions struct {
 	kind        string
 	json        bool
 	incident    bool
-	// Load spreading and misfires (README, "Schedules and retry policies").
+	// Load spreading and misfires (docs/schedules.md).
 	key           string
 	spread        string
 	catchupWindow string

@@ -8,7 +8,7 @@ import (
 	"github.com/refresher/refresher/policy"
 )
 
-// explain --throttled (README, "Throttling shared by a group"): the first
+// explain --throttled (docs/schedules.md, "Throttling shared by a group"): the first
 // attempt is answered as throttled with its group, and policy.SimulateThrottled
 // says what that does; this file only words it.
 

@@ -18,8 +18,8 @@ import (
 
 // The operator's pause from the command line: the same functions as the
 // API's pause and resume (refresher.Pause, Resume, PauseKind, ResumeKind),
-// so a pause made here shows on the dashboard and the reverse (see the
-// README's "Operating it").
+// so a pause made here shows on the dashboard and the reverse (see
+// docs/operating.md, "Pause").
 
 func init() {
 	commands = append(commands, newPauseCmd, newResumeCmd)

@@ -38,7 +38,7 @@ const migrateLock = "refresher_migrate:"
 const lockName = "CONCAT(?, LEFT(SHA1(IFNULL(DATABASE(), '')), 16))"
 
 // Migrate brings each table in tables up to the embedded migrations
-// (package migrations): it adds the refresh columns (README, "The columns") and the
+// (package migrations): it adds the refresh columns (README.md, "The columns") and the
 // index on refresh_at, and records each applied (table, version) in
 // refresher_schema_migrations. It reports progress to w, one line per
 // migration ("big_tables: applied 0001_refresh_columns (added 12 columns)")

@@ -20,7 +20,7 @@ const openHint = `check "database:" in the config or REFRESHER_DATABASE, and tha
 //
 //   - parseTime=true and loc=UTC: DATETIME columns scan into UTC time.Time;
 //   - time_zone='+00:00' on every connection, so the server reads and writes
-//     UTC too (the columns hold UTC; README, "The columns");
+//     UTC too (the columns hold UTC; README.md, "The columns");
 //   - interpolateParams=true: arguments are escaped by the driver instead of
 //     a server-side prepare per statement, one round trip instead of three.
 //

@@ -26,7 +26,7 @@ func dbTime(t time.Time) any {
 // fromBound is t as the lower bound of a comparison with a stored time
 // (refresh_at >= ?): TimeFormat without its "+00:00". Stored times are
 // compared as text, and an application may write the same instant with the
-// offset (TimeFormat, as the README says) or without it (as
+// offset (TimeFormat, as README.md says) or without it (as
 // "2006-01-02 15:04:05.000000"); the text without it sorts before or at
 // both, so the bound stays inclusive either way. An upper bound (<=) takes
 // dbTime, which sorts at or after both. nil for the zero time.
