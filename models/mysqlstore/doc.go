@@ -5,7 +5,7 @@
 // the translation of MySQL's error numbers into models.ErrorClass.
 //
 // Every query that compares with the current time takes `now` from the
-// caller; nothing here calls NOW() or UTC_TIMESTAMP(), so tests control the
+// caller; only the migration bookkeeping (applied_at) calls UTC_TIMESTAMP(), so tests control the
 // database's idea of time. All DATETIME values are UTC: open the database
 // with Open, which sets parseTime, loc=UTC and the session time zone.
 //
