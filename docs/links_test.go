@@ -127,3 +127,20 @@ func TestAnchors(t *testing.T) {
 		t.Errorf("a line in a code block counted as a heading: %v", got)
 	}
 }
+
+// maxReadmeLines bounds the README: what a newcomer needs in the first ten
+// minutes (what refresher is, the demo, run and test, the columns, the SQL,
+// the UI, links); the reference lives in docs/.
+const maxReadmeLines = 300
+
+// TestReadmeIsShort keeps the README within maxReadmeLines.
+func TestReadmeIsShort(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "\n"); n > maxReadmeLines {
+		t.Errorf("README.md has %d lines, more than %d: move the reference part of what was added to its page in docs/ and link it", n, maxReadmeLines)
+	}
+}
