@@ -18,36 +18,12 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/refresher/refresher/policy"
-	"github.com/refresher/refresher/redisio"
 	"github.com/refresher/refresher/schedule"
 )
 
-// Defaults.
-const (
-	DefaultDatabase  = "root:@tcp(127.0.0.1:3306)/app?parseTime=true&loc=UTC"
-	DefaultRedis     = "redis://127.0.0.1:6379/0"
-	DefaultBatchSize = 1000
-	DefaultMaxSleep  = time.Second
-	DefaultTimeout   = time.Hour
-	DefaultKey       = "id"
-	DefaultMaxQueued = 100_000
-	DefaultHeartbeat = 30 * time.Second
-	// DefaultHTTP is the operator listener's address: loopback only, so
-	// that no token is needed until it is opened to the network.
-	DefaultHTTP          = "127.0.0.1:9090"
-	DefaultLateAfter     = time.Minute
-	DefaultGaugeInterval = 15 * time.Second
-	// DefaultSearchScanBudget is search_scan_budget's default, the same
-	// as models.DefaultScanBudget.
-	DefaultSearchScanBudget = 5000
-	// DefaultMaxDead caps each kind's dead-letter list.
-	DefaultMaxDead = redisio.DefaultMaxDead
-	// DefaultMaxResultBytes is the size limit of one result (64 KiB).
-	DefaultMaxResultBytes = redisio.DefaultMaxResultBytes
-	// MaxMaxResultBytes is the largest max_result_bytes accepted (16 MiB):
-	// a result is a small JSON object.
-	MaxMaxResultBytes = 16 << 20
-)
+// MaxMaxResultBytes is the largest max_result_bytes accepted (16 MiB): a
+// result is a small JSON object.
+const MaxMaxResultBytes = 16 << 20
 
 // Config is the whole configuration of one refresher process.
 type Config struct {
@@ -55,7 +31,7 @@ type Config struct {
 	// mysql://user:pass@host:3306/app (MySQL 8.0.1+ or MariaDB 10.6+),
 	// postgres://user:pass@host:5432/app or sqlite:///path/app.db. A
 	// go-sql-driver DSN without a scheme ("user:pass@tcp(host:3306)/app")
-	// is MySQL. Default DefaultDatabase.
+	// is MySQL. Default: Defaults.Database.
 	Database string `yaml:"database"`
 	// MaxConnections caps the database connections of the process, shared
 	// by every kind's loops. Default 16.
@@ -64,7 +40,7 @@ type Config struct {
 	Redis string `yaml:"redis"`
 	// HTTP is the listen address of the operator's HTTP server: /metrics
 	// (Prometheus), /healthz, /readyz, the API under /api/v1/ and the
-	// dashboard at /. Default DefaultHTTP ("127.0.0.1:9090"); "off" for no
+	// dashboard at /. Default "127.0.0.1:9090" (Defaults.HTTP); "off" for no
 	// server. An address other than loopback needs api_tokens.
 	HTTP string `yaml:"http"`
 	// Metrics is the former name of HTTP, kept as an alias: used when HTTP
@@ -294,7 +270,7 @@ func yamlKeys(t reflect.Type) string {
 }
 
 // HTTPAddr is the operator listener's address: HTTP, else the metrics
-// alias, else DefaultHTTP; "" when set to "off".
+// alias, else Defaults.HTTP; "" when set to "off".
 func (c *Config) HTTPAddr() string {
 	addr := c.HTTP
 	if addr == "" {
@@ -302,24 +278,9 @@ func (c *Config) HTTPAddr() string {
 	}
 	switch addr {
 	case "":
-		return DefaultHTTP
+		return Defaults.HTTP
 	case "off":
 		return ""
 	}
 	return addr
-}
-
-// setOperatorDefaults fills in the operator surface's defaults.
-func (c *Config) setOperatorDefaults() {
-	if c.GaugeInterval == 0 {
-		c.GaugeInterval = Duration(DefaultGaugeInterval)
-	}
-	if c.SearchScanBudget == 0 {
-		c.SearchScanBudget = DefaultSearchScanBudget
-	}
-	for i := range c.Kinds {
-		if c.Kinds[i].LateAfter == 0 {
-			c.Kinds[i].LateAfter = Duration(DefaultLateAfter)
-		}
-	}
 }

@@ -8,6 +8,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/policy"
+	"github.com/refresher/refresher/redisio"
+	"github.com/refresher/refresher/refresher"
 )
 
 const goodYAML = `
@@ -75,21 +80,26 @@ func TestDefaults(t *testing.T) {
 	t.Parallel()
 	c, err := load(t, `kinds: [{name: items, schedule: "RRULE:FREQ=DAILY"}]`, nil)
 	require.NoError(t, err)
-	require.Equal(t, DefaultDatabase, c.Database)
-	require.Equal(t, DefaultRedis, c.Redis)
-	require.Equal(t, DefaultBatchSize, c.BatchSize)
-	require.Equal(t, DefaultMaxSleep, c.MaxSleep.D())
-	require.Equal(t, DefaultHeartbeat, c.Heartbeat.D())
+	require.Equal(t, Defaults.Database, c.Database)
+	require.Equal(t, Defaults.Redis, c.Redis)
+	require.Equal(t, refresher.DefaultBatchSize, c.BatchSize)
+	require.Equal(t, refresher.DefaultMaxSleep, c.MaxSleep.D())
+	require.Equal(t, refresher.DefaultHeartbeat, c.Heartbeat.D())
 	require.NotEmpty(t, c.InstanceID)
 	k := c.Kinds[0]
 	require.Equal(t, "items", k.Table)
-	require.Equal(t, DefaultKey, k.Key)
-	require.Equal(t, DefaultTimeout, k.Timeout.D())
+	require.Equal(t, "id", k.Key)
+	require.Equal(t, policy.DefaultTimeout, k.Timeout.D())
 	require.Equal(t, "items-input", k.Input)
 	require.Equal(t, "items-output", k.Output)
 	require.Equal(t, "items-dead", k.Dead)
-	require.Equal(t, DefaultMaxQueued, k.MaxQueued)
-	require.NotEmpty(t, k.Retry)
+	require.Equal(t, refresher.DefaultMaxQueued, k.MaxQueued)
+	require.Equal(t, models.DefaultLateAfter, k.LateAfter.D())
+	require.Equal(t, redisio.DefaultMaxDead, k.MaxDead)
+	require.Equal(t, redisio.DefaultMaxResultBytes, k.MaxResultBytes)
+	require.Equal(t, policy.DefaultRetrySpec, k.Retry)
+	require.Equal(t, refresher.DefaultGaugeInterval, c.GaugeInterval.D())
+	require.Equal(t, models.DefaultScanBudget, c.SearchScanBudget)
 }
 
 func TestEnvironmentOnly(t *testing.T) {

@@ -24,13 +24,13 @@ func TestOperatorSettings(t *testing.T) {
 		t.Errorf("http: off, got %q", got)
 	}
 	c.HTTP, c.Metrics = "", ""
-	if got := c.HTTPAddr(); got != DefaultHTTP {
+	if got := c.HTTPAddr(); got != "127.0.0.1:9090" {
 		t.Errorf("default, got %q", got)
 	}
 	if c.Kinds[0].LateAfter.D() != time.Minute || c.Kinds[1].LateAfter.D() != 5*time.Minute || c.GaugeInterval.D() != 15*time.Second {
 		t.Errorf("defaults: %v %v %v", c.Kinds[0].LateAfter, c.Kinds[1].LateAfter, c.GaugeInterval)
 	}
-	if c.SearchScanBudget != DefaultSearchScanBudget {
+	if c.SearchScanBudget != 5000 {
 		t.Errorf("search_scan_budget default: %d", c.SearchScanBudget)
 	}
 }

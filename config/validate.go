@@ -1,48 +1,17 @@
 package config
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/rs/xid"
-
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
 	"github.com/refresher/refresher/schedule"
 )
-
-// SetDefaults fills in every unset value with its default.
-func (c *Config) SetDefaults() {
-	c.Database = cmp.Or(c.Database, DefaultDatabase)
-	c.Redis = cmp.Or(c.Redis, DefaultRedis)
-	c.BatchSize = cmp.Or(c.BatchSize, DefaultBatchSize)
-	c.MaxSleep = cmp.Or(c.MaxSleep, Duration(DefaultMaxSleep))
-	c.Heartbeat = cmp.Or(c.Heartbeat, Duration(DefaultHeartbeat))
-	if c.InstanceID == "" {
-		host, _ := os.Hostname()
-		c.InstanceID = cmp.Or(host, "refresher") + "-" + xid.New().String()
-	}
-	for i := range c.Kinds {
-		k := &c.Kinds[i]
-		k.Table = cmp.Or(k.Table, k.Name)
-		k.Key = cmp.Or(k.Key, DefaultKey)
-		k.Timeout = cmp.Or(k.Timeout, Duration(DefaultTimeout))
-		k.Retry = cmp.Or(k.Retry, policy.DefaultRetrySpec)
-		k.Input = cmp.Or(k.Input, k.Name+"-input")
-		k.Output = cmp.Or(k.Output, k.Name+"-output")
-		k.Dead = cmp.Or(k.Dead, k.Name+"-dead")
-		k.MaxQueued = cmp.Or(k.MaxQueued, DefaultMaxQueued)
-		k.MaxDead = cmp.Or(k.MaxDead, DefaultMaxDead)
-		k.MaxResultBytes = cmp.Or(k.MaxResultBytes, DefaultMaxResultBytes)
-	}
-	c.setOperatorDefaults()
-}
 
 var (
 	kindName   = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -55,16 +24,16 @@ func (c *Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if c.BatchSize < 1 || c.BatchSize > 10_000 {
-		bad("batch_size: %d is out of range (use 1 to 10000; default %d)", c.BatchSize, DefaultBatchSize)
+		bad("batch_size: %d is out of range (use 1 to 10000; default %d)", c.BatchSize, Defaults.BatchSize)
 	}
 	if c.SearchScanBudget < 1 || c.SearchScanBudget > 1_000_000 {
-		bad("search_scan_budget: %d is out of range (use 1 to 1000000; default %d)", c.SearchScanBudget, DefaultSearchScanBudget)
+		bad("search_scan_budget: %d is out of range (use 1 to 1000000; default %d)", c.SearchScanBudget, Defaults.SearchScanBudget)
 	}
 	if c.MaxSleep <= 0 {
-		bad("max_sleep: %s is not allowed: must be positive, e.g. 1s (leave it out for the default %s)", c.MaxSleep, DefaultMaxSleep)
+		bad("max_sleep: %s is not allowed: must be positive, e.g. 1s (leave it out for the default %s)", c.MaxSleep, Defaults.MaxSleep)
 	}
 	if c.Heartbeat.D() < 2*time.Second {
-		bad("heartbeat: %s is too short (use at least 2s; leave it out for the default 30s)", c.Heartbeat)
+		bad("heartbeat: %s is too short (use at least 2s; leave it out for the default %s)", c.Heartbeat, Defaults.Heartbeat)
 	}
 	if len(c.Kinds) == 0 {
 		bad("kinds: none configured (add at least one, e.g. kinds: [{name: big_tables, schedule: \"RRULE:FREQ=DAILY\"}], or set REFRESHER_KINDS)")
@@ -96,16 +65,16 @@ func (c *Config) Validate() error {
 			}
 		}
 		if k.Timeout <= 0 {
-			bad("%s.timeout: %s is not allowed: an attempt needs time to run; write how long one may take, e.g. 2h (leave it out for the default %s)", at, k.Timeout, DefaultTimeout)
+			bad("%s.timeout: %s is not allowed: an attempt needs time to run; write how long one may take, e.g. 2h (leave it out for the default %s)", at, k.Timeout, KindDefaults.Timeout)
 		}
 		if k.MaxQueued < 1 {
 			bad("%s.max_queued: must be at least 1", at)
 		}
 		if k.MaxDead < 1 {
-			bad("%s.max_dead: %d is out of range (use at least 1; default %d)", at, k.MaxDead, DefaultMaxDead)
+			bad("%s.max_dead: %d is out of range (use at least 1; default %d)", at, k.MaxDead, KindDefaults.MaxDead)
 		}
 		if k.MaxResultBytes < 1 || k.MaxResultBytes > MaxMaxResultBytes {
-			bad("%s.max_result_bytes: %d is out of range (use 1 to %d; default %d)", at, k.MaxResultBytes, MaxMaxResultBytes, DefaultMaxResultBytes)
+			bad("%s.max_result_bytes: %d is out of range (use 1 to %d; default %d)", at, k.MaxResultBytes, MaxMaxResultBytes, KindDefaults.MaxResultBytes)
 		}
 		if k.Schedule == "" {
 			bad("%s.schedule: missing (e.g. \"DTSTART;TZID=Europe/Berlin:20260101T140000\\nRRULE:FREQ=DAILY\")", at)
@@ -145,7 +114,7 @@ func (c *Config) Validate() error {
 	tables := map[string]string{} // lower-case table name: first kind
 	for i, k := range c.Kinds {
 		names[i] = k.Name
-		lists[i] = redisio.Lists{Input: k.Input, Output: k.Output, Dead: k.Dead}
+		lists[i] = k.Lists()
 		if k.Table == "" {
 			continue
 		}

@@ -24,12 +24,11 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/refresher/refresher/config"
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/models/stores"
-	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
 	"github.com/refresher/refresher/refresher"
-	"github.com/refresher/refresher/schedule"
 	"github.com/refresher/refresher/worker"
 )
 
@@ -144,7 +143,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		return err
 	}
 	cfg := refresher.Config{
-		Kinds:      []refresher.Kind{kind},
+		Kinds:      []refresher.Kind{kind.Service()},
 		InstanceID: "demo",
 		MaxSleep:   100 * time.Millisecond,
 		Clock:      clock,
@@ -156,7 +155,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	w, err := worker.New(worker.Config{
 		Kind: Kind, Redis: rdb, Concurrency: 16,
-		HTTPTimeout: clock.Real(kind.Policy.Timeout) + time.Second,
+		HTTPTimeout: clock.Real(kind.Timeout.D()) + time.Second,
 		Now:         clock.Now,
 		Logger:      o.Log,
 		// The demo's target is on 127.0.0.1, which the worker refuses by
@@ -199,26 +198,23 @@ func Run(ctx context.Context, o Options) (err error) {
 
 // demoKind is the example kind: hourly by default, 2-minute attempts, and a
 // short retry list so that a disable happens within the first demo hours.
-func demoKind() (refresher.Kind, error) {
-	sched, err := schedule.Parse(hourly)
-	if err != nil {
-		return refresher.Kind{}, fmt.Errorf("demo: schedule: %w", err)
+// It is configured as a file would configure it, with the same defaults.
+func demoKind() (*config.Kind, error) {
+	c := config.Config{Kinds: []config.Kind{{
+		Name:           Kind,
+		Table:          "reports",
+		Key:            "uid",
+		Payload:        []string{"name", "input_url"},
+		Schedule:       hourly,
+		Timeout:        config.Duration(2 * time.Minute),
+		Retry:          "delays:0s,5m,15m",
+		DisabledReason: "Cannot refresh this report after {attempts} attempts",
+	}}}
+	c.SetDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
 	}
-	retry, err := policy.ParseRetry("delays:0s,5m,15m")
-	if err != nil {
-		return refresher.Kind{}, fmt.Errorf("demo: retry: %w", err)
-	}
-	return refresher.Kind{
-		Name:     Kind,
-		Table:    models.Table{Name: "reports", Key: "uid", Payload: []string{"name", "input_url"}},
-		Schedule: sched,
-		Policy: policy.Policy{
-			Kind:           Kind,
-			Timeout:        2 * time.Minute,
-			Retry:          retry,
-			DisabledReason: "Cannot refresh this report after {attempts} attempts",
-		},
-	}, nil
+	return &c.Kinds[0], nil
 }
 
 func printIntro(w io.Writer, a Addrs, speed float64, clock *Clock, token string) {
@@ -244,12 +240,9 @@ func portOf(addr string) string {
 
 // dashboard is the operator surface of the demo's kind, with a token made
 // for this run (printed at start) so that its actions work.
-func dashboard(svc *refresher.Service, store models.Store, rdb *redis.Client, clock *Clock, kind refresher.Kind, token string) (http.Handler, error) {
+func dashboard(svc *refresher.Service, store models.Store, rdb *redis.Client, clock *Clock, kind *config.Kind, token string) (http.Handler, error) {
 	srv, err := operator.New(operator.Options{
-		Kinds: []operator.Kind{{
-			Name: kind.Name, Table: kind.Table, Lists: redisio.DefaultLists(kind.Name),
-			Schedule: kind.Schedule, Policy: kind.Policy,
-		}},
+		Kinds:    []operator.Kind{kind.Operator()},
 		Store:    store,
 		Redis:    rdb,
 		Gatherer: svc.Metrics().Registry,

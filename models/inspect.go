@@ -50,21 +50,21 @@ type ListPage struct {
 func (p ListPage) Complete() bool { return p.Next == "" }
 
 // Counts is a kind's table by state at one instant; see Inspector.Counts.
+// RowState.Has defines the states; the SQL of each driver agrees with it.
 type Counts struct {
 	// Total is the number of rows.
 	Total int64
 	// Due rows have refresh_at <= now (a due row with an attempt is one whose
 	// attempt timed out).
 	Due int64
-	// Late rows have been due for longer than lateAfter: refresh_at <=
-	// now - lateAfter.
+	// Late rows have been due for at least lateAfter.
 	Late int64
-	// Running rows have an attempt (refresh_attempt_uid set).
+	// Running rows have an attempt.
 	Running int64
-	// Failing rows are not disabled and have failed since their last success
-	// (refresh_failing_since set).
+	// Failing rows have failed since their last success and are not
+	// disabled.
 	Failing int64
-	// Disabled rows have refresh_disabled_until_update set.
+	// Disabled rows wait for their user to update them.
 	Disabled int64
 	// OldestDue is the earliest refresh_at <= now; zero when nothing is due.
 	OldestDue time.Time
@@ -75,7 +75,7 @@ type Counts struct {
 // RowState names a state for Inspector.List.
 type RowState string
 
-// The states of Inspector.List; see Counts for their definitions.
+// The states of Inspector.List and Counts; RowState.Has defines them.
 const (
 	StateDue      RowState = "due"
 	StateLate     RowState = "late"

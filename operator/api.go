@@ -13,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/refresher/refresher/models"
-	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/refresher"
 )
 
@@ -280,31 +279,10 @@ func tp(t time.Time) *time.Time {
 	return &t
 }
 
-// stateWord names the most telling state of a row: disabled, running,
-// late, due, failing (not due, retry planned), scheduled or idle (nothing
-// planned).
-func stateWord(st policy.State, now time.Time, lateAfter time.Duration) string {
-	switch {
-	case !st.DisabledAt.IsZero():
-		return "disabled"
-	case st.AttemptUID != "":
-		return "running"
-	case st.RefreshAt.IsZero():
-		return "idle"
-	case !st.RefreshAt.After(now.Add(-lateAfter)):
-		return "late"
-	case !st.RefreshAt.After(now):
-		return "due"
-	case !st.FailingSince.IsZero():
-		return "failing"
-	}
-	return "scheduled"
-}
-
 func item(r models.Row, now time.Time, lateAfter time.Duration) ModelItem {
 	st := r.State
 	return ModelItem{
-		UID: r.Key, State: stateWord(st, now, lateAfter), RefreshAt: tp(st.RefreshAt), AttemptUID: st.AttemptUID,
+		UID: r.Key, State: models.StateWord(st, now, lateAfter), RefreshAt: tp(st.RefreshAt), AttemptUID: st.AttemptUID,
 		AttemptAt: tp(st.AttemptAt), AttemptNo: st.AttemptNo, TimeoutAt: tp(st.TimeoutAt),
 		DisabledAt: tp(st.DisabledAt), DisabledReason: st.DisabledReason, FailingSince: tp(st.FailingSince),
 		LastSuccessAt: tp(st.LastSuccessAt), LastError: st.LastError, Status: st.Status, RRule: r.Rule,

@@ -109,7 +109,7 @@ func New(o Options) (*Server, error) {
 	s.insp, _ = o.Store.(models.Inspector)
 	for i := range o.Kinds {
 		k := o.Kinds[i]
-		k.LateAfter = cmp.Or(k.LateAfter, time.Minute)
+		k.LateAfter = cmp.Or(k.LateAfter, models.DefaultLateAfter)
 		if k.Lists == (redisio.Lists{}) {
 			k.Lists = redisio.DefaultLists(k.Name)
 		}

@@ -91,7 +91,7 @@ type ApplyDecision struct {
 //  4. a status result stores r.Status (SetStatus) and keeps the attempt
 //     running; it may come any number of times and does not extend
 //     timeout_at;
-//  5. a success ends the attempt (Success), a failure too (Failure; a
+//  5. a success ends the attempt (success), a failure too (Failure; a
 //     non-permanent failure with ScopeGroup is Throttled instead and does
 //     not count; during an incident, p.Incident, a non-permanent failure
 //     does not count either, see Failure); the

@@ -7,7 +7,7 @@ import "time"
 // the zero time and an error then (schedule.Schedule: ErrTooFar, for a
 // sub-daily rule whose next occurrence lies more than 100 years ahead; see
 // docs/schedules.md, "Limits"). The transitions that plan a
-// row's next run (Success, a misfire skip in Due, Resume) disable the row
+// row's next run (a success, a misfire skip in Due, Resume) disable the row
 // with InvalidScheduleReason(err) instead of leaving it with nothing
 // planned as if its rule had ended. Wrappers (Spreaded) pass it on.
 type CheckedNexter interface {

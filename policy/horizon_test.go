@@ -31,7 +31,7 @@ func TestBeyondTheHorizon(t *testing.T) {
 	disabled := State{DisabledAt: now, DisabledReason: reason, LastError: reason, LastSuccessAt: now}
 
 	for _, sched := range []Nexter{beyond{}, Spreaded(beyond{}, 7*time.Minute)} {
-		require.Equal(t, disabled, Success(running, now, sched))
+		require.Equal(t, disabled, succeed(running, now, sched))
 
 		s, d := p.Apply(running, Result{AttemptUID: "a1", Type: ResultSuccess, Status: "ok"}, now, sched, nil, 0)
 		want := disabled
@@ -50,7 +50,7 @@ func TestBeyondTheHorizon(t *testing.T) {
 	}
 
 	// A plain Nexter with no next occurrence: the rule ended.
-	s := Success(running, now, fixedNexter(time.Time{}))
+	s := succeed(running, now, fixedNexter(time.Time{}))
 	require.Equal(t, State{LastSuccessAt: now}, s)
 }
 

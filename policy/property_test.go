@@ -146,7 +146,7 @@ func TestPropertyGuarantees(t *testing.T) {
 			switch r := rng.IntN(10); {
 			case r < 3: // success
 				now = now.Add(run)
-				s = Success(s, now, sched)
+				s = succeed(s, now, sched)
 				next := sched.Next(now)
 				switch {
 				case s.RefreshAt.IsZero():

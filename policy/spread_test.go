@@ -137,7 +137,7 @@ func TestSpreadAlignment(t *testing.T) {
 	now := at("2025-06-10T12:00:00Z")
 	running := State{AttemptUID: "a", AttemptAt: now, AttemptNo: 5, TimeoutAt: now.Add(time.Hour), RefreshAt: now.Add(time.Hour)}
 
-	require.Equal(t, at("2025-06-10T14:09:00Z"), Success(running, now, sched).RefreshAt)
+	require.Equal(t, at("2025-06-10T14:09:00Z"), succeed(running, now, sched).RefreshAt)
 
 	// Attempt 5 fails at 13:05: the 30m retry at 13:35 would still run
 	// (timeout 1h) at 14:09, the planned spread occurrence, which serves as

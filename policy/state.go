@@ -32,7 +32,7 @@ type State struct {
 	LastError string
 	// Status is the latest attempt's status text: its last progress report
 	// while it runs (SetStatus), its final result's after (Apply); Start,
-	// Success and Failure clear it.
+	// a success and Failure clear it.
 	Status string
 }
 

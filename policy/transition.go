@@ -198,19 +198,13 @@ func (p Policy) Start(s State, now time.Time, uid string) State {
 	return s
 }
 
-// Success ends the current attempt successfully at now: the attempt, the
+// success ends the current attempt successfully at now: the attempt, the
 // failing run and the status are cleared, last_success_at = now and
 // refresh_at is the first occurrence of sched strictly after now (zero when
-// the rule has none left; the row is disabled with the schedule's error
-// when its next occurrence lies beyond what sched computes, see
-// CheckedNexter). The caller checks that the result belongs to the current
-// attempt; Apply then stores the result's own status, if any.
-func Success(s State, now time.Time, sched Nexter) State {
-	s, _ = success(s, now, sched)
-	return s
-}
-
-// success is Success, with the schedule's error when it disabled the row.
+// the rule has none left; the row is disabled with the schedule's error,
+// also returned, when its next occurrence lies beyond what sched computes,
+// see CheckedNexter). The caller checks that the result belongs to the
+// current attempt; Apply then stores the result's own status, if any.
 func success(s State, now time.Time, sched Nexter) (State, error) {
 	s.AttemptUID = ""
 	s.Status = ""

@@ -124,7 +124,7 @@ func TestTransitionSuccess(t *testing.T) {
 	s.Status = "almost"
 
 	now := at("2025-06-10T13:20:00Z")
-	got := Success(s, now, sched)
+	got := succeed(s, now, sched)
 	require.Equal(t, State{
 		RefreshAt:     at("2025-06-10T14:00:00Z"), // aligned to the rule, not now + timeout
 		AttemptAt:     at("2025-06-10T13:00:00Z"),
@@ -132,11 +132,11 @@ func TestTransitionSuccess(t *testing.T) {
 	}, got)
 
 	// Success exactly at an occurrence: the next one, strictly after.
-	got = Success(s, at("2025-06-10T14:00:00Z"), sched)
+	got = succeed(s, at("2025-06-10T14:00:00Z"), sched)
 	require.Equal(t, at("2025-06-11T14:00:00Z"), got.RefreshAt)
 
 	// No occurrence left: nothing planned.
-	got = Success(s, now, dailyAt{hour: 14, until: at("2025-06-10T12:00:00Z")})
+	got = succeed(s, now, dailyAt{hour: 14, until: at("2025-06-10T12:00:00Z")})
 	require.True(t, got.RefreshAt.IsZero())
 	require.Equal(t, now, got.LastSuccessAt)
 }
@@ -535,4 +535,10 @@ func TestTrigger(t *testing.T) {
 	got, act = Trigger(failing, now)
 	require.Equal(t, TriggerDue, act)
 	require.Equal(t, State{RefreshAt: now, AttemptNo: 3, FailingSince: at("2025-06-10T09:00:00Z")}, got, "counters kept")
+}
+
+// succeed is the success transition as Apply takes it, without its error.
+func succeed(s State, now time.Time, sched Nexter) State {
+	s, _ = success(s, now, sched)
+	return s
 }

@@ -16,7 +16,8 @@ import (
 	"github.com/refresher/refresher/schedule"
 )
 
-// Defaults of Config.
+// Defaults of Config; the configuration file's defaults (config.Defaults)
+// name these.
 const (
 	DefaultBatchSize = 1000
 	DefaultMaxSleep  = time.Second

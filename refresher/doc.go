@@ -1,9 +1,9 @@
-// Package refresher is the service's shell: the one package with goroutines.
+// Package refresher is the service's shell: the loops that run each kind.
 // It makes no decision of its own: it loads rows, asks package policy
 // (policy.Due for each claimed row, policy.Apply for each result,
 // policy.Enable and policy.Trigger for the admin commands), applies the
-// returned states in bulk to MySQL (package models) and Redis (package
-// redisio), and counts and logs the returned decisions.
+// returned states in bulk to the database (package models) and Redis
+// (package redisio), and counts and logs the returned decisions.
 //
 // Per configured kind, a Service runs two loops:
 //

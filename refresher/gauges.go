@@ -184,7 +184,7 @@ func (g *Gauges) compute(ctx context.Context) (gaugeSnapshot, error) {
 	var errs []error
 	for _, k := range g.cfg.Kinds {
 		v := gaugeKindValue{Name: k.Name, Priority: k.Priority}
-		c, err := g.cfg.Inspector.Counts(ctx, k.Table, now, cmp.Or(k.LateAfter, time.Minute))
+		c, err := g.cfg.Inspector.Counts(ctx, k.Table, now, cmp.Or(k.LateAfter, models.DefaultLateAfter))
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -40,6 +40,3 @@ func (c *Cache) Parse(text string) (*Schedule, error) {
 	}
 	return s, err
 }
-
-// Len returns the number of texts the cache holds.
-func (c *Cache) Len() int { return len(c.m) }

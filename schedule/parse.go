@@ -565,11 +565,6 @@ func (r *ruleSpec) validate() error {
 	return nil
 }
 
-func (r *ruleSpec) hasDayFilter() bool {
-	return len(r.bymonth) > 0 || len(r.byweekno) > 0 || len(r.byyearday) > 0 ||
-		len(r.bymonthday) > 0 || len(r.byday) > 0 || len(r.byeaster) > 0
-}
-
 // text returns the rule in normalized form: its parts in the order of
 // ruleParts, each as written by the part's text function.
 func (r *ruleSpec) text(floating bool) string {

@@ -120,16 +120,6 @@ func rulePartNames() string {
 	return strings.Join(names, ", ")
 }
 
-// RuleParts describes the RRULE parts Parse accepts, one line each
-// ("BYHOUR: 0 to 23"), in the order of the normalized text; for help output.
-func RuleParts() []string {
-	out := make([]string, len(ruleParts))
-	for i, p := range ruleParts {
-		out[i] = p.name + ": " + p.help
-	}
-	return out
-}
-
 func positiveText(n, omit int) string {
 	if n <= omit {
 		return ""

@@ -323,14 +323,12 @@ func TestScheduleCountEndAfterLongTime(t *testing.T) {
 }
 
 // TestRulePartsTable checks that the one table of parts drives the parser,
-// the normalized text and the help text alike: every part the parser accepts
-// is named in the "unknown part" message and in RuleParts, and survives a
-// round trip through String.
+// and the normalized text alike: every part the parser accepts is named in
+// the "unknown part" message and survives a round trip through String.
 func TestRulePartsTable(t *testing.T) {
 	t.Parallel()
 	_, err := Parse("RRULE:FREQ=DAILY;FOO=1")
 	require.Error(t, err)
-	help := strings.Join(RuleParts(), "\n")
 	examples := map[string]string{
 		"FREQ": "YEARLY", "INTERVAL": "2", "COUNT": "5", "UNTIL": "20300101T000000Z", "WKST": "SU",
 		"BYMONTH": "3", "BYWEEKNO": "10", "BYYEARDAY": "70", "BYMONTHDAY": "10", "BYDAY": "MO",
@@ -338,7 +336,6 @@ func TestRulePartsTable(t *testing.T) {
 	}
 	for _, p := range ruleParts {
 		require.Contains(t, err.Error(), p.name)
-		require.Contains(t, help, p.name+": ")
 		v, ok := examples[p.name]
 		require.True(t, ok, "no example for %s", p.name)
 		rule := "FREQ=YEARLY;" + p.name + "=" + v

@@ -44,10 +44,10 @@ func adminCmd(name, short string, fn adminFunc) *cobra.Command {
 				return err
 			}
 			// The same message as `run` for a missing table or column.
-			if err := store.Check(cmd.Context(), table(k)); err != nil {
+			if err := store.Check(cmd.Context(), k.ModelsTable()); err != nil {
 				return fmt.Errorf("kind %s: %w", k.Name, err)
 			}
-			changes, err := fn(cmd.Context(), store, table(k), keys, refresher.SystemClock{}.Now())
+			changes, err := fn(cmd.Context(), store, k.ModelsTable(), keys, refresher.SystemClock{}.Now())
 			if err != nil {
 				return err
 			}

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/refresher/refresher/config"
-	"github.com/refresher/refresher/models"
 )
 
 // TestOperatorRefusesOpenListenerWithoutToken checks that `run` will not
@@ -18,13 +17,5 @@ func TestOperatorRefusesOpenListenerWithoutToken(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "REFRESHER_API_TOKENS") || !strings.Contains(err.Error(), "127.0.0.1") {
 			t.Errorf("http: %s without a token: err %v, want a refusal saying how to set a token", addr, err)
 		}
-	}
-}
-
-// TestSearchScanBudgetDefault: the config's default search budget is the
-// store's, so leaving search_scan_budget out changes nothing.
-func TestSearchScanBudgetDefault(t *testing.T) {
-	if config.DefaultSearchScanBudget != models.DefaultScanBudget {
-		t.Errorf("config.DefaultSearchScanBudget %d, models.DefaultScanBudget %d", config.DefaultSearchScanBudget, models.DefaultScanBudget)
 	}
 }

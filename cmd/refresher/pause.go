@@ -53,7 +53,7 @@ who paused (your OS user name, or "cli") show on the dashboard and the API.`,
 						pt.kind.Name, info.By, pt.kind.Name, pt.kind.Name)
 					return nil
 				}
-				changes, err := refresher.Pause(ctx, pt.store, pt.rdb, table(pt.kind), pt.lists, keys, info)
+				changes, err := refresher.Pause(ctx, pt.store, pt.rdb, pt.kind.ModelsTable(), pt.lists, keys, info)
 				if err != nil {
 					return err
 				}
@@ -93,7 +93,7 @@ due meanwhile, each model once. Resuming a model does not resume its kind.`,
 					fmt.Fprintf(out, "%s: resumed: the models that became due meanwhile are dispatched, each once\n", pt.kind.Name)
 					return nil
 				}
-				changes, err := refresher.Resume(ctx, pt.store, pt.rdb, table(pt.kind), pt.lists, keys,
+				changes, err := refresher.Resume(ctx, pt.store, pt.rdb, pt.kind.ModelsTable(), pt.lists, keys,
 					refresher.SystemClock{}.Now(), refresher.ResumeSchedules(pt.kind.Name, pt.kind.ScheduleParsed, pt.kind.SpreadPolicy()))
 				if err != nil {
 					return err
@@ -129,7 +129,7 @@ func withPauseTargets(ctx context.Context, path, kind string, models bool, fn fu
 	if err != nil {
 		return err
 	}
-	pt := pauseTarget{kind: k, lists: redisio.Lists{Input: k.Input, Output: k.Output, Dead: k.Dead}}
+	pt := pauseTarget{kind: k, lists: k.Lists()}
 	if models {
 		pt.store, err = stores.Open(ctx, c.Database, stores.Options{MaxConnections: c.MaxConnections})
 		if err != nil {
@@ -137,7 +137,7 @@ func withPauseTargets(ctx context.Context, path, kind string, models bool, fn fu
 		}
 		defer pt.store.Close()
 		// The same message as `run` for a missing table or column.
-		if err := pt.store.Check(ctx, table(k)); err != nil {
+		if err := pt.store.Check(ctx, k.ModelsTable()); err != nil {
 			return fmt.Errorf("kind %s: %w", k.Name, err)
 		}
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/refresher/refresher/config"
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/operator"
-	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
 	"github.com/refresher/refresher/refresher"
 )
@@ -57,7 +56,7 @@ func runService(ctx context.Context, c *config.Config, store models.Store, log *
 		return err
 	}
 	defer rdb.Close()
-	svc, err := refresher.New(serviceConfig(c, log), store, redisio.New(rdb))
+	svc, err := refresher.New(c.Service(log), store, redisio.New(rdb))
 	if err != nil {
 		return err
 	}
@@ -119,12 +118,7 @@ func operatorServer(ctx context.Context, c *config.Config, store models.Store, r
 	kinds := make([]operator.Kind, len(c.Kinds))
 	gk := make([]refresher.GaugeKind, len(c.Kinds))
 	for i := range c.Kinds {
-		k := &c.Kinds[i]
-		kinds[i] = operator.Kind{Name: k.Name, Table: table(k), Lists: redisio.Lists{Input: k.Input, Output: k.Output, Dead: k.Dead},
-			Schedule: k.ScheduleParsed, Policy: policy.Policy{Kind: k.Name, Timeout: k.Timeout.D(), Retry: k.RetryParsed, DisabledReason: k.DisabledReason,
-				MaxRetryAfter: k.MaxRetryAfter.D(), Guard: k.Guard(), Catchup: k.CatchupPolicy(), Spread: k.SpreadPolicy()},
-			LateAfter: k.LateAfter.D(), Priority: k.Priority, ThrottleGroup: k.ThrottleGroup}
-		gk[i] = refresher.GaugeKind{Name: k.Name, Table: table(k), Lists: kinds[i].Lists, LateAfter: k.LateAfter.D(), Priority: k.Priority}
+		kinds[i], gk[i] = c.Kinds[i].Operator(), c.Kinds[i].Gauge()
 	}
 	if insp, ok := store.(models.Inspector); ok {
 		g := refresher.NewGauges(svc.Metrics().Registry, refresher.GaugeConfig{Kinds: gk, Inspector: insp, Redis: rdb,

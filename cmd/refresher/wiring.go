@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"runtime"
 
 	"github.com/redis/go-redis/v9"
@@ -13,51 +12,7 @@ import (
 	"github.com/refresher/refresher/internal/redact"
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/models/stores"
-	"github.com/refresher/refresher/policy"
-	"github.com/refresher/refresher/redisio"
-	"github.com/refresher/refresher/refresher"
 )
-
-// table returns the models view of a configured kind's table.
-func table(k *config.Kind) models.Table {
-	return models.Table{Name: k.Table, Key: k.Key, Payload: k.Payload}
-}
-
-// serviceConfig turns the file's configuration into the service's.
-func serviceConfig(c *config.Config, log *slog.Logger) refresher.Config {
-	kinds := make([]refresher.Kind, len(c.Kinds))
-	for i := range c.Kinds {
-		k := &c.Kinds[i]
-		kinds[i] = refresher.Kind{
-			Name:  k.Name,
-			Table: table(k),
-			Lists: redisio.Lists{Input: k.Input, Output: k.Output, Dead: k.Dead,
-				MaxDead: k.MaxDead, MaxResultBytes: k.MaxResultBytes},
-			Schedule: k.ScheduleParsed,
-			Policy: policy.Policy{
-				Kind:            k.Name,
-				Timeout:         k.Timeout.D(),
-				Retry:           k.RetryParsed,
-				DisabledReason:  k.DisabledReason,
-				PermanentReason: k.PermanentReason,
-				MaxRetryAfter:   k.MaxRetryAfter.D(),
-				Guard:           k.Guard(),
-				Catchup:         k.CatchupPolicy(),
-				Spread:          k.SpreadPolicy(),
-			},
-			MaxQueued:     k.MaxQueued,
-			ThrottleGroup: k.ThrottleGroup,
-		}
-	}
-	return refresher.Config{
-		Kinds:      kinds,
-		InstanceID: c.InstanceID,
-		BatchSize:  c.BatchSize,
-		MaxSleep:   c.MaxSleep.D(),
-		Heartbeat:  c.Heartbeat.D(),
-		Logger:     log,
-	}
-}
 
 // configFlag adds the --config flag of every command that reads the
 // service's configuration.

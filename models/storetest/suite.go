@@ -46,6 +46,7 @@ func Run(t *testing.T, h Harness) {
 		{"OddKeyFindsNothing", testOddKey},
 		{"ZeroDate", testZeroDate},
 		{"InspectorCounts", testCounts},
+		{"InspectorStatesAgreeWithHas", testStatesAgree},
 		{"InspectorListPages", testList},
 		{"InspectorGet", testGet},
 		{"InspectorSearchBoundedScan", testSearchBudget},
