@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/refresher/refresher/policy"
@@ -25,8 +26,9 @@ var pages = map[string]*template.Template{}
 
 func init() {
 	funcs := template.FuncMap{
-		"path":    url.PathEscape,
-		"keypath": keySegment,
+		"path":     url.PathEscape,
+		"keypath":  keySegment,
+		"keybreak": keyBreaks,
 		"when": func(t *time.Time) string {
 			if t == nil {
 				return "—"
@@ -79,6 +81,30 @@ func (s *Server) pageNotFound(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.pageError(w, http.StatusNotFound, fmt.Sprintf("No page at %s.", r.URL.Path))
+}
+
+// keyBreaks is key as HTML with a line-break opportunity (<wbr>) after
+// each separator (- / _ . :), so that a narrow column wraps a long key
+// between its parts rather than inside a word; the CSS breaks anywhere only
+// a part wider than the line. The empty key shows as "(empty key)", so that
+// its link can be seen and clicked.
+func keyBreaks(key string) template.HTML {
+	if key == "" {
+		return `<em class="empty-key">(empty key)</em>`
+	}
+	var b strings.Builder
+	for {
+		i := strings.IndexAny(key, "-/_.:")
+		if i < 0 {
+			b.WriteString(template.HTMLEscapeString(key))
+			return template.HTML(b.String())
+		}
+		b.WriteString(template.HTMLEscapeString(key[:i+1]))
+		if i+1 < len(key) {
+			b.WriteString("<wbr>")
+		}
+		key = key[i+1:]
+	}
 }
 
 // page is what every template gets.
