@@ -74,7 +74,7 @@ func TestAwkwardKeysOpenAndAct(t *testing.T) {
 	f.addModels(awkwardKeys...)
 	_, _, body := f.get("GET", "/kinds/items?limit=100")
 	base, _ := url.Parse(f.http.URL + "/kinds/items")
-	hrefs := map[string]string{} // key -> the link's href
+	hrefs := map[string]string{}          // key -> the link's href
 	tags := regexp.MustCompile(`<[^>]*>`) // the <wbr> in keys, and the empty key's <em>
 	for _, m := range regexp.MustCompile(`<a href="([^"]*)">(.*?)</a>`).FindAllStringSubmatch(body, -1) {
 		if strings.HasPrefix(m[1], "/kinds/items/models/") {
