@@ -330,6 +330,15 @@ func TestDashboardAtPhoneWidth(t *testing.T) {
 	onScreen("table.dead td.reason")
 	noSidewaysScroll("the dead letters")
 
+	long := "a-very-long-model-uid-" + strings.Repeat("x", 150)
+	b.run("long uid", chromedp.Navigate(f.http.URL+"/kinds/items/models/"+long), chromedp.WaitVisible("#reason", chromedp.ByQuery), b.shot("phone-6-long-uid"))
+	noSidewaysScroll("a disabled model with a long uid and reason")
+	onScreen("#enable-model")
+	b.run("bulk", chromedp.Navigate(f.http.URL+"/kinds/items/bulk"), chromedp.WaitVisible("#bulk-form", chromedp.ByQuery), b.shot("phone-7-bulk"))
+	noSidewaysScroll("the bulk re-enable")
+	b.run("no such kind", chromedp.Navigate(f.http.URL+"/kinds/nope"), chromedp.WaitVisible("#error-message", chromedp.ByQuery), b.shot("phone-8-no-kind"))
+	noSidewaysScroll("the error page")
+
 	// Every awkward key opens from its link and takes an action from its page.
 	b.run("token", chromedp.Navigate(f.http.URL+"/"), chromedp.WaitVisible("#token", chromedp.ByQuery),
 		chromedp.SendKeys("#token", testToken, chromedp.ByQuery), chromedp.Click(`#token-form button[type="submit"]`, chromedp.ByQuery))
