@@ -66,6 +66,8 @@ type Addrs struct {
 	Database  string // the SQLite file
 	// Calls reports when (in demo time) the target served a path.
 	Calls func(path string) []time.Time `json:"-"`
+	// Now is the demo clock, which every part of the demo reads.
+	Now func() time.Time `json:"-"`
 }
 
 // Run starts the demo and blocks until ctx ends or opts.For has passed.
@@ -81,6 +83,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	if o.Speed < 1 || o.Speed > 10000 {
 		return fmt.Errorf("demo: --speed %g is out of range: use 1 (real time) to 10000", o.Speed)
 	}
+	parent := ctx
 	if o.For > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.For)
@@ -149,7 +152,13 @@ func Run(ctx context.Context, o Options) (err error) {
 		Clock:      clock,
 		Logger:     o.Log,
 	}
-	svc, err := refresher.New(cfg, store, redisio.New(rdb))
+	// Dead letters are stamped on the demo clock too, like everything the
+	// dashboard shows.
+	rio, err := redisio.NewWithConfig(rdb, redisio.Config{Now: clock.Now})
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	svc, err := refresher.New(cfg, store, rio)
 	if err != nil {
 		return err
 	}
@@ -179,8 +188,8 @@ func Run(ctx context.Context, o Options) (err error) {
 	go func() { _ = hsrv.Serve(hln) }()
 	defer hsrv.Close()
 
-	addrs := Addrs{Dashboard: "http://" + hln.Addr().String() + "/", Redis: mr.Addr(), Target: targetURL, Database: dbFile, Calls: target.Calls}
-	printIntro(o.Out, addrs, o.Speed, clock, token)
+	addrs := Addrs{Dashboard: "http://" + hln.Addr().String() + "/", Redis: mr.Addr(), Target: targetURL, Database: dbFile, Calls: target.Calls, Now: clock.Now}
+	printIntro(o.Out, addrs, o.Speed, o.For, clock, token)
 	if o.Ready != nil {
 		o.Ready(addrs)
 	}
@@ -193,7 +202,21 @@ func Run(ctx context.Context, o Options) (err error) {
 			err = errors.Join(err, e)
 		}
 	}
+	if err == nil {
+		printStop(o.Out, parent, o.For, clock)
+	}
 	return err
+}
+
+// printStop says why the demo stopped: --for ran out (and how to run
+// longer) or it was interrupted.
+func printStop(w io.Writer, parent context.Context, runFor time.Duration, clock *Clock) {
+	at := clock.Now().Format("15:04")
+	if parent.Err() == nil && runFor > 0 {
+		fmt.Fprintf(w, "\nrefresher demo: stopped after --for %s of real time (demo time %s). Run longer with --for 10m, or without --for until Ctrl-C.\n", runFor, at)
+		return
+	}
+	fmt.Fprintf(w, "\nrefresher demo: stopped (interrupted at demo time %s).\n", at)
 }
 
 // demoKind is the example kind: hourly by default, 2-minute attempts, and a
@@ -217,7 +240,7 @@ func demoKind() (*config.Kind, error) {
 	return &c.Kinds[0], nil
 }
 
-func printIntro(w io.Writer, a Addrs, speed float64, clock *Clock, token string) {
+func printIntro(w io.Writer, a Addrs, speed float64, runFor time.Duration, clock *Clock, token string) {
 	fmt.Fprintf(w, `refresher demo: the whole loop in one process, the clock %gx faster (demo time now %s)
 
   dashboard   %s   (token for its actions: %s)
@@ -229,8 +252,16 @@ What to look at in the first minutes: the hourly refreshes, "flaky" retrying
 and yielding to the planned run, "throttled" waiting out its Retry-After,
 "slow" timing out and retrying, "missing" disabled with the reason its user
 would see, and "down" disabled once its retries are used up.
-Press Ctrl-C to stop.
-`, speed, clock.Now().Format("15:04"), a.Dashboard, token, portOf(a.Redis), Kind, Kind, Kind, a.Target, a.Database)
+%s
+`, speed, clock.Now().Format("15:04"), a.Dashboard, token, portOf(a.Redis), Kind, Kind, Kind, a.Target, a.Database, stopHint(runFor))
+}
+
+// stopHint says how the demo will end.
+func stopHint(runFor time.Duration) string {
+	if runFor > 0 {
+		return fmt.Sprintf("It stops after %s (--for); press Ctrl-C to stop sooner.", runFor)
+	}
+	return "Press Ctrl-C to stop."
 }
 
 func portOf(addr string) string {

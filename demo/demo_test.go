@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/glebarez/sqlite"
+	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
@@ -21,7 +22,8 @@ import (
 // checks that the loop did what the README promises: refreshes, a permanent
 // failure and an exhausted retry list disabled with their reasons, a
 // throttled source not called again before its Retry-After (demo time), and
-// a hanging source timed out and retried.
+// a hanging source timed out and retried; a result that cannot be applied
+// is dead-lettered at a demo time, and the end of --for is announced.
 func TestDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for 20 s")
@@ -43,9 +45,30 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("demo stopped before it was ready: %v\n%s", err, out.String())
 	}
 
+	// A result that is not JSON goes to the dead letters.
+	rdb := redis.NewClient(&redis.Options{Addr: addrs.Redis})
+	defer rdb.Close()
+	if err := rdb.RPush(context.Background(), Kind+"-output", "not json").Err(); err != nil {
+		t.Fatal(err)
+	}
+
 	// Near the end, while it runs, the API shows what the dashboard shows,
 	// and a real headless Chromium renders the dashboard.
 	time.Sleep(17 * time.Second)
+	var dead struct {
+		Items []struct {
+			At string `json:"at"`
+		} `json:"items"`
+	}
+	getJSON(t, addrs.Dashboard+"api/v1/kinds/reports/dead", &dead)
+	if len(dead.Items) != 1 {
+		t.Fatalf("%d dead letters, want the one pushed", len(dead.Items))
+	}
+	at, err := time.Parse(time.RFC3339, dead.Items[0].At)
+	if demoNow := addrs.Now(); err != nil || at.After(demoNow) || demoNow.Sub(at) > 40*time.Minute {
+		t.Errorf("the dead letter's time %q is not on the demo clock (demo time now %s, real time %s)",
+			dead.Items[0].At, demoNow.Format(time.RFC3339), time.Now().UTC().Format(time.RFC3339))
+	}
 	var page struct {
 		Items []struct {
 			UID            string `json:"uid"`
@@ -66,7 +89,8 @@ func TestDemo(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("demo: %v\n%s", err, out.String())
 	}
-	for _, want := range []string{"dashboard   http://127.0.0.1:", "redis-cli -p "} {
+	for _, want := range []string{"dashboard   http://127.0.0.1:", "redis-cli -p ", "It stops after 20s (--for)",
+		"refresher demo: stopped after --for 20s of real time", "Run longer with --for 10m"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the intro does not show %q:\n%s", want, out.String())
 		}

@@ -462,10 +462,10 @@ func (s *Server) modelDetail(ctx context.Context, k *Kind, uid string) (ModelDet
 }
 
 func (s *Server) apiModel(w http.ResponseWriter, r *http.Request, k *Kind) {
-	d, err := s.modelDetail(r.Context(), k, r.PathValue("uid"))
+	d, err := s.modelDetail(r.Context(), k, modelKey(r))
 	switch {
 	case errors.Is(err, errNoModel):
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no model %q in table %s", r.PathValue("uid"), k.Table.Name))
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no model %q in table %s", modelKey(r), k.Table.Name))
 	case err != nil:
 		s.internal(w, "read the model", err)
 	default:
@@ -497,7 +497,7 @@ type changeFunc func(context.Context, models.Store, models.Table, []string, time
 // change runs fn on the model {uid} and answers with what it did; decorate,
 // when given, completes the item of the row after (the pause's note).
 func (s *Server) change(w http.ResponseWriter, r *http.Request, k *Kind, what string, fn changeFunc, decorate ...func(*ModelItem)) {
-	uid := r.PathValue("uid")
+	uid := modelKey(r)
 	now := s.o.Now()
 	changes, err := fn(r.Context(), s.o.Store, k.Table, []string{uid}, now)
 	if err != nil {

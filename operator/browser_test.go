@@ -1,10 +1,12 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,60 +28,84 @@ func chromium() string {
 	return ""
 }
 
-// TestDashboardInBrowser drives the dashboard in real headless Chromium:
-// the overview, a disabled model and its reason, an action refused without
-// a token, a bulk re-enable previewed as a dry run and then confirmed, and
-// a model and the kind paused with a note that then shows.
-// It saves a screenshot of each step in $REFRESHER_SCREENSHOTS (default: a
-// temporary directory), named in the log.
-func TestDashboardInBrowser(t *testing.T) {
-	bin := chromium()
-	if bin == "" {
-		t.Skip("no chromium binary found: run scripts/browser.sh (make test does) or set REFRESHER_CHROMIUM")
-	}
-	f := newFixture(t, map[string]string{"ops": testToken})
+// browser is a headless Chromium driven through chromedp, with the page
+// emulated at a size.
+type browser struct {
+	t     *testing.T
+	ctx   context.Context
+	shots string
+}
+
+// newBrowser starts Chromium (bin) and sizes its page with size (e.g.
+// chromedp.EmulateViewport). Screenshots go to $REFRESHER_SCREENSHOTS
+// (default: a temporary directory), named in the log.
+func newBrowser(t *testing.T, bin string, size chromedp.Action) *browser {
+	t.Helper()
 	shots := os.Getenv("REFRESHER_SCREENSHOTS")
 	if shots == "" {
 		shots = t.TempDir()
 	} else if err := os.MkdirAll(shots, 0o755); err != nil {
 		t.Fatal(err)
 	}
-
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("no-default-browser-check", true), chromedp.WindowSize(1366, 860),
 	}
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
+	t.Cleanup(cancel)
 	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
+	t.Cleanup(cancel)
 	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute) // a loaded shared machine is slow; the steps wait on the page, not on this
-	defer cancel()
+	t.Cleanup(cancel)
+	b := &browser{t: t, ctx: ctx, shots: shots}
+	b.run("size the page", size)
+	return b
+}
 
-	shot := func(name string) chromedp.Action {
-		return chromedp.ActionFunc(func(ctx context.Context) error {
-			var png []byte
-			if err := chromedp.FullScreenshot(&png, 100).Do(ctx); err != nil { // 100: PNG (less is JPEG)
-				return err
-			}
-			path := filepath.Join(shots, name+".png")
-			t.Logf("screenshot %s", path)
-			return os.WriteFile(path, png, 0o644)
-		})
+// run runs the actions of a step and fails the test, naming the step, on
+// an error.
+func (b *browser) run(step string, actions ...chromedp.Action) {
+	b.t.Helper()
+	if err := chromedp.Run(b.ctx, actions...); err != nil {
+		b.t.Fatalf("%s: %v", step, err)
 	}
-	run := func(step string, actions ...chromedp.Action) {
-		t.Helper()
-		if err := chromedp.Run(ctx, actions...); err != nil {
-			t.Fatalf("%s: %v", step, err)
+}
+
+// shot saves a screenshot of the whole page as name.png.
+func (b *browser) shot(name string) chromedp.Action {
+	return chromedp.ActionFunc(func(ctx context.Context) error {
+		var png []byte
+		if err := chromedp.FullScreenshot(&png, 100).Do(ctx); err != nil { // 100: PNG (less is JPEG)
+			return err
 		}
+		path := filepath.Join(b.shots, name+".png")
+		b.t.Logf("screenshot %s", path)
+		return os.WriteFile(path, png, 0o644)
+	})
+}
+
+// text is the rendered text of the first element sel matches.
+func (b *browser) text(sel string) string {
+	b.t.Helper()
+	var s string
+	b.run("read "+sel, chromedp.Text(sel, &s, chromedp.ByQuery))
+	return s
+}
+
+// TestDashboardInBrowser drives the dashboard in real headless Chromium:
+// the overview, a disabled model and its reason, an action refused without
+// a token, a bulk re-enable previewed as a dry run and then confirmed, and
+// a model and the kind paused with a note that then shows.
+// It saves a screenshot of each step (see newBrowser).
+func TestDashboardInBrowser(t *testing.T) {
+	bin := chromium()
+	if bin == "" {
+		t.Skip("no chromium binary found: run scripts/browser.sh (make test does) or set REFRESHER_CHROMIUM")
 	}
-	text := func(sel string) string {
-		t.Helper()
-		var s string
-		run("read "+sel, chromedp.Text(sel, &s, chromedp.ByQuery))
-		return s
-	}
+	f := newFixture(t, map[string]string{"ops": testToken})
+	b := newBrowser(t, bin, chromedp.EmulateViewport(1366, 860))
+	run, shot, text := b.run, b.shot, b.text
 
 	// 1. The overview.
 	run("overview", chromedp.Navigate(f.http.URL+"/"), chromedp.WaitVisible("table.overview", chromedp.ByQuery), shot("1-overview"))
@@ -188,5 +214,157 @@ func TestDashboardInBrowser(t *testing.T) {
 	run("overview in incident", chromedp.Navigate(f.http.URL+"/"), chromedp.WaitVisible("table.overview", chromedp.ByQuery), shot("15-overview-incident"))
 	if row := text("table.overview tbody tr"); !strings.Contains(row, "incident: 45 of 50 results failed in 5m") || !strings.Contains(row, "1 throttle group(s) held") {
 		t.Fatalf("overview row: %q", row)
+	}
+}
+
+// phoneWidth is the CSS width of a common phone's screen.
+const phoneWidth = 390
+
+// offScreen is a script: the elements with text that match a selector and
+// stick out of the viewport (or are not rendered), by their first 40
+// characters.
+const offScreen = `(sel) => [...document.querySelectorAll(sel)].filter(e => e.textContent.trim() !== "").filter(e => {
+	const r = e.getBoundingClientRect();
+	return r.width === 0 || r.left < -0.5 || r.right > document.documentElement.clientWidth + 0.5;
+}).map(e => e.textContent.trim().slice(0, 40))`
+
+// badBreaks is a script: the characters of an element's text that start a
+// new line without following a separator (- / _ . or a space): a key
+// broken mid-word. A word wider than the line may break anywhere, so keys
+// used with it have no such word.
+const badBreaks = `(el) => {
+	const bad = [], walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+	let prev = null, prevChar = "";
+	for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+		for (let i = 0; i < n.data.length; i++) {
+			const r = document.createRange(); r.setStart(n, i); r.setEnd(n, i + 1);
+			const box = r.getClientRects()[0];
+			if (!box) continue;
+			if (prev !== null && box.top > prev + 2 && !"-/_. ".includes(prevChar)) bad.push(prevChar + "|" + n.data[i]);
+			prev = box.top; prevChar = n.data[i];
+		}
+	}
+	return bad;
+}`
+
+// TestDashboardAtPhoneWidth renders the pages at a phone's width (390 CSS
+// pixels) in headless Chromium and checks that what matters is on screen
+// without scrolling sideways: the Failing and Disabled counts of the
+// overview, every model's uid and reason on the kind page, the dead
+// letters' errors; that keys break only after a separator; and that the
+// timeline's text is as large as the page's. It also opens models whose
+// keys need escaping from their links and acts on them. Screenshots:
+// phone-*.png (see newBrowser).
+func TestDashboardAtPhoneWidth(t *testing.T) {
+	bin := chromium()
+	if bin == "" {
+		t.Skip("no chromium binary found: run scripts/browser.sh (make test does) or set REFRESHER_CHROMIUM")
+	}
+	f := newFixture(t, map[string]string{"ops": testToken})
+	pathKey := "customer-42/reports/2026-q3_summary-of-all-regional-sales.pdf"
+	f.addModels(append(awkwardKeys, pathKey)...)
+	b := newBrowser(t, bin, chromedp.EmulateViewport(phoneWidth, 844, chromedp.EmulateMobile, chromedp.EmulateScale(2)))
+
+	onScreen := func(sel string) {
+		t.Helper()
+		var off []string
+		b.run("measure "+sel, chromedp.Evaluate("("+offScreen+")("+strconv.Quote(sel)+")", &off))
+		if len(off) > 0 {
+			t.Errorf("at %d px, %s off screen: %q", phoneWidth, sel, off)
+		}
+		var n int
+		b.run("count "+sel, chromedp.Evaluate("[...document.querySelectorAll("+strconv.Quote(sel)+")].filter(e => e.textContent.trim() !== '').length", &n))
+		if n == 0 {
+			t.Errorf("no %s with text on the page", sel)
+		}
+	}
+	noSidewaysScroll := func(page string) {
+		t.Helper()
+		var sw, cw int
+		b.run("page width", chromedp.Evaluate("document.documentElement.scrollWidth", &sw), chromedp.Evaluate("document.documentElement.clientWidth", &cw))
+		if sw > cw {
+			t.Errorf("%s at %d px scrolls sideways: %d px wide", page, phoneWidth, sw)
+		}
+	}
+
+	b.run("overview", chromedp.Navigate(f.http.URL+"/"), chromedp.WaitVisible("table.overview", chromedp.ByQuery), b.shot("phone-1-overview"))
+	onScreen(`table.overview td[data-label="Failing"]`)
+	onScreen(`table.overview td[data-label="Disabled"]`)
+	onScreen(`table.overview td[data-label="Late"]`)
+	noSidewaysScroll("the overview")
+
+	b.run("kind", chromedp.Navigate(f.http.URL+"/kinds/items?limit=100"), chromedp.WaitVisible("table.models", chromedp.ByQuery), b.shot("phone-2-kind"))
+	onScreen("table.models td.uid")
+	onScreen("table.models td.reason")
+	noSidewaysScroll("the kind page")
+	var lines map[string]int // uid -> lines its link takes
+	b.run("uid lines", chromedp.Evaluate(`Object.fromEntries([...document.querySelectorAll("td.uid a")].map(a =>
+		[a.textContent, Math.round(a.getBoundingClientRect().height / parseFloat(getComputedStyle(a).lineHeight))]))`, &lines))
+	for _, k := range []string{"failing-1", "running-1", "with space", "a/b"} {
+		if lines[k] != 1 {
+			t.Errorf("uid %q takes %d lines at %d px, want 1 (lines: %v)", k, lines[k], phoneWidth, lines)
+		}
+	}
+	var bad []string
+	b.run("path key breaks", chromedp.Evaluate(`(`+badBreaks+`)([...document.querySelectorAll("td.uid a")].find(a => a.textContent === `+strconv.Quote(pathKey)+`))`, &bad))
+	if len(bad) > 0 {
+		t.Errorf("uid %q breaks mid-word at %q", pathKey, bad)
+	}
+
+	b.run("failing model", chromedp.Navigate(f.http.URL+"/kinds/items/models/failing-1"), chromedp.WaitVisible("h1.uid", chromedp.ByQuery), b.shot("phone-3-model"))
+	noSidewaysScroll("the model page")
+	var sizes []float64 // the rendered size of the timeline's texts, in CSS pixels
+	b.run("timeline text", chromedp.Evaluate(`[...document.querySelectorAll(".timeline-view text, .timeline-list span")].filter(e => e.getClientRects().length > 0).map(e => e.getBoundingClientRect().height)`, &sizes))
+	if len(sizes) < 3 {
+		t.Errorf("the timeline shows %d texts at %d px", len(sizes), phoneWidth)
+	}
+	for _, h := range sizes {
+		if h < 14 {
+			t.Errorf("timeline text %.1f px high at %d px wide, too small to read (sizes %v)", h, phoneWidth, sizes)
+			break
+		}
+	}
+	onScreen(".timeline-view")
+
+	b.run("dead letters", chromedp.Navigate(f.http.URL+"/kinds/items/dead"), chromedp.WaitVisible("table.dead", chromedp.ByQuery), b.shot("phone-4-dead"))
+	onScreen("table.dead td.reason")
+	noSidewaysScroll("the dead letters")
+
+	long := "a-very-long-model-uid-" + strings.Repeat("x", 150)
+	b.run("long uid", chromedp.Navigate(f.http.URL+"/kinds/items/models/"+long), chromedp.WaitVisible("#reason", chromedp.ByQuery), b.shot("phone-6-long-uid"))
+	noSidewaysScroll("a disabled model with a long uid and reason")
+	onScreen("#enable-model")
+	b.run("bulk", chromedp.Navigate(f.http.URL+"/kinds/items/bulk"), chromedp.WaitVisible("#bulk-form", chromedp.ByQuery), b.shot("phone-7-bulk"))
+	noSidewaysScroll("the bulk re-enable")
+	b.run("no such kind", chromedp.Navigate(f.http.URL+"/kinds/nope"), chromedp.WaitVisible("#error-message", chromedp.ByQuery), b.shot("phone-8-no-kind"))
+	noSidewaysScroll("the error page")
+
+	// Every awkward key opens from its link and takes an action from its page.
+	b.run("token", chromedp.Navigate(f.http.URL+"/"), chromedp.WaitVisible("#token", chromedp.ByQuery),
+		chromedp.SendKeys("#token", testToken, chromedp.ByQuery), chromedp.Click(`#token-form button[type="submit"]`, chromedp.ByQuery))
+	for i, key := range awkwardKeys {
+		shown := cmp.Or(key, "(empty key)")
+		var clicked bool
+		b.run("open "+key, chromedp.Navigate(f.http.URL+"/kinds/items?limit=100"), chromedp.WaitVisible("table.models", chromedp.ByQuery),
+			chromedp.Evaluate(`(() => { const a = [...document.querySelectorAll("td.uid a")].find(a => a.textContent === `+strconv.Quote(shown)+`); if (a) a.click(); return !!a; })()`, &clicked))
+		if !clicked {
+			t.Errorf("key %q: no link on the kind page", key)
+			continue
+		}
+		var h1 string
+		b.run("model "+key, chromedp.WaitVisible("h1.uid", chromedp.ByQuery), chromedp.TextContent("h1.uid", &h1, chromedp.ByQuery))
+		if h1 != shown {
+			var loc string
+			b.run("location", chromedp.Location(&loc))
+			t.Errorf("key %q: its link opened %s, showing %q", key, loc, h1)
+			continue
+		}
+		if i == 0 {
+			b.run("shot", b.shot("phone-5-dotdot-model"))
+		}
+		b.run("trigger "+key, chromedp.Click("#trigger-model", chromedp.ByQuery), chromedp.WaitVisible("#flash.ok", chromedp.ByQuery))
+		if msg := b.text("#flash"); !strings.Contains(msg, strings.TrimSpace("refresh "+key)+" now") || !strings.Contains(msg, "due now") {
+			t.Errorf("key %q: Refresh now: %q", key, msg)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/refresher/refresher/policy"
@@ -25,7 +26,9 @@ var pages = map[string]*template.Template{}
 
 func init() {
 	funcs := template.FuncMap{
-		"path": url.PathEscape,
+		"path":     url.PathEscape,
+		"keypath":  keySegment,
+		"keybreak": keyBreaks,
 		"when": func(t *time.Time) string {
 			if t == nil {
 				return "—"
@@ -39,7 +42,7 @@ func init() {
 			return policy.FormatDuration(time.Duration(sec) * time.Second)
 		},
 	}
-	for _, p := range []string{"overview", "kind", "model", "dead", "bulk"} {
+	for _, p := range []string{"overview", "kind", "model", "dead", "bulk", "error"} {
 		pages[p] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(webFS, "web/templates/layout.html", "web/templates/"+p+".html"))
 	}
 }
@@ -48,10 +51,60 @@ func (s *Server) dashboardRoutes(mux *http.ServeMux) {
 	static, _ := fs.Sub(webFS, "web/static")
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	mux.HandleFunc("GET /{$}", s.pageOverview)
-	mux.HandleFunc("GET /kinds/{kind}", s.withKind(s.pageKind))
-	mux.HandleFunc("GET /kinds/{kind}/models/{uid}", s.withKind(s.pageModel))
-	mux.HandleFunc("GET /kinds/{kind}/dead", s.withKind(s.pageDead))
-	mux.HandleFunc("GET /kinds/{kind}/bulk", s.withKind(s.pageBulk))
+	mux.HandleFunc("GET /kinds/{kind}", s.withKindPage(s.pageKind))
+	mux.HandleFunc("GET /kinds/{kind}/models/{uid}", s.withKindPage(s.pageModel))
+	mux.HandleFunc("GET /kinds/{kind}/dead", s.withKindPage(s.pageDead))
+	mux.HandleFunc("GET /kinds/{kind}/bulk", s.withKindPage(s.pageBulk))
+	// Every other path outside /api/ is a page that does not exist: an HTML
+	// answer for the browser (the API answers JSON of its own).
+	mux.HandleFunc("/", s.pageNotFound)
+}
+
+// withKindPage is withKind for pages: an unknown kind gets an HTML 404.
+func (s *Server) withKindPage(h kindHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		k, ok := s.kinds[r.PathValue("kind")]
+		if !ok {
+			s.pageError(w, http.StatusNotFound, fmt.Sprintf("No kind %q is configured.", r.PathValue("kind")))
+			return
+		}
+		h(w, r, k)
+	}
+}
+
+// pageNotFound answers a path no page has, and a page asked with a method
+// other than GET.
+func (s *Server) pageNotFound(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		s.pageError(w, http.StatusMethodNotAllowed, fmt.Sprintf("The pages are read with GET, not %s; actions are under /api/v1/.", r.Method))
+		return
+	}
+	s.pageError(w, http.StatusNotFound, fmt.Sprintf("No page at %s.", r.URL.Path))
+}
+
+// keyBreaks is key as HTML with a line-break opportunity (<wbr>) after
+// each separator (- / _ . :), so that a narrow column wraps a long key
+// between its parts rather than inside a word; the CSS breaks anywhere only
+// a part wider than the line. The empty key shows as "(empty key)", so that
+// its link can be seen and clicked.
+func keyBreaks(key string) template.HTML {
+	if key == "" {
+		return `<em class="empty-key">(empty key)</em>`
+	}
+	var b strings.Builder
+	for {
+		i := strings.IndexAny(key, "-/_.:")
+		if i < 0 {
+			b.WriteString(template.HTMLEscapeString(key))
+			return template.HTML(b.String())
+		}
+		b.WriteString(template.HTMLEscapeString(key[:i+1]))
+		if i+1 < len(key) {
+			b.WriteString("<wbr>")
+		}
+		key = key[i+1:]
+	}
 }
 
 // page is what every template gets.
@@ -77,8 +130,15 @@ func (s *Server) render(w http.ResponseWriter, name string, status int, p page) 
 	w.Write(b.Bytes())
 }
 
+// pageError answers an HTML page that says msg, with a way back to the
+// overview.
 func (s *Server) pageError(w http.ResponseWriter, status int, msg string) {
-	s.render(w, "overview", status, page{Title: "Error", Data: overviewData{Error: msg}})
+	s.render(w, "error", status, page{Title: http.StatusText(status), Data: errorData{Status: status, Message: msg}})
+}
+
+type errorData struct {
+	Status  int
+	Message string
 }
 
 type overviewData struct {
@@ -131,22 +191,55 @@ func (s *Server) pageKind(w http.ResponseWriter, r *http.Request, k *Kind) {
 }
 
 type modelData struct {
-	Detail ModelDetail
-	SVG    timelineSVG
+	Detail  ModelDetail
+	SVG     timelineSVG
+	Actions modelActions
+}
+
+// modelActions are the buttons the model page shows: only the actions that
+// would change the model in its state. Pause and Resume follow the pause.
+type modelActions struct {
+	// Enable: the model is disabled (refresher.Enable re-enables it).
+	Enable bool
+	// Trigger ("Refresh now"): the model waits for a later refresh_at, or
+	// for none, and is neither running, disabled (Enable does that) nor
+	// paused (the API refuses it then).
+	Trigger bool
+	// Hint says why neither applies, when that is so.
+	Hint string
+}
+
+func actionsFor(m ModelItem, now time.Time) modelActions {
+	var a modelActions
+	switch {
+	case m.DisabledAt != nil:
+		a.Enable = true
+	case m.Pause != nil:
+		a.Hint = "paused: resume it to refresh it"
+	case m.AttemptUID != "":
+		a.Hint = "an attempt is running: a refresh now would not start a second one"
+	case m.RefreshAt != nil && !m.RefreshAt.After(now):
+		a.Hint = "already due: the next dispatch starts it"
+	default:
+		a.Trigger = true
+	}
+	return a
 }
 
 func (s *Server) pageModel(w http.ResponseWriter, r *http.Request, k *Kind) {
-	d, err := s.modelDetail(r.Context(), k, r.PathValue("uid"))
+	d, err := s.modelDetail(r.Context(), k, modelKey(r))
 	if err != nil {
 		if err == errNoModel {
-			s.pageError(w, http.StatusNotFound, fmt.Sprintf("No model %q in table %s.", r.PathValue("uid"), k.Table.Name))
+			s.pageError(w, http.StatusNotFound, fmt.Sprintf("No model %q in table %s.", modelKey(r), k.Table.Name))
 			return
 		}
 		s.o.Logger.Error("operator: read model", "err", err)
 		s.pageError(w, http.StatusInternalServerError, "The model could not be read; the service log has the detail.")
 		return
 	}
-	s.render(w, "model", http.StatusOK, page{Title: d.Model.UID, Kind: k, Data: modelData{Detail: d, SVG: drawTimeline(d.Timeline, d.Throttle, s.o.Now())}})
+	now := s.o.Now()
+	s.render(w, "model", http.StatusOK, page{Title: d.Model.UID, Kind: k,
+		Data: modelData{Detail: d, SVG: drawTimeline(d.Timeline, d.Throttle, now), Actions: actionsFor(d.Model, now)}})
 }
 
 type deadData struct {

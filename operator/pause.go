@@ -115,13 +115,13 @@ func (s *Server) apiResumeKind(w http.ResponseWriter, r *http.Request, k *Kind) 
 // what (a refresh now) would not happen until it is resumed.
 func (s *Server) refusePaused(w http.ResponseWriter, r *http.Request, k *Kind, what string) bool {
 	_, hash := refresher.PauseKeys(k.Lists)
-	paused, err := s.o.Redis.HExists(r.Context(), hash, r.PathValue("uid")).Result()
+	paused, err := s.o.Redis.HExists(r.Context(), hash, modelKey(r)).Result()
 	if err != nil {
 		s.internal(w, "read the model's pause", err)
 		return true
 	}
 	if paused {
-		writeError(w, http.StatusConflict, fmt.Sprintf("model %q is paused by an operator: resume it first, or %s would not happen", r.PathValue("uid"), what))
+		writeError(w, http.StatusConflict, fmt.Sprintf("model %q is paused by an operator: resume it first, or %s would not happen", modelKey(r), what))
 	}
 	return paused
 }
