@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/refresher/refresher/models"
-	"github.com/refresher/refresher/refresher"
 )
 
 // BulkEnableRequest is the body of POST /api/v1/kinds/{kind}/enable.
@@ -130,7 +129,7 @@ func (s *Server) BulkEnable(ctx context.Context, k *Kind, req BulkEnableRequest)
 			keys = append(keys, row.Key)
 		}
 		if !req.DryRun && len(keys) > 0 {
-			changes, err := refresher.Enable(ctx, s.o.Store, k.Table, keys, now)
+			changes, err := s.admin().Enable(ctx, k.Table, keys, now)
 			if err != nil {
 				return res, 0, err
 			}

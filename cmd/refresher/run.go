@@ -127,7 +127,7 @@ func operatorServer(ctx context.Context, c *config.Config, store models.Store, r
 		gk[i] = refresher.GaugeKind{Name: k.Name, Table: table(k), Lists: kinds[i].Lists, LateAfter: k.LateAfter.D(), Priority: k.Priority}
 	}
 	if insp, ok := store.(models.Inspector); ok {
-		g := refresher.NewGauges(svc.Metrics().Registry, refresher.GaugeConfig{Kinds: gk, Inspector: insp, Redis: rdb,
+		g := refresher.NewGauges(svc.Metrics().Registry, refresher.GaugeConfig{Kinds: gk, Inspector: insp, Redis: redisio.New(rdb),
 			Interval: c.GaugeInterval.D(), Logger: log})
 		go g.Run(ctx)
 	}
