@@ -34,9 +34,8 @@ func (c *Config) SetDefaults() {
 		k.Key = cmp.Or(k.Key, DefaultKey)
 		k.Timeout = cmp.Or(k.Timeout, Duration(DefaultTimeout))
 		k.Retry = cmp.Or(k.Retry, policy.DefaultRetrySpec)
-		k.Input = cmp.Or(k.Input, k.Name+"-input")
-		k.Output = cmp.Or(k.Output, k.Name+"-output")
-		k.Dead = cmp.Or(k.Dead, k.Name+"-dead")
+		l := redisio.DefaultLists(c.RedisPrefix + k.Name)
+		k.Input, k.Output, k.Dead = cmp.Or(k.Input, l.Input), cmp.Or(k.Output, l.Output), cmp.Or(k.Dead, l.Dead)
 		k.MaxQueued = cmp.Or(k.MaxQueued, DefaultMaxQueued)
 		k.MaxDead = cmp.Or(k.MaxDead, DefaultMaxDead)
 		k.MaxResultBytes = cmp.Or(k.MaxResultBytes, DefaultMaxResultBytes)
@@ -47,6 +46,8 @@ func (c *Config) SetDefaults() {
 var (
 	kindName   = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 	identifier = regexp.MustCompile(`^[A-Za-z0-9_$]{1,64}$`)
+	// redisPrefix: printable, no spaces (it starts Redis key names).
+	redisPrefix = regexp.MustCompile(`^[^\s\x00-\x1f\x7f]{0,100}$`)
 )
 
 // Validate checks every value (after SetDefaults) and parses the schedules
@@ -65,6 +66,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Heartbeat.D() < 2*time.Second {
 		bad("heartbeat: %s is too short (use at least 2s; leave it out for the default 30s)", c.Heartbeat)
+	}
+	if !redisPrefix.MatchString(c.RedisPrefix) {
+		bad("redis_prefix: %q may not hold spaces or control characters and is at most 100 characters (e.g. \"shop:\")", c.RedisPrefix)
 	}
 	if len(c.Kinds) == 0 {
 		bad("kinds: none configured (add at least one, e.g. kinds: [{name: big_tables, schedule: \"RRULE:FREQ=DAILY\"}], or set REFRESHER_KINDS)")
