@@ -140,3 +140,22 @@ func (a *Admin) ModelPaused(ctx context.Context, l redisio.Lists, key string) (b
 func (a *Admin) ListState(ctx context.Context, l redisio.Lists) (redisio.ListState, error) {
 	return a.rdb.ReadListState(ctx, l)
 }
+
+// DeadLetters returns the length of a kind's dead-letter list and its
+// entries from offset up to limit of them.
+func (a *Admin) DeadLetters(ctx context.Context, l redisio.Lists, offset, limit int64) (int64, []string, error) {
+	return a.rdb.DeadLetters(ctx, l, offset, limit)
+}
+
+// ReplayDead removes the dead letter whose text is entry and pushes msg,
+// its original message, back onto the output list, in one atomic step; it
+// reports false when the entry is no longer there.
+func (a *Admin) ReplayDead(ctx context.Context, l redisio.Lists, entry, msg string) (bool, error) {
+	return a.rdb.ReplayDead(ctx, l, entry, msg)
+}
+
+// DiscardDead removes the dead letter whose text is entry; it reports
+// false when it is no longer there.
+func (a *Admin) DiscardDead(ctx context.Context, l redisio.Lists, entry string) (bool, error) {
+	return a.rdb.DiscardDead(ctx, l, entry)
+}
