@@ -51,7 +51,8 @@ type GaugeConfig struct {
 //	refresher_kind_paused{kind}            (1 while an operator pauses the whole kind, else 0)
 //
 // state="paused" counts the models an operator paused
-// (redisio.Lists.PausedModels); a paused model is also counted in the states its row is in.
+// (redisio.Lists.PausedModels); a paused model is also counted in the
+// states its row is in.
 // A paused kind does not change the counts: its rows stay due, late or
 // failing as they are, and refresher_kind_paused says why nothing moves.
 // Every series of every kind exists from NewGauges on, at 0 until the first

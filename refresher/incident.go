@@ -16,8 +16,9 @@ import (
 // one hash per minute of the service's clock (redisio.Lists.IncidentBucket)
 // with the fields results and failures (HINCRBY, expiring after the window
 // and a minute), and a flag (redisio.Lists.IncidentWorker) set for one
-// window by a result with "scope":"worker". The window is the last ceil(Window/1m) buckets, the
-// current minute's included. The decision is the policy's
+// window by a result with "scope":"worker". The window is the last
+// ceil(Window/1m) buckets, the current minute's included. The decision is
+// the policy's
 // (policy.Guard.Incident); the poller makes it for each batch of results,
 // counting that batch too, and the dispatcher reads the last one for its
 // timeouts. Timeouts count in the window as failures.
