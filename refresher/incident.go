@@ -18,10 +18,9 @@ import (
 // and a minute), and a flag (redisio.Lists.IncidentWorker) set for one
 // window by a result with "scope":"worker". The window is the last
 // ceil(Window/1m) buckets, the current minute's included. The decision is
-// the policy's
-// (policy.Guard.Incident); the poller makes it for each batch of results,
-// counting that batch too, and the dispatcher reads the last one for its
-// timeouts. Timeouts count in the window as failures.
+// the policy's (policy.Guard.Incident); the poller makes it for each batch
+// of results, counting that batch too, and the dispatcher reads the last
+// one for its timeouts. Timeouts count in the window as failures.
 //
 // The poller's committed batches are written to the window with its next
 // read (countLater), in the same round trip: one round trip per batch
