@@ -89,7 +89,7 @@ func (s *Server) apiBulkEnable(w http.ResponseWriter, r *http.Request, k *Kind) 
 
 // BulkEnable re-enables (or with DryRun counts) k's disabled models whose
 // reason matches req. It pages through the disabled models by key and
-// enables each page's matches in one transaction (refresher.Enable), so a
+// enables each page's matches in one transaction (refresher.Admin.Enable), so a
 // large incident does not hold locks for long. The status is 400 when req
 // is wrong.
 func (s *Server) BulkEnable(ctx context.Context, k *Kind, req BulkEnableRequest) (BulkEnableResult, int, error) {
