@@ -35,11 +35,7 @@ func TestAccountingRedis(t *testing.T) {
 	if _, err := c.Len(ctx, prefix+"input"); err != nil { // the cycle's own
 		t.Fatal(err)
 	}
-	if _, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error { // the pauses' with the holds: not an extra one
-		p.HKeys(ctx, prefix+"paused")
-		redisio.QueueHeld(ctx, p, prefix+"throttle", now)
-		return nil
-	}); err != nil {
+	if _, err := c.ReadDispatchState(ctx, redisio.DefaultLists(prefix+"k"), true, now); err != nil { // the pauses' with the holds: not an extra one
 		t.Fatal(err)
 	}
 	if _, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error { // the dashboard's

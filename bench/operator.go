@@ -14,6 +14,7 @@ import (
 
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/operator"
+	"github.com/refresher/refresher/redisio"
 	"github.com/refresher/refresher/refresher"
 )
 
@@ -40,11 +41,10 @@ func startOperator(ctx context.Context, o childOpts, k refresher.Kind, store mod
 	side := &operatorSide{}
 	if o.gauges > 0 {
 		side.gauges = refresher.NewGauges(svc.Metrics().Registry, refresher.GaugeConfig{
-			Kinds:     []refresher.GaugeKind{{Name: k.Name, Table: k.Table, Lists: k.Lists}},
-			Inspector: counted, Redis: rdb, Interval: o.gauges,
-			// Its own lock and snapshot: another process's gauges on the
-			// same Redis must not count for this one.
-			KeyPrefix: o.prefix + "gauges:", Logger: log})
+			Kinds: []refresher.GaugeKind{{Name: k.Name, Table: k.Table, Lists: k.Lists}},
+			// Its own lock and snapshot (beside the kind's lists): another
+			// process's gauges on the same Redis do not count for this one.
+			Inspector: counted, Redis: redisio.New(rdb), Interval: o.gauges, Logger: log})
 	}
 	if o.dashboard {
 		op, err := operator.New(operator.Options{

@@ -38,6 +38,13 @@ type Config struct {
 	MaxConnections int `yaml:"max_connections"`
 	// Redis is the Redis URL. Default "redis://127.0.0.1:6379/0".
 	Redis string `yaml:"redis"`
+	// RedisPrefix starts the default list names of every kind
+	// ("<prefix><name>-input", -output, -dead), and so every key the service
+	// derives from them, so that deployments whose kinds share names can
+	// share one Redis. Lists named in a kind are used as written. Default ""
+	// (today's names). At most 100 characters, no spaces or control
+	// characters.
+	RedisPrefix string `yaml:"redis_prefix"`
 	// HTTP is the listen address of the operator's HTTP server: /metrics
 	// (Prometheus), /healthz, /readyz, the API under /api/v1/ and the
 	// dashboard at /. Default "127.0.0.1:9090" (Defaults.HTTP); "off" for no

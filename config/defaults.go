@@ -57,7 +57,7 @@ func (c *Config) SetDefaults() {
 	}
 	for i := range c.Kinds {
 		k := &c.Kinds[i]
-		lists := redisio.DefaultLists(k.Name)
+		lists := redisio.DefaultLists(c.RedisPrefix + k.Name)
 		k.Table = cmp.Or(k.Table, k.Name)
 		k.Key = cmp.Or(k.Key, kd.Key)
 		k.Timeout = cmp.Or(k.Timeout, kd.Timeout)

@@ -16,6 +16,8 @@ import (
 var (
 	kindName   = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 	identifier = regexp.MustCompile(`^[A-Za-z0-9_$]{1,64}$`)
+	// redisPrefix: printable, no spaces (it starts Redis key names).
+	redisPrefix = regexp.MustCompile(`^[^\s\x00-\x1f\x7f]{0,100}$`)
 )
 
 // Validate checks every value (after SetDefaults) and parses the schedules
@@ -34,6 +36,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Heartbeat.D() < 2*time.Second {
 		bad("heartbeat: %s is too short (use at least 2s; leave it out for the default %s)", c.Heartbeat, Defaults.Heartbeat)
+	}
+	if !redisPrefix.MatchString(c.RedisPrefix) {
+		bad("redis_prefix: %q may not hold spaces or control characters and is at most 100 characters (e.g. \"shop:\")", c.RedisPrefix)
 	}
 	if len(c.Kinds) == 0 {
 		bad("kinds: none configured (add at least one, e.g. kinds: [{name: big_tables, schedule: \"RRULE:FREQ=DAILY\"}], or set REFRESHER_KINDS)")

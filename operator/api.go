@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/refresher"
 )
@@ -232,21 +230,11 @@ func (s *Server) Overview(ctx context.Context, now time.Time) ([]KindSummary, er
 // listLens reads, in one round trip, a kind's list lengths, the number of
 // its paused models and its own pause (nil when not paused).
 func (s *Server) listLens(ctx context.Context, k *Kind) (ListLens, int64, *refresher.PauseInfo, error) {
-	kindKey, hash := refresher.PauseKeys(k.Lists)
-	p := s.o.Redis.Pipeline()
-	in, out, dead := p.LLen(ctx, k.Lists.Input), p.LLen(ctx, k.Lists.Output), p.LLen(ctx, k.Lists.Dead)
-	paused, kind := p.HLen(ctx, hash), p.Get(ctx, kindKey)
-	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	st, err := s.admin().ListState(ctx, k.Lists)
+	if err != nil {
 		return ListLens{}, 0, nil, err
 	}
-	var pause *refresher.PauseInfo
-	if kind.Err() == nil {
-		pause = &refresher.PauseInfo{}
-		if json.Unmarshal([]byte(kind.Val()), pause) != nil {
-			pause = &refresher.PauseInfo{Note: kind.Val()}
-		}
-	}
-	return ListLens{Input: in.Val(), Output: out.Val(), Dead: dead.Val()}, paused.Val(), pause, nil
+	return ListLens{Input: st.Input, Output: st.Output, Dead: st.Dead}, st.PausedModels, st.KindPause, nil
 }
 
 // ModelItem is one model in the API: its state columns, named as in the
@@ -335,7 +323,7 @@ func (s *Server) listModels(ctx context.Context, k *Kind, q models.ListQuery) (M
 	if s.insp == nil {
 		return ModelPage{}, errors.New("the database driver cannot list models")
 	}
-	paused, err := refresher.PausedModels(ctx, s.o.Redis, k.Lists)
+	paused, err := s.admin().PausedModels(ctx, k.Lists)
 	if err != nil {
 		return ModelPage{}, err
 	}
@@ -427,7 +415,7 @@ func (s *Server) modelDetail(ctx context.Context, k *Kind, uid string) (ModelDet
 	if err != nil {
 		return ModelDetail{}, err
 	}
-	paused, err := refresher.PausedModels(ctx, s.o.Redis, k.Lists)
+	paused, err := s.admin().PausedModels(ctx, k.Lists)
 	if err != nil {
 		return ModelDetail{}, err
 	}
@@ -482,24 +470,24 @@ type ChangeResult struct {
 }
 
 func (s *Server) apiEnable(w http.ResponseWriter, r *http.Request, k *Kind) {
-	s.change(w, r, k, "enable", refresher.Enable)
+	s.change(w, r, k, "enable", s.admin().Enable)
 }
 
 func (s *Server) apiTrigger(w http.ResponseWriter, r *http.Request, k *Kind) {
 	if s.refusePaused(w, r, k, "a refresh now") {
 		return
 	}
-	s.change(w, r, k, "trigger", refresher.Trigger)
+	s.change(w, r, k, "trigger", s.admin().Trigger)
 }
 
-type changeFunc func(context.Context, models.Store, models.Table, []string, time.Time) ([]refresher.Change, error)
+type changeFunc func(context.Context, models.Table, []string, time.Time) ([]refresher.Change, error)
 
 // change runs fn on the model {uid} and answers with what it did; decorate,
 // when given, completes the item of the row after (the pause's note).
 func (s *Server) change(w http.ResponseWriter, r *http.Request, k *Kind, what string, fn changeFunc, decorate ...func(*ModelItem)) {
 	uid := modelKey(r)
 	now := s.o.Now()
-	changes, err := fn(r.Context(), s.o.Store, k.Table, []string{uid}, now)
+	changes, err := fn(r.Context(), k.Table, []string{uid}, now)
 	if err != nil {
 		s.internal(w, what+" the model", err)
 		return

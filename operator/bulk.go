@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/refresher/refresher/models"
-	"github.com/refresher/refresher/refresher"
 )
 
 // BulkEnableRequest is the body of POST /api/v1/kinds/{kind}/enable.
@@ -90,7 +89,7 @@ func (s *Server) apiBulkEnable(w http.ResponseWriter, r *http.Request, k *Kind) 
 
 // BulkEnable re-enables (or with DryRun counts) k's disabled models whose
 // reason matches req. It pages through the disabled models by key and
-// enables each page's matches in one transaction (refresher.Enable), so a
+// enables each page's matches in one transaction (refresher.Admin.Enable), so a
 // large incident does not hold locks for long. The status is 400 when req
 // is wrong.
 func (s *Server) BulkEnable(ctx context.Context, k *Kind, req BulkEnableRequest) (BulkEnableResult, int, error) {
@@ -130,7 +129,7 @@ func (s *Server) BulkEnable(ctx context.Context, k *Kind, req BulkEnableRequest)
 			keys = append(keys, row.Key)
 		}
 		if !req.DryRun && len(keys) > 0 {
-			changes, err := refresher.Enable(ctx, s.o.Store, k.Table, keys, now)
+			changes, err := s.admin().Enable(ctx, k.Table, keys, now)
 			if err != nil {
 				return res, 0, err
 			}

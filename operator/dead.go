@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // DeadLetter is one entry of a kind's dead-letter list, as the poller wrote
@@ -79,17 +77,15 @@ func parseDead(raw string, index int64) DeadLetter {
 }
 
 func (s *Server) deadLetters(ctx context.Context, k *Kind, offset, limit int64) (total int64, items []DeadLetter, err error) {
-	p := s.o.Redis.Pipeline()
-	n := p.LLen(ctx, k.Lists.Dead)
-	rng := p.LRange(ctx, k.Lists.Dead, offset, offset+limit-1)
-	if _, err := p.Exec(ctx); err != nil {
+	total, entries, err := s.admin().DeadLetters(ctx, k.Lists, offset, limit)
+	if err != nil {
 		return 0, nil, err
 	}
-	items = make([]DeadLetter, 0, len(rng.Val()))
-	for i, raw := range rng.Val() {
+	items = make([]DeadLetter, 0, len(entries))
+	for i, raw := range entries {
 		items = append(items, parseDead(raw, offset+int64(i)))
 	}
-	return n.Val(), items, nil
+	return total, items, nil
 }
 
 func (s *Server) apiDead(w http.ResponseWriter, r *http.Request, k *Kind) {
@@ -126,31 +122,21 @@ type DeadResult struct {
 	NotReplayable []string `json:"not_replayable,omitempty"`
 }
 
-// replayScript removes one dead letter (by its exact text) and, only if it
-// was there, pushes the original onto the output list: a replay that races
-// another never pushes a message twice.
-var replayScript = redis.NewScript(`
-if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 1 then
-  redis.call('RPUSH', KEYS[2], ARGV[2])
-  return 1
-end
-return 0`)
-
 func (s *Server) apiDeadReplay(w http.ResponseWriter, r *http.Request, k *Kind) {
 	s.deadAction(w, r, k, "replay", func(ctx context.Context, raw string) (bool, bool, error) {
 		_, msg, ok := original(raw)
 		if !ok {
 			return false, false, nil
 		}
-		n, err := replayScript.Run(ctx, s.o.Redis, []string{k.Lists.Dead, k.Lists.Output}, raw, msg).Int()
-		return n == 1, true, err
+		done, err := s.admin().ReplayDead(ctx, k.Lists, raw, msg)
+		return done, true, err
 	})
 }
 
 func (s *Server) apiDeadDiscard(w http.ResponseWriter, r *http.Request, k *Kind) {
 	s.deadAction(w, r, k, "discard", func(ctx context.Context, raw string) (bool, bool, error) {
-		n, err := s.o.Redis.LRem(ctx, k.Lists.Dead, 1, raw).Result()
-		return n == 1, true, err
+		done, err := s.admin().DiscardDead(ctx, k.Lists, raw)
+		return done, true, err
 	})
 }
 
@@ -168,7 +154,7 @@ func (s *Server) deadAction(w http.ResponseWriter, r *http.Request, k *Kind, wha
 		return
 	}
 	ctx := r.Context()
-	entries, err := s.o.Redis.LRange(ctx, k.Lists.Dead, 0, deadScan-1).Result()
+	_, entries, err := s.admin().DeadLetters(ctx, k.Lists, 0, deadScan)
 	if err != nil {
 		s.internal(w, "read the dead letters", err)
 		return

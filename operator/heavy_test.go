@@ -78,7 +78,7 @@ func readAPIMillionRows(t *testing.T, drv string) {
 	for i := 500_000; i < 500_100; i++ {
 		paused = append(paused, fmt.Sprintf("m-%d", i))
 	}
-	if _, err := refresher.Pause(ctx, store, rdb, k.Table, k.Lists, paused, refresher.PauseInfo{Note: "heavy test", By: "test"}); err != nil {
+	if _, err := refresher.NewAdmin(store, redisio.New(rdb)).Pause(ctx, k.Table, k.Lists, paused, refresher.PauseInfo{Note: "heavy test", By: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 20 {

@@ -10,11 +10,17 @@ import (
 
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/policy"
+	"github.com/refresher/refresher/redisio"
 	"github.com/refresher/refresher/refresher"
 )
 
-// The operator's pause (refresher.Pause and refresher.PauseKind): the API's
+// The operator's pause (refresher.Admin's Pause and PauseKind): the API's
 // actions and the paused state of the lists.
+
+// admin is the operator's actions and reads, shared with the CLI.
+func (s *Server) admin() *refresher.Admin {
+	return refresher.NewAdmin(s.o.Store, redisio.New(s.o.Redis))
+}
 
 // PauseRequest is the body of the pause actions; Note says why, for the
 // other operators (at most 1000 characters). The name of the request's
@@ -52,8 +58,8 @@ func (s *Server) apiPauseModel(w http.ResponseWriter, r *http.Request, k *Kind) 
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	s.change(w, r, k, "pause", func(ctx context.Context, st models.Store, t models.Table, keys []string, _ time.Time) ([]refresher.Change, error) {
-		return refresher.Pause(ctx, st, s.o.Redis, t, k.Lists, keys, info)
+	s.change(w, r, k, "pause", func(ctx context.Context, t models.Table, keys []string, _ time.Time) ([]refresher.Change, error) {
+		return s.admin().Pause(ctx, t, k.Lists, keys, info)
 	}, func(it *ModelItem) { it.State, it.Pause = "paused", &info })
 }
 
@@ -62,8 +68,8 @@ func (s *Server) apiResumeModel(w http.ResponseWriter, r *http.Request, k *Kind)
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	s.change(w, r, k, "resume", func(ctx context.Context, st models.Store, t models.Table, keys []string, now time.Time) ([]refresher.Change, error) {
-		return refresher.Resume(ctx, st, s.o.Redis, t, k.Lists, keys, now, k.scheduleFor)
+	s.change(w, r, k, "resume", func(ctx context.Context, t models.Table, keys []string, now time.Time) ([]refresher.Change, error) {
+		return s.admin().Resume(ctx, t, k.Lists, keys, now, k.scheduleFor)
 	})
 }
 
@@ -82,7 +88,7 @@ func (s *Server) apiPauseKind(w http.ResponseWriter, r *http.Request, k *Kind) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if err := refresher.PauseKind(r.Context(), s.o.Redis, k.Lists, info); err != nil {
+	if err := s.admin().PauseKind(r.Context(), k.Lists, info); err != nil {
 		s.internal(w, "pause the kind", err)
 		return
 	}
@@ -97,7 +103,7 @@ func (s *Server) apiResumeKind(w http.ResponseWriter, r *http.Request, k *Kind) 
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	was, err := refresher.ResumeKind(r.Context(), s.o.Redis, k.Lists)
+	was, err := s.admin().ResumeKind(r.Context(), k.Lists)
 	if err != nil {
 		s.internal(w, "resume the kind", err)
 		return
@@ -114,8 +120,7 @@ func (s *Server) apiResumeKind(w http.ResponseWriter, r *http.Request, k *Kind) 
 // refusePaused answers 409 and returns true when the model {uid} is paused:
 // what (a refresh now) would not happen until it is resumed.
 func (s *Server) refusePaused(w http.ResponseWriter, r *http.Request, k *Kind, what string) bool {
-	_, hash := refresher.PauseKeys(k.Lists)
-	paused, err := s.o.Redis.HExists(r.Context(), hash, modelKey(r)).Result()
+	paused, err := s.admin().ModelPaused(r.Context(), k.Lists, modelKey(r))
 	if err != nil {
 		s.internal(w, "read the model's pause", err)
 		return true

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/refresher/refresher/redisio"
 	"github.com/refresher/refresher/refresher"
 )
 
@@ -51,7 +52,7 @@ func TestPauseModelAndKind(t *testing.T) {
 	if st := f.do("POST", "/api/v1/kinds/items/models/late-1/pause", testToken, PauseRequest{Note: strings.Repeat("n", 1001)}, &e); st != 400 {
 		t.Fatalf("long note: %d %v", st, e)
 	}
-	paused, err := refresher.PausedModels(ctx, f.rdb, f.kind.Lists)
+	paused, err := refresher.NewAdmin(nil, redisio.New(f.rdb)).PausedModels(ctx, f.kind.Lists)
 	if err != nil || len(paused) != 2 {
 		t.Fatalf("paused models in Redis (a missing key is not kept): %v %v", paused, err)
 	}
@@ -90,7 +91,7 @@ func TestPauseModelAndKind(t *testing.T) {
 	if k := got.Kinds[0]; k.Paused != 2 || k.Pause == nil || k.Pause.Note != "incident 42" || k.Pause.By != "ops" {
 		t.Fatalf("overview: %+v", k)
 	}
-	if p, err := refresher.KindPause(ctx, f.rdb, f.kind.Lists); err != nil || p == nil || p.Note != "incident 42" {
+	if p, err := refresher.NewAdmin(nil, redisio.New(f.rdb)).KindPause(ctx, f.kind.Lists); err != nil || p == nil || p.Note != "incident 42" {
 		t.Fatalf("kind pause in Redis: %+v %v", p, err)
 	}
 	if st := f.do("POST", "/api/v1/kinds/items/resume", testToken, nil, &kr); st != 200 || kr.Paused || !strings.HasPrefix(kr.Note, "resumed") {
@@ -115,7 +116,7 @@ func TestPauseModelAndKind(t *testing.T) {
 	if at := refreshAt("running-1"); !at.Equal(now.Add(50 * time.Minute)) {
 		t.Fatalf("running-1 refresh_at after resume: %v, want its timeout", at)
 	}
-	if paused, _ := refresher.PausedModels(ctx, f.rdb, f.kind.Lists); len(paused) != 0 {
+	if paused, _ := refresher.NewAdmin(nil, redisio.New(f.rdb)).PausedModels(ctx, f.kind.Lists); len(paused) != 0 {
 		t.Fatalf("still paused after resume: %v", paused)
 	}
 	if st := f.do("POST", "/api/v1/kinds/items/models/ok-1/resume", testToken, nil, &c); st != 200 || !strings.HasPrefix(c.Note, "was not paused") {

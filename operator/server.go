@@ -3,9 +3,8 @@
 // dashboard at / (server-rendered from embedded templates; see docs/operating.md,
 // "The dashboard and API"). It reads through models.Store and models.Inspector, so it
 // works on every database driver, and changes state only through the
-// refresher package's functions (refresher.Enable and refresher.Trigger,
-// which the CLI uses too, and the operator's pause: refresher.Pause,
-// refresher.Resume, refresher.PauseKind and refresher.ResumeKind).
+// refresher package's refresher.Admin (enable, trigger, pause and resume),
+// which the CLI uses too.
 //
 // Reading needs no token. Every state-changing request needs
 // "Authorization: Bearer <token>" with one of Options.Tokens; with none

@@ -85,10 +85,6 @@ func NewWithConfig(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 	return &Client{rdb: rdb, cfg: cfg}, nil
 }
 
-// Redis returns the go-redis client c talks through, for the commands
-// this package does not wrap (the operator's pause keys).
-func (c *Client) Redis() redis.UniversalClient { return c.rdb }
-
 // Push appends jobs to the right of list (RPUSH) in one command, so that
 // either all of them are queued or, when Redis answers with an error, none.
 // Workers pop from the left, so jobs are served in the order given. It

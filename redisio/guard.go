@@ -9,8 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The keys of throttle holds and of the incident guard are the caller's
-// (refresher derives them from a kind's input list). Times are the caller's
+// The keys of throttle holds and of the incident guard are Lists.Throttle,
+// Lists.IncidentBucket and Lists.IncidentWorker. Times are the caller's
 // clock in Unix milliseconds; TTLs are durations, so a test's fake clock and
 // Redis's own clock never need to agree.
 
@@ -43,14 +43,14 @@ func (c *Client) Hold(ctx context.Context, key, group string, until, now time.Ti
 // Held returns the groups of the sorted set key held after now (by the
 // caller's clock), with the end of each hold. An absent key holds none.
 func (c *Client) Held(ctx context.Context, key string, now time.Time) (map[string]time.Time, error) {
-	cmd := QueueHeld(ctx, c.rdb, key, now)
+	cmd := queueHeld(ctx, c.rdb, key, now)
 	return cmd()
 }
 
-// QueueHeld queues Held's read on p (a client or a pipeline, so that the
+// queueHeld queues Held's read on p (a client or a pipeline, so that the
 // caller can send it with other commands in one round trip); the function
 // it returns gives Held's result once p has run it.
-func QueueHeld(ctx context.Context, p redis.Cmdable, key string, now time.Time) func() (map[string]time.Time, error) {
+func queueHeld(ctx context.Context, p redis.Cmdable, key string, now time.Time) func() (map[string]time.Time, error) {
 	cmd := p.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{
 		Min: "(" + strconv.FormatInt(now.UnixMilli(), 10), Max: "+inf"})
 	return func() (map[string]time.Time, error) {

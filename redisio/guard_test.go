@@ -87,21 +87,3 @@ func TestCountThenRead(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, rdb.Exists(ctx, prefix+"incident:3").Val())
 }
-
-// QueueHeld reads the holds in the caller's pipeline.
-func TestQueueHeld(t *testing.T) {
-	t.Parallel()
-	rdb, prefix := testenv.Redis(t)
-	c := New(rdb)
-	ctx := context.Background()
-	now := time.Now()
-	until := now.Add(time.Minute).Truncate(time.Millisecond).UTC()
-	require.NoError(t, c.Hold(ctx, prefix+"throttle", "g1", until, now))
-	p := rdb.Pipeline()
-	held := QueueHeld(ctx, p, prefix+"throttle", now)
-	_, err := p.Exec(ctx)
-	require.NoError(t, err)
-	got, err := held()
-	require.NoError(t, err)
-	require.Equal(t, map[string]time.Time{"g1": until}, got)
-}

@@ -1,6 +1,9 @@
 package redisio
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // DefaultMaxDead is the default cap of a dead-letter list (Lists.MaxDead).
 const DefaultMaxDead = 10_000
@@ -64,6 +67,42 @@ func (l Lists) batchKey(instanceID string) string {
 }
 
 const processingInfix = ":processing:"
+
+// The keys below derive from the input list's name, so they share its Redis
+// Cluster hash tag, if any, and two deployments whose lists differ never
+// share one (docs/operating.md lists every key the service writes).
+
+// KindPause returns the key whose existence pauses the whole kind (the
+// operator's pause, a PauseInfo as JSON): "<input>:paused".
+func (l Lists) KindPause() string { return l.Input + ":paused" }
+
+// PausedModels returns the hash of the kind's paused models (model key ->
+// PauseInfo as JSON): "<input>:paused-models".
+func (l Lists) PausedModels() string { return l.Input + ":paused-models" }
+
+// Throttle returns the sorted set of the kind's throttle holds (member: the
+// group, score: the hold's end in Unix ms): "<input>:throttle". Workers read
+// it too, to answer a held group's jobs without a request.
+func (l Lists) Throttle() string { return l.Input + ":throttle" }
+
+// IncidentBucket returns the hash that counts the kind's results and
+// failures in the minute unixMinute (Unix seconds / 60) of the incident
+// window: "<input>:incident:<unixMinute>".
+func (l Lists) IncidentBucket(unixMinute int64) string {
+	return l.Input + ":incident:" + strconv.FormatInt(unixMinute, 10)
+}
+
+// IncidentWorker returns the key set for one window by a result with
+// "scope":"worker": "<input>:incident:worker".
+func (l Lists) IncidentWorker() string { return l.Input + ":incident:worker" }
+
+// GaugeLock returns the key whose holder counts the kind's alert gauges for
+// one interval: "<input>:gauges:lock".
+func (l Lists) GaugeLock() string { return l.Input + ":gauges:lock" }
+
+// GaugeSnapshot returns the key of the kind's last counted gauges, which
+// every instance reports: "<input>:gauges:snapshot".
+func (l Lists) GaugeSnapshot() string { return l.Input + ":gauges:snapshot" }
 
 // processingPattern is the SCAN pattern of every processing list of the
 // output list, with glob characters of the list name escaped.

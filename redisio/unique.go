@@ -17,7 +17,10 @@ import (
 //   - no list name starts with an output list's name and ":", which begins
 //     the keys derived from it (processing lists, heartbeats, batch tokens,
 //     see Lists.Processing): such a list would be taken for one of them, and
-//     Recover would move a kind's unacknowledged results to another kind.
+//     Recover would move a kind's unacknowledged results to another kind;
+//   - likewise no list name starts with an input list's name and ":", which
+//     begins the keys of that kind's pauses, throttle holds, incident
+//     window and gauges (Lists.KindPause and the others).
 //
 // Empty names are skipped (Drain refuses them).
 func CheckDistinct(kinds []string, lists []Lists) []error {
@@ -43,11 +46,17 @@ func CheckDistinct(kinds []string, lists []Lists) []error {
 			}
 		}
 		for _, b := range uses {
-			if b.role == "output" && strings.HasPrefix(a.name, b.name+":") {
-				errs = append(errs, fmt.Errorf("the %s list %q of kind %s starts with %q, which begins the processing and heartbeat keys of kind %s's output list: rename it",
-					a.role, a.name, a.kind, b.name+":", b.kind))
+			if derived := derivedKeys[b.role]; derived != "" && strings.HasPrefix(a.name, b.name+":") {
+				errs = append(errs, fmt.Errorf("the %s list %q of kind %s starts with %q, which begins the %s keys of kind %s's %s list: rename it",
+					a.role, a.name, a.kind, b.name+":", derived, b.kind, b.role))
 			}
 		}
 	}
 	return errs
+}
+
+// derivedKeys names, by role, the keys derived from a list of that role.
+var derivedKeys = map[string]string{
+	"output": "processing and heartbeat",
+	"input":  "pause, throttle, incident and gauge",
 }

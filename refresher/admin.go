@@ -7,7 +7,27 @@ import (
 
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/policy"
+	"github.com/refresher/refresher/redisio"
 )
+
+// Admin is the operator's actions on models and kinds, and the reads the
+// dashboard makes of what the service keeps in Redis: enable, trigger,
+// pause and resume (of models and of whole kinds), paused models, throttle
+// holds and the incident window. The API and the CLI both act through it,
+// so a change made by one shows in the other. It is safe for concurrent
+// use.
+type Admin struct {
+	store models.Store
+	rdb   *redisio.Client
+}
+
+// NewAdmin returns the Admin of store and rdb. Either may be nil when the
+// caller uses only what needs the other: store for the actions on whole
+// kinds (PauseKind, ResumeKind) and the reads of Redis, which never touch
+// the database; rdb for Enable and Trigger, which change only the table.
+func NewAdmin(store models.Store, rdb *redisio.Client) *Admin {
+	return &Admin{store: store, rdb: rdb}
+}
 
 // Change is what an operator command did to one model.
 type Change struct {
@@ -22,8 +42,8 @@ type Change struct {
 // Enable re-enables models as if the user had saved them (policy.Enable):
 // disabled state and counters are cleared, a running attempt becomes stale,
 // and the refresh is due at now.
-func Enable(ctx context.Context, store models.Store, t models.Table, keys []string, now time.Time) ([]Change, error) {
-	return change(ctx, store, t, keys, func(st policy.State) (policy.State, string) {
+func (a *Admin) Enable(ctx context.Context, t models.Table, keys []string, now time.Time) ([]Change, error) {
+	return change(ctx, a.store, t, keys, func(st policy.State) (policy.State, string) {
 		note := "enabled, refresh due now"
 		if !st.Disabled() {
 			note = "was not disabled; counters reset, refresh due now"
@@ -35,8 +55,8 @@ func Enable(ctx context.Context, store models.Store, t models.Table, keys []stri
 // Trigger asks for a refresh now (policy.Trigger): a model whose attempt
 // runs is left alone; a disabled model is enabled (the user asked for a
 // refresh); any other is made due at now, keeping its failure counters.
-func Trigger(ctx context.Context, store models.Store, t models.Table, keys []string, now time.Time) ([]Change, error) {
-	return change(ctx, store, t, keys, func(st policy.State) (policy.State, string) {
+func (a *Admin) Trigger(ctx context.Context, t models.Table, keys []string, now time.Time) ([]Change, error) {
+	return change(ctx, a.store, t, keys, func(st policy.State) (policy.State, string) {
 		after, action := policy.Trigger(st, now)
 		switch action {
 		case policy.TriggerRunning:
@@ -87,4 +107,55 @@ func changeRows(ctx context.Context, store models.Store, t models.Table, keys []
 		return nil, fmt.Errorf("update %s: %w", t.Name, err)
 	}
 	return changes, nil
+}
+
+// PauseKind pauses the kind of l: no instance dispatches its rows until
+// ResumeKind. Pausing a paused kind replaces its note.
+func (a *Admin) PauseKind(ctx context.Context, l redisio.Lists, info PauseInfo) error {
+	return a.rdb.PauseKind(ctx, l, info)
+}
+
+// ResumeKind ends a kind's pause; it reports whether the kind was paused.
+func (a *Admin) ResumeKind(ctx context.Context, l redisio.Lists) (bool, error) {
+	return a.rdb.ResumeKind(ctx, l)
+}
+
+// KindPause returns a kind's pause, nil when it is not paused.
+func (a *Admin) KindPause(ctx context.Context, l redisio.Lists) (*PauseInfo, error) {
+	return a.rdb.KindPause(ctx, l)
+}
+
+// PausedModels returns a kind's paused models by key.
+func (a *Admin) PausedModels(ctx context.Context, l redisio.Lists) (map[string]PauseInfo, error) {
+	return a.rdb.PausedModels(ctx, l)
+}
+
+// ModelPaused reports whether the model with key is paused.
+func (a *Admin) ModelPaused(ctx context.Context, l redisio.Lists, key string) (bool, error) {
+	return a.rdb.ModelPaused(ctx, l, key)
+}
+
+// ListState returns a kind's list lengths and pauses, read in one round
+// trip.
+func (a *Admin) ListState(ctx context.Context, l redisio.Lists) (redisio.ListState, error) {
+	return a.rdb.ReadListState(ctx, l)
+}
+
+// DeadLetters returns the length of a kind's dead-letter list and its
+// entries from offset up to limit of them.
+func (a *Admin) DeadLetters(ctx context.Context, l redisio.Lists, offset, limit int64) (int64, []string, error) {
+	return a.rdb.DeadLetters(ctx, l, offset, limit)
+}
+
+// ReplayDead removes the dead letter whose text is entry and pushes msg,
+// its original message, back onto the output list, in one atomic step; it
+// reports false when the entry is no longer there.
+func (a *Admin) ReplayDead(ctx context.Context, l redisio.Lists, entry, msg string) (bool, error) {
+	return a.rdb.ReplayDead(ctx, l, entry, msg)
+}
+
+// DiscardDead removes the dead letter whose text is entry; it reports
+// false when it is no longer there.
+func (a *Admin) DiscardDead(ctx context.Context, l redisio.Lists, entry string) (bool, error) {
+	return a.rdb.DiscardDead(ctx, l, entry)
 }

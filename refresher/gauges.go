@@ -5,11 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/redisio"
@@ -32,16 +32,13 @@ type GaugeKind struct {
 type GaugeConfig struct {
 	Kinds     []GaugeKind
 	Inspector models.Inspector
-	Redis     redis.UniversalClient
+	Redis     *redisio.Client
 	// Interval is how often the gauges are computed, by all instances
-	// together: one instance counts once per Interval (at most every 0.9
-	// Interval, see Tick). Default 15s.
+	// together: one instance counts a kind once per Interval (at most every
+	// 0.9 Interval, see Tick). Default 15s.
 	Interval time.Duration
-	// KeyPrefix starts the Redis keys of the lock and the shared snapshot.
-	// Default "refresher:gauges:".
-	KeyPrefix string
-	Clock     Clock
-	Logger    *slog.Logger
+	Clock    Clock
+	Logger   *slog.Logger
 }
 
 // Gauges are the alert gauges of seed 004 (max age and max attempts, by
@@ -53,21 +50,27 @@ type GaugeConfig struct {
 //	refresher_list_length{kind,list}       (list: input, output, dead)
 //	refresher_kind_paused{kind}            (1 while an operator pauses the whole kind, else 0)
 //
-// state="paused" counts the models an operator paused (the hash of
-// PauseKeys); a paused model is also counted in the states its row is in.
+// state="paused" counts the models an operator paused
+// (redisio.Lists.PausedModels); a paused model is also counted in the
+// states its row is in.
 // A paused kind does not change the counts: its rows stay due, late or
 // failing as they are, and refresher_kind_paused says why nothing moves.
 // Every series of every kind exists from NewGauges on, at 0 until the first
 // count, so that alerts and absent() see them from the start.
 //
-// Computing them costs the Inspector's counts, so one instance computes
-// them per Interval: each instance tries a Redis lock (SET NX, with a TTL
-// of 0.9 Interval); the winner counts and stores a snapshot in Redis, and
-// every instance sets its gauges from the latest snapshot. Several instances
-// therefore cost one count per Interval and all report the same values. The
+// Computing them costs the Inspector's counts, so one instance computes a
+// kind's per Interval: each instance tries the kind's Redis lock (SET NX,
+// with a TTL of 0.9 Interval); the winner counts and stores the kind's
+// snapshot in Redis, and every instance sets its gauges from the latest
+// snapshot. Several instances therefore cost one count per kind and
+// Interval and all report the same values. The lock and the snapshot
+// derive from the kind's lists (redisio.Lists.GaugeLock and GaugeSnapshot),
+// so deployments that share a Redis never report each other's counts. The
 // counts run in their own goroutine, never in the refresh loops.
 type Gauges struct {
-	cfg                                           GaugeConfig
+	cfg GaugeConfig
+	// kindLists are the lists of cfg.Kinds, in order.
+	kindLists                                     []redisio.Lists
 	oldest, maxAttempt, models, lists, kindPaused *prometheus.GaugeVec
 }
 
@@ -81,7 +84,6 @@ var gaugeLists = []string{"input", "output", "dead"}
 // NewGauges registers the gauges on reg.
 func NewGauges(reg prometheus.Registerer, cfg GaugeConfig) *Gauges {
 	cfg.Interval = cmp.Or(cfg.Interval, DefaultGaugeInterval)
-	cfg.KeyPrefix = cmp.Or(cfg.KeyPrefix, "refresher:gauges:")
 	if cfg.Clock == nil {
 		cfg.Clock = SystemClock{}
 	}
@@ -102,18 +104,16 @@ func NewGauges(reg prometheus.Registerer, cfg GaugeConfig) *Gauges {
 		kindPaused: gauge("kind_paused", "1 while an operator pauses the whole kind (nothing is dispatched), else 0.", "kind"),
 	}
 	for _, k := range cfg.Kinds {
-		g.apply(gaugeSnapshot{Kinds: []gaugeKindValue{{Name: k.Name, Priority: k.Priority}}})
+		g.kindLists = append(g.kindLists, k.Lists)
+		g.apply(gaugeKindValue{Name: k.Name, Priority: k.Priority})
 	}
 	return g
 }
 
-// gaugeSnapshot is what one instance computed, shared through Redis.
-type gaugeSnapshot struct {
-	At    time.Time        `json:"at"`
-	Kinds []gaugeKindValue `json:"kinds"`
-}
-
+// gaugeKindValue is what one instance counted of a kind, shared through
+// Redis (the kind's snapshot).
 type gaugeKindValue struct {
+	At             time.Time
 	Name, Priority string
 	Counts         models.Counts
 	OldestAge      float64
@@ -140,92 +140,92 @@ func (g *Gauges) Run(ctx context.Context) {
 	}
 }
 
-// Tick computes the gauges when this instance wins the lock, and otherwise
-// sets them from the shared snapshot; computed says which. The lock lives
-// 0.9 Interval: it is set a little after each tick, so a lock of a whole
-// Interval was often still held at the next tick, and a lone instance
-// counted only every other tick.
+// Tick counts the kinds whose lock this instance wins, and sets the gauges
+// of the others from their shared snapshots; computed says whether it
+// counted any. The lock lives 0.9 Interval: it is set a little after each
+// tick, so a lock of a whole Interval was often still held at the next
+// tick, and a lone instance counted only every other tick. A kind whose
+// count fails keeps the last snapshot; the error is returned.
 func (g *Gauges) Tick(ctx context.Context) (computed bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.Interval)
 	defer cancel()
+	now := g.cfg.Clock.Now()
 	ttl := g.cfg.Interval - g.cfg.Interval/10
-	won, err := g.cfg.Redis.SetNX(ctx, g.cfg.KeyPrefix+"lock", g.cfg.Clock.Now().Format(time.RFC3339Nano), ttl).Result()
+	won, err := g.cfg.Redis.LockGauges(ctx, g.kindLists, now.Format(time.RFC3339Nano), ttl)
 	if err != nil {
 		return false, err
 	}
-	var snap gaugeSnapshot
-	if won {
-		if snap, err = g.compute(ctx); err != nil {
-			return true, err
-		}
-		data, _ := json.Marshal(snap)
-		if err := g.cfg.Redis.Set(ctx, g.cfg.KeyPrefix+"snapshot", data, 4*g.cfg.Interval).Err(); err != nil {
-			return true, err
-		}
-	} else {
-		data, err := g.cfg.Redis.Get(ctx, g.cfg.KeyPrefix+"snapshot").Bytes()
-		if errors.Is(err, redis.Nil) {
-			return false, nil // the winner has not finished yet
-		}
-		if err != nil {
-			return false, err
-		}
-		if err := json.Unmarshal(data, &snap); err != nil {
-			return false, err
-		}
-	}
-	g.apply(snap)
-	return won, nil
-}
-
-func (g *Gauges) compute(ctx context.Context) (gaugeSnapshot, error) {
-	now := g.cfg.Clock.Now()
-	snap := gaugeSnapshot{At: now}
+	values := make([]*gaugeKindValue, len(g.cfg.Kinds))
+	put := make([][]byte, len(g.cfg.Kinds))
 	var errs []error
-	for _, k := range g.cfg.Kinds {
-		v := gaugeKindValue{Name: k.Name, Priority: k.Priority}
-		c, err := g.cfg.Inspector.Counts(ctx, k.Table, now, cmp.Or(k.LateAfter, models.DefaultLateAfter))
+	for i, k := range g.cfg.Kinds {
+		if !won[i] {
+			continue
+		}
+		computed = true
+		v, err := g.count(ctx, k, now)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		v.Counts = c
-		if !c.OldestDue.IsZero() {
-			v.OldestAge = max(0, now.Sub(c.OldestDue).Seconds())
-		}
-		kindKey, hash := PauseKeys(k.Lists)
-		p := g.cfg.Redis.Pipeline()
-		cmds := [3]*redis.IntCmd{p.LLen(ctx, k.Lists.Input), p.LLen(ctx, k.Lists.Output), p.LLen(ctx, k.Lists.Dead)}
-		paused, kindPaused := p.HLen(ctx, hash), p.Exists(ctx, kindKey)
-		if _, err := p.Exec(ctx); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for i, c := range cmds {
-			v.Lists[i] = c.Val()
-		}
-		v.Paused, v.KindPaused = paused.Val(), kindPaused.Val() > 0
-		snap.Kinds = append(snap.Kinds, v)
+		values[i] = &v
+		put[i], _ = json.Marshal(v)
 	}
-	return snap, errors.Join(errs...)
+	got, err := g.cfg.Redis.ShareGauges(ctx, g.kindLists, put, 4*g.cfg.Interval)
+	if err != nil {
+		return computed, errors.Join(append(errs, err)...)
+	}
+	for i, k := range g.cfg.Kinds {
+		v := values[i]
+		if v == nil && got[i] != nil {
+			v = &gaugeKindValue{}
+			if err := json.Unmarshal(got[i], v); err != nil {
+				errs = append(errs, fmt.Errorf("gauges of kind %s: %w", k.Name, err))
+				continue
+			}
+		}
+		if v != nil { // nil: the winner has not counted yet
+			v.Name, v.Priority = k.Name, k.Priority
+			g.apply(*v)
+		}
+	}
+	return computed, errors.Join(errs...)
 }
 
-// apply sets the gauges from snap.
-func (g *Gauges) apply(snap gaugeSnapshot) {
-	for _, v := range snap.Kinds {
-		c := v.Counts
-		g.oldest.WithLabelValues(v.Name, v.Priority).Set(v.OldestAge)
-		g.maxAttempt.WithLabelValues(v.Name, v.Priority).Set(float64(c.MaxAttemptNo))
-		for i, n := range []int64{c.Total, c.Due, c.Late, c.Running, c.Failing, c.Disabled, v.Paused} {
-			g.models.WithLabelValues(v.Name, v.Priority, gaugeStates[i]).Set(float64(n))
-		}
-		for i, list := range gaugeLists {
-			g.lists.WithLabelValues(v.Name, list).Set(float64(v.Lists[i]))
-		}
-		kindPaused := 0.0
-		if v.KindPaused {
-			kindPaused = 1
-		}
-		g.kindPaused.WithLabelValues(v.Name).Set(kindPaused)
+// count computes the gauges of kind k at now.
+func (g *Gauges) count(ctx context.Context, k GaugeKind, now time.Time) (gaugeKindValue, error) {
+	v := gaugeKindValue{At: now, Name: k.Name, Priority: k.Priority}
+	c, err := g.cfg.Inspector.Counts(ctx, k.Table, now, cmp.Or(k.LateAfter, models.DefaultLateAfter))
+	if err != nil {
+		return v, err
 	}
+	v.Counts = c
+	if !c.OldestDue.IsZero() {
+		v.OldestAge = max(0, now.Sub(c.OldestDue).Seconds())
+	}
+	st, err := g.cfg.Redis.ReadListState(ctx, k.Lists)
+	if err != nil {
+		return v, err
+	}
+	v.Lists = [3]int64{st.Input, st.Output, st.Dead}
+	v.Paused, v.KindPaused = st.PausedModels, st.KindPause != nil
+	return v, nil
+}
+
+// apply sets the gauges of one kind from v.
+func (g *Gauges) apply(v gaugeKindValue) {
+	c := v.Counts
+	g.oldest.WithLabelValues(v.Name, v.Priority).Set(v.OldestAge)
+	g.maxAttempt.WithLabelValues(v.Name, v.Priority).Set(float64(c.MaxAttemptNo))
+	for i, n := range []int64{c.Total, c.Due, c.Late, c.Running, c.Failing, c.Disabled, v.Paused} {
+		g.models.WithLabelValues(v.Name, v.Priority, gaugeStates[i]).Set(float64(n))
+	}
+	for i, list := range gaugeLists {
+		g.lists.WithLabelValues(v.Name, list).Set(float64(v.Lists[i]))
+	}
+	kindPaused := 0.0
+	if v.KindPaused {
+		kindPaused = 1
+	}
+	g.kindPaused.WithLabelValues(v.Name).Set(kindPaused)
 }

@@ -64,14 +64,14 @@ func TestGaugesOneInstanceComputes(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
 	lists := redisio.DefaultLists(prefix + "g")
 	rdb.RPush(ctx, lists.Dead, "a", "b")
-	if _, err := Pause(ctx, store, rdb, tbl, lists, []string{"2"}, PauseInfo{Note: "upstream migrates", By: "alice"}); err != nil {
+	if _, err := NewAdmin(store, redisio.New(rdb)).Pause(ctx, tbl, lists, []string{"2"}, PauseInfo{Note: "upstream migrates", By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := PauseKind(ctx, rdb, lists, PauseInfo{Note: "incident", By: "alice"}); err != nil {
+	if err := NewAdmin(store, redisio.New(rdb)).PauseKind(ctx, lists, PauseInfo{Note: "incident", By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := GaugeConfig{Kinds: []GaugeKind{{Name: "g", Table: tbl, Lists: lists, Priority: "interactive"}},
-		Inspector: store, Redis: rdb, Interval: time.Minute, KeyPrefix: prefix + "gauges:", Clock: fixedClock(now)}
+		Inspector: store, Redis: redisio.New(rdb), Interval: time.Minute, Clock: fixedClock(now)}
 	regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
 	a, b := NewGauges(regA, cfg), NewGauges(regB, cfg)
 	if computed, err := a.Tick(ctx); err != nil || !computed {
@@ -109,7 +109,7 @@ func TestGaugesPauseEndsAndSeriesExistFromTheStart(t *testing.T) {
 	db := gaugeTable(t, "k")
 	reg := prometheus.NewRegistry()
 	g := NewGauges(reg, GaugeConfig{Kinds: []GaugeKind{{Name: "k", Table: models.Table{Name: "k", Key: "id"}, Lists: lists, Priority: "eventual"}},
-		Inspector: mysqlstore.New(db), Redis: rdb, Interval: time.Minute, KeyPrefix: prefix + "gauges:"})
+		Inspector: mysqlstore.New(db), Redis: redisio.New(rdb), Interval: time.Minute})
 	for name, want := range map[string]int{"models": 7, "kind_paused": 1, "list_length": 3, "oldest_due_age_seconds": 1, "max_attempt_no": 1} {
 		if n := testutil.CollectAndCount(reg, "refresher_"+name); n != want {
 			t.Errorf("before the first count: %d series of refresher_%s, want %d", n, name, want)
@@ -118,7 +118,7 @@ func TestGaugesPauseEndsAndSeriesExistFromTheStart(t *testing.T) {
 	if v := testutil.ToFloat64(g.models.WithLabelValues("k", "eventual", "paused")); v != 0 {
 		t.Errorf("paused before the first count: %v", v)
 	}
-	kindKey, hash := PauseKeys(lists)
+	kindKey, hash := lists.KindPause(), lists.PausedModels()
 	rdb.Set(ctx, kindKey, `{"note":"x"}`, 0)
 	rdb.HSet(ctx, hash, "a", "{}", "b", "{}", "c", "{}")
 	if _, err := g.Tick(ctx); err != nil {
@@ -127,11 +127,11 @@ func TestGaugesPauseEndsAndSeriesExistFromTheStart(t *testing.T) {
 	if p, k := testutil.ToFloat64(g.models.WithLabelValues("k", "eventual", "paused")), testutil.ToFloat64(g.kindPaused.WithLabelValues("k")); p != 3 || k != 1 {
 		t.Fatalf("paused: %v models, kind %v; want 3 and 1", p, k)
 	}
-	if _, err := ResumeKind(ctx, rdb, lists); err != nil {
+	if _, err := NewAdmin(nil, redisio.New(rdb)).ResumeKind(ctx, lists); err != nil {
 		t.Fatal(err)
 	}
 	rdb.HDel(ctx, hash, "a", "b", "c")
-	rdb.Del(ctx, prefix+"gauges:lock")
+	rdb.Del(ctx, lists.GaugeLock())
 	if _, err := g.Tick(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestGaugesLoneInstanceCountsEveryTick(t *testing.T) {
 	const interval = 400 * time.Millisecond
 	g := NewGauges(prometheus.NewRegistry(), GaugeConfig{
 		Kinds:     []GaugeKind{{Name: "lone", Table: models.Table{Name: "lone", Key: "id"}, Lists: redisio.DefaultLists(prefix + "lone")}},
-		Inspector: in, Redis: rdb, Interval: interval, KeyPrefix: prefix + "gauges:"})
+		Inspector: in, Redis: redisio.New(rdb), Interval: interval})
 	runCtx, cancel := context.WithTimeout(ctx, 6*interval+interval/2)
 	defer cancel()
 	g.Run(runCtx) // ticks at 0, 1, ..., 6 intervals

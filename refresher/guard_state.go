@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
@@ -19,8 +17,8 @@ import (
 // ThrottleHolds returns the throttle groups of the kind with lists l held
 // after now (the service's clock), with the end of each hold; none when no
 // group is held.
-func ThrottleHolds(ctx context.Context, rdb redis.UniversalClient, l redisio.Lists, now time.Time) (map[string]time.Time, error) {
-	return redisio.New(rdb).Held(ctx, throttleKey(l), now)
+func (a *Admin) ThrottleHolds(ctx context.Context, l redisio.Lists, now time.Time) (map[string]time.Time, error) {
+	return a.rdb.Held(ctx, l.Throttle(), now)
 }
 
 // ThrottleGroupOf returns the throttle group of row, whose Payload holds
@@ -52,14 +50,13 @@ type IncidentState struct {
 // (the service's clock) and decides with g, as the poller does before each
 // batch (without the batch in hand). A guard that is off reads nothing and
 // reports no incident.
-func KindIncident(ctx context.Context, rdb redis.UniversalClient, l redisio.Lists, g policy.Guard, now time.Time) (IncidentState, error) {
+func (a *Admin) KindIncident(ctx context.Context, l redisio.Lists, g policy.Guard, now time.Time) (IncidentState, error) {
 	g = g.WithDefaults()
 	st := IncidentState{WindowSeconds: g.Window.Seconds()}
 	if g.Off {
 		return st, nil
 	}
-	prefix := incidentPrefix(l)
-	results, failures, worker, err := redisio.New(rdb).Counts(ctx, incidentBuckets(prefix, g.Window, now), prefix+"worker")
+	results, failures, worker, err := a.rdb.Counts(ctx, incidentBuckets(l, g.Window, now), l.IncidentWorker())
 	if err != nil {
 		return st, err
 	}

@@ -3,7 +3,6 @@ package refresher
 import (
 	"context"
 	"log/slog"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,17 +11,16 @@ import (
 	"github.com/refresher/refresher/redisio"
 )
 
-// incident is one kind's incident guard (docs/operating.md,
-// "The incident guard"). The window statistic is shared by every instance in Redis:
-// one hash per minute of the service's clock,
-// "<input list>:incident:<unix minute>" with the fields results and
-// failures (HINCRBY, expiring after the window and a minute), and
-// "<input list>:incident:worker", set for one window by a result with
-// "scope":"worker". The window is the last ceil(Window/1m) buckets, the
-// current minute's included. The decision is the policy's
-// (policy.Guard.Incident); the poller makes it for each batch of results,
-// counting that batch too, and the dispatcher reads the last one for its
-// timeouts. Timeouts count in the window as failures.
+// incident is one kind's incident guard (docs/operating.md, "The incident
+// guard"). The window statistic is shared by every instance in Redis:
+// one hash per minute of the service's clock (redisio.Lists.IncidentBucket)
+// with the fields results and failures (HINCRBY, expiring after the window
+// and a minute), and a flag (redisio.Lists.IncidentWorker) set for one
+// window by a result with "scope":"worker". The window is the last
+// ceil(Window/1m) buckets, the current minute's included. The decision is
+// the policy's (policy.Guard.Incident); the poller makes it for each batch
+// of results, counting that batch too, and the dispatcher reads the last
+// one for its timeouts. Timeouts count in the window as failures.
 //
 // The poller's committed batches are written to the window with its next
 // read (countLater), in the same round trip: one round trip per batch
@@ -34,7 +32,7 @@ import (
 type incident struct {
 	rdb     *redisio.Client
 	guard   policy.Guard
-	prefix  string
+	lists   redisio.Lists
 	kind    string
 	log     *slog.Logger
 	metrics *Metrics
@@ -53,7 +51,7 @@ type incident struct {
 const idleCheck = 5 * time.Second
 
 func newIncident(rdb *redisio.Client, k Kind, log *slog.Logger, m *Metrics) *incident {
-	return &incident{rdb: rdb, guard: k.Policy.Guard.WithDefaults(), prefix: incidentPrefix(k.Lists),
+	return &incident{rdb: rdb, guard: k.Policy.Guard.WithDefaults(), lists: k.Lists,
 		kind: k.Name, log: log, metrics: m}
 }
 
@@ -65,21 +63,18 @@ func (g *incident) policy(p policy.Policy) policy.Policy {
 	return p
 }
 
-// incidentPrefix is the prefix of a kind's incident keys.
-func incidentPrefix(l redisio.Lists) string { return l.Input + ":incident:" }
-
 func (g *incident) buckets(now time.Time) []string {
-	return incidentBuckets(g.prefix, g.guard.Window, now)
+	return incidentBuckets(g.lists, g.guard.Window, now)
 }
 
 // incidentBuckets returns the keys of the per-minute buckets of a window
 // ending at now, the current minute's first.
-func incidentBuckets(prefix string, window time.Duration, now time.Time) []string {
+func incidentBuckets(l redisio.Lists, window time.Duration, now time.Time) []string {
 	n := int((window + time.Minute - 1) / time.Minute)
 	m := now.Unix() / 60
 	keys := make([]string, n)
 	for i := range keys {
-		keys[i] = prefix + strconv.FormatInt(m-int64(i), 10)
+		keys[i] = l.IncidentBucket(m - int64(i))
 	}
 	return keys
 }
@@ -96,7 +91,7 @@ func (g *incident) decide(ctx context.Context, now time.Time, batch policy.Windo
 	pending := g.pending
 	g.pending = nil // sent now, and never again: a lost count is better than a double one
 	g.mu.Unlock()
-	results, failures, worker, err := g.rdb.CountThenRead(ctx, pending, g.buckets(now), g.prefix+"worker")
+	results, failures, worker, err := g.rdb.CountThenRead(ctx, pending, g.buckets(now), g.lists.IncidentWorker())
 	if err != nil {
 		return g.active.Load(), err
 	}
@@ -166,7 +161,7 @@ func (g *incident) record(ctx context.Context, now time.Time, batch policy.Windo
 	if g == nil || g.guard.Off || (batch.Results == 0 && !batch.Worker) {
 		return nil
 	}
-	return g.rdb.Add(ctx, []redisio.Tally{g.tally(now, batch)}, g.prefix+"worker")
+	return g.rdb.Add(ctx, []redisio.Tally{g.tally(now, batch)}, g.lists.IncidentWorker())
 }
 
 // window counts the results of a batch for the guard, as read (a stale

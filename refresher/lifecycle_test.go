@@ -98,7 +98,7 @@ func TestFailuresDisableAndEnable(t *testing.T) {
 		b.noJob()
 
 		// The user fixes the model: enable makes it due now, counters reset.
-		changes, err := Enable(context.Background(), b.store, b.kind.Table, []string{"m1"}, b.clock.Now())
+		changes, err := NewAdmin(b.store, b.rio).Enable(context.Background(), b.kind.Table, []string{"m1"}, b.clock.Now())
 		require.NoError(t, err)
 		require.Len(t, changes, 1)
 		require.Equal(t, "enabled, refresh due now", changes[0].Note)
@@ -142,7 +142,7 @@ func TestStaleResultChangesNothing(t *testing.T) {
 		require.Equal(t, before, b.state("m1"))
 
 		// Enable makes the running attempt's own result stale as well.
-		_, err := Enable(context.Background(), b.store, b.kind.Table, []string{"m1"}, b.clock.Now())
+		_, err := NewAdmin(b.store, b.rio).Enable(context.Background(), b.kind.Table, []string{"m1"}, b.clock.Now())
 		require.NoError(t, err)
 		next := b.popJob()
 		b.send(redisio.Result{UID: "m1", AttemptUID: job.AttemptUID, Type: "success"})
@@ -208,7 +208,7 @@ func TestTrigger(t *testing.T) {
 		job := b.popJob()
 		require.Equal(t, "m1", job.UID)
 
-		changes, err := Trigger(context.Background(), b.store, b.kind.Table, []string{"m1", "m2", "nope"}, b.clock.Now())
+		changes, err := NewAdmin(b.store, b.rio).Trigger(context.Background(), b.kind.Table, []string{"m1", "m2", "nope"}, b.clock.Now())
 		require.NoError(t, err)
 		require.Len(t, changes, 3)
 		require.Contains(t, changes[0].Note, "is running")

@@ -2,12 +2,9 @@ package refresher
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/policy"
@@ -32,99 +29,25 @@ import (
 // dispatcher claim what became due meanwhile, each row once, as after the
 // service was down.
 //
-// The keys derive from the input list's name, so they share its Redis
-// Cluster hash tag, if any.
+// The keys are redisio's (Lists.KindPause, Lists.PausedModels); the
+// actions are Admin's.
 
-// PauseInfo is who paused a kind or a model, when, and why.
-type PauseInfo struct {
-	Note string    `json:"note"`
-	By   string    `json:"by"`
-	At   time.Time `json:"at"`
-}
-
-// PauseKeys returns the Redis keys of a kind's pause and of its paused
-// models.
-func PauseKeys(l redisio.Lists) (kind, models string) {
-	return l.Input + ":paused", l.Input + ":paused-models"
-}
-
-// PauseKind pauses a whole kind: no instance dispatches its rows until
-// ResumeKind. Pausing a paused kind replaces its note.
-func PauseKind(ctx context.Context, rdb redis.UniversalClient, l redisio.Lists, info PauseInfo) error {
-	b, _ := json.Marshal(info)
-	key, _ := PauseKeys(l)
-	if err := rdb.Set(ctx, key, b, 0).Err(); err != nil {
-		return fmt.Errorf("pause kind: set %s: %w", key, err)
-	}
-	return nil
-}
-
-// ResumeKind ends a kind's pause; it reports whether the kind was paused.
-func ResumeKind(ctx context.Context, rdb redis.UniversalClient, l redisio.Lists) (bool, error) {
-	key, _ := PauseKeys(l)
-	n, err := rdb.Del(ctx, key).Result()
-	if err != nil {
-		return false, fmt.Errorf("resume kind: delete %s: %w", key, err)
-	}
-	return n > 0, nil
-}
-
-// KindPause returns a kind's pause, nil when it is not paused.
-func KindPause(ctx context.Context, rdb redis.UniversalClient, l redisio.Lists) (*PauseInfo, error) {
-	key, _ := PauseKeys(l)
-	b, err := rdb.Get(ctx, key).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", key, err)
-	}
-	return decodePause(b), nil
-}
-
-// PausedModels returns a kind's paused models by key.
-func PausedModels(ctx context.Context, rdb redis.UniversalClient, l redisio.Lists) (map[string]PauseInfo, error) {
-	_, key := PauseKeys(l)
-	m, err := rdb.HGetAll(ctx, key).Result()
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", key, err)
-	}
-	out := make(map[string]PauseInfo, len(m))
-	for k, v := range m {
-		out[k] = *decodePause([]byte(v))
-	}
-	return out, nil
-}
-
-// decodePause reads a PauseInfo; a value that is not one (written by hand)
-// still pauses, with its text as the note.
-func decodePause(b []byte) *PauseInfo {
-	var p PauseInfo
-	if json.Unmarshal(b, &p) != nil {
-		p = PauseInfo{Note: string(b)}
-	}
-	return &p
-}
+// PauseInfo is who paused a kind or a model, when, and why (stored by
+// redisio, which owns the pause keys).
+type PauseInfo = redisio.PauseInfo
 
 // Pause pauses models: they are recorded as paused (so that every instance's
 // dispatcher leaves them alone) and their refresh_at is cleared
 // (policy.Pause). A running attempt's result still applies. Pausing a paused
 // model replaces its note. Keys without a row are reported as not found and
 // not recorded.
-func Pause(ctx context.Context, store models.Store, rdb redis.UniversalClient, t models.Table, l redisio.Lists,
-	keys []string, info PauseInfo) ([]Change, error) {
-	_, hash := PauseKeys(l)
-	b, _ := json.Marshal(info)
-	fields := make([]any, 0, 2*len(keys))
-	for _, k := range keys {
-		fields = append(fields, k, b)
-	}
+func (a *Admin) Pause(ctx context.Context, t models.Table, l redisio.Lists, keys []string, info PauseInfo) ([]Change, error) {
 	// Recorded first: from then on a dispatcher that claims the row pauses
 	// it again rather than starting it.
-	if err := rdb.HSet(ctx, hash, fields...).Err(); err != nil {
-		return nil, fmt.Errorf("pause: record in %s: %w", hash, err)
+	if err := a.rdb.PauseModels(ctx, l, keys, info); err != nil {
+		return nil, err
 	}
-	changes, err := change(ctx, store, t, keys, func(st policy.State) (policy.State, string) {
+	changes, err := change(ctx, a.store, t, keys, func(st policy.State) (policy.State, string) {
 		note := "paused; nothing is planned until it is resumed"
 		switch {
 		case st.Running():
@@ -143,10 +66,8 @@ func Pause(ctx context.Context, store models.Store, rdb redis.UniversalClient, t
 	if err != nil {
 		missing = keys
 	}
-	if len(missing) > 0 {
-		if derr := rdb.HDel(context.WithoutCancel(ctx), hash, missing...).Err(); derr != nil {
-			err = errors.Join(err, fmt.Errorf("pause: forget the keys not paused in %s: %w", hash, derr))
-		}
+	if derr := a.rdb.ForgetPaused(context.WithoutCancel(ctx), l, missing); derr != nil {
+		err = errors.Join(err, fmt.Errorf("pause: forget the keys not paused: %w", derr))
 	}
 	return changes, err
 }
@@ -158,28 +79,24 @@ func Pause(ctx context.Context, store models.Store, rdb redis.UniversalClient, t
 // the kind's), spread as the service spreads it, nil when it has none that
 // parses (see ResumeSchedules). A model that was not paused is planned the
 // same way.
-func Resume(ctx context.Context, store models.Store, rdb redis.UniversalClient, t models.Table, l redisio.Lists,
-	keys []string, now time.Time, schedFor func(key, rule string) policy.Nexter) ([]Change, error) {
-	_, hash := PauseKeys(l)
+func (a *Admin) Resume(ctx context.Context, t models.Table, l redisio.Lists, keys []string, now time.Time,
+	schedFor func(key, rule string) policy.Nexter) ([]Change, error) {
 	// Forgotten first, so that a dispatcher that claims the row once it is
 	// planned starts it rather than pausing it again; put back on failure.
-	before, err := rdb.HMGet(ctx, hash, keys...).Result()
+	before, err := a.rdb.Unpause(ctx, l, keys)
 	if err != nil {
-		return nil, fmt.Errorf("resume: read %s: %w", hash, err)
+		return nil, err
 	}
-	if err := rdb.HDel(ctx, hash, keys...).Err(); err != nil {
-		return nil, fmt.Errorf("resume: delete from %s: %w", hash, err)
-	}
-	was := map[string]bool{}
-	for i, v := range before {
-		was[keys[i]] = v != nil
-	}
-	changes, err := changeRows(ctx, store, t, keys, func(row models.Row) (policy.State, string) {
+	changes, err := changeRows(ctx, a.store, t, keys, func(row models.Row) (policy.State, string) {
 		st := policy.Resume(row.State, now, schedFor(row.Key, row.Rule))
-		return st, resumeNote(st, was[row.Key])
+		_, was := before[row.Key]
+		return st, resumeNote(st, was)
 	})
 	if err != nil {
-		return nil, restorePauses(ctx, rdb, hash, keys, before, err)
+		if rerr := a.rdb.RestorePauses(context.WithoutCancel(ctx), l, before); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return nil, err
 	}
 	return changes, nil
 }
@@ -225,23 +142,6 @@ func resumeNote(after policy.State, wasPaused bool) string {
 	return note + "; next refresh at " + after.RefreshAt.UTC().Format(time.RFC3339)
 }
 
-// restorePauses puts back the pause entries Resume deleted before it failed
-// with err.
-func restorePauses(ctx context.Context, rdb redis.UniversalClient, hash string, keys []string, before []any, err error) error {
-	var fields []any
-	for i, v := range before {
-		if s, ok := v.(string); ok {
-			fields = append(fields, keys[i], s)
-		}
-	}
-	if len(fields) > 0 {
-		if rerr := rdb.HSet(context.WithoutCancel(ctx), hash, fields...).Err(); rerr != nil {
-			err = errors.Join(err, fmt.Errorf("put the pauses back in %s: %w", hash, rerr))
-		}
-	}
-	return err
-}
-
 // pauses is what a dispatcher pass knows of the operator's pauses of its
 // kind, read once per pass.
 type pauses struct {
@@ -254,31 +154,25 @@ type pauses struct {
 // (when the kind names a group column; see throttle). A paused kind is
 // logged when the pause starts and ends, not on every pass.
 func (d *dispatcher) readPauses(ctx context.Context) (kindPaused bool, err error) {
-	kindKey, hash := PauseKeys(d.kind.Lists)
-	p := d.rdb.Redis().Pipeline()
-	get, keys := p.Get(ctx, kindKey), p.HKeys(ctx, hash)
-	held := d.throttle.queueHeld(ctx, p, d.clock.Now())
-	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return false, fmt.Errorf("read the operator's pauses: %w", err)
-	}
-	if d.holds, err = held(); err != nil {
+	st, err := d.rdb.ReadDispatchState(ctx, d.kind.Lists, d.throttle.groups(), d.clock.Now())
+	if err != nil {
 		return false, err
 	}
-	paused := get.Err() == nil
+	d.holds = st.Holds
+	paused := st.KindPause != nil
 	if paused != d.paused.kind {
 		if paused {
-			info := decodePause([]byte(get.Val()))
-			d.log.Warn("kind paused by the operator, not dispatching", "by", info.By, "note", info.Note)
+			d.log.Warn("kind paused by the operator, not dispatching", "by", st.KindPause.By, "note", st.KindPause.Note)
 		} else {
 			d.log.Info("kind resumed by the operator")
 		}
 	}
 	d.paused.kind = paused
 	clear(d.paused.models)
-	if len(keys.Val()) > 0 && d.paused.models == nil {
-		d.paused.models = make(map[string]struct{}, len(keys.Val()))
+	if len(st.PausedModels) > 0 && d.paused.models == nil {
+		d.paused.models = make(map[string]struct{}, len(st.PausedModels))
 	}
-	for _, k := range keys.Val() {
+	for _, k := range st.PausedModels {
 		d.paused.models[k] = struct{}{}
 	}
 	return paused, nil

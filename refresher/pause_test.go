@@ -28,7 +28,7 @@ func TestPausedModelAndKindAreNotDispatched(t *testing.T) {
 		jobs[j.UID] = j
 	}
 
-	changes, err := Pause(ctx, b.store, b.rdb, b.kind.Table, b.kind.Lists, []string{"m1"}, PauseInfo{Note: "upstream down", By: "ops", At: t0})
+	changes, err := NewAdmin(b.store, b.rio).Pause(ctx, b.kind.Table, b.kind.Lists, []string{"m1"}, PauseInfo{Note: "upstream down", By: "ops", At: t0})
 	require.NoError(t, err)
 	require.True(t, changes[0].Found)
 	require.True(t, b.state("m1").RefreshAt.IsZero(), "paused: nothing planned")
@@ -53,7 +53,7 @@ func TestPausedModelAndKindAreNotDispatched(t *testing.T) {
 	// The kind: paused, nothing is dispatched even when due.
 	b.send(redisio.Result{UID: "m2", AttemptUID: j.AttemptUID, Type: "success"})
 	b.waitFor("m2", "success applied", func(s policy.State) bool { return !s.Running() })
-	require.NoError(t, PauseKind(ctx, b.rdb, b.kind.Lists, PauseInfo{Note: "incident", By: "ops"}))
+	require.NoError(t, NewAdmin(b.store, b.rio).PauseKind(ctx, b.kind.Lists, PauseInfo{Note: "incident", By: "ops"}))
 	b.passes.wait(t, 1)
 	b.clock.Advance(24 * time.Hour)
 	b.noJob()
@@ -61,12 +61,12 @@ func TestPausedModelAndKindAreNotDispatched(t *testing.T) {
 
 	// Resumed, the kind dispatches m2 once; m1 stays paused until resumed,
 	// then waits for its next occurrence: the runs it missed are not fired.
-	was, err := ResumeKind(ctx, b.rdb, b.kind.Lists)
+	was, err := NewAdmin(b.store, b.rio).ResumeKind(ctx, b.kind.Lists)
 	require.NoError(t, err)
 	require.True(t, was)
 	require.Equal(t, "m2", b.popJob().UID)
 	b.noJob()
-	changes, err = Resume(ctx, b.store, b.rdb, b.kind.Table, b.kind.Lists, []string{"m1"}, b.clock.Now(),
+	changes, err = NewAdmin(b.store, b.rio).Resume(ctx, b.kind.Table, b.kind.Lists, []string{"m1"}, b.clock.Now(),
 		ResumeSchedules(b.kind.Name, b.kind.Schedule, b.kind.Policy.Spread))
 	require.NoError(t, err)
 	require.Equal(t, "resumed; next refresh at 2026-11-23T14:00:00Z", changes[0].Note)

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/redisio"
 )
@@ -15,9 +13,8 @@ import (
 // throttle is one kind's throttle groups (docs/schedules.md,
 // "Throttling shared by a group"): a failure with retry_after_seconds and a throttle_key holds
 // its group until then, and the dispatcher starts none of the group's rows
-// meanwhile. The holds live in one Redis sorted set per kind,
-// "<input list>:throttle" (member: the group, score: the hold's end in Unix
-// ms by the service's clock), shared by every instance; the set expires by
+// meanwhile. The holds live in one Redis sorted set per kind
+// (redisio.Lists.Throttle), shared by every instance; the set expires by
 // itself a second after its last hold ends. The decisions are the policy's
 // (policy.Policy.GroupHold, policy.Held); this is their I/O.
 type throttle struct {
@@ -29,22 +26,13 @@ type throttle struct {
 }
 
 func newThrottle(rdb *redisio.Client, k Kind) *throttle {
-	return &throttle{rdb: rdb, key: throttleKey(k.Lists), column: k.ThrottleGroup}
+	return &throttle{rdb: rdb, key: k.Lists.Throttle(), column: k.ThrottleGroup}
 }
 
-// throttleKey is the sorted set of a kind's throttle holds.
-func throttleKey(l redisio.Lists) string { return l.Input + ":throttle" }
-
-// queueHeld queues on p the read of the groups held after now, for the
-// dispatcher's pass, which sends it with its read of the pauses in one
-// round trip; the function returns them once p has run. None (and nothing
-// queued) when the kind names no group column.
-func (t *throttle) queueHeld(ctx context.Context, p redis.Pipeliner, now time.Time) func() (map[string]time.Time, error) {
-	if t == nil || t.column == "" {
-		return func() (map[string]time.Time, error) { return nil, nil }
-	}
-	return redisio.QueueHeld(ctx, p, t.key, now)
-}
+// groups reports whether the kind names a group column, so that the
+// dispatcher's pass reads the holds (with its pauses, in one round trip,
+// redisio.Client.ReadDispatchState).
+func (t *throttle) groups() bool { return t != nil && t.column != "" }
 
 // until returns the end of the hold of row's group in holds, or zero.
 func (t *throttle) until(holds map[string]time.Time, row *models.Row) time.Time {

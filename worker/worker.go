@@ -77,7 +77,7 @@ type Config struct {
 	// names a job's throttle group (a host, a credential id). When set, a
 	// failure with a Retry-After carries the group as throttle_key, so the
 	// service holds every row of the group; and a job whose group is held
-	// (in "<Input>:throttle") is answered as throttled ("scope":"group")
+	// (redisio.Lists.Throttle) is answered as throttled ("scope":"group")
 	// without a request. Default "": no groups.
 	ThrottleGroup string
 	// Concurrency is the number of jobs done at once. Default 4.
@@ -331,7 +331,7 @@ func (w *Worker) heldUntil(ctx context.Context, group string) time.Time {
 	if group == "" || w.cfg.Redis == nil {
 		return time.Time{}
 	}
-	ms, err := w.cfg.Redis.ZScore(ctx, w.cfg.Input+":throttle", group).Result()
+	ms, err := w.cfg.Redis.ZScore(ctx, redisio.Lists{Input: w.cfg.Input}.Throttle(), group).Result()
 	if err != nil {
 		return time.Time{}
 	}

@@ -15,15 +15,17 @@ import (
 func init() {
 	commands = append(commands,
 		func() *cobra.Command {
-			return adminCmd("enable", "Re-enable models as if the user had saved them, and refresh them now", refresher.Enable)
+			return adminCmd("enable", "Re-enable models as if the user had saved them, and refresh them now", (*refresher.Admin).Enable)
 		},
 		func() *cobra.Command {
-			return adminCmd("trigger", "Refresh models now, unless an attempt is running", refresher.Trigger)
+			return adminCmd("trigger", "Refresh models now, unless an attempt is running", (*refresher.Admin).Trigger)
 		},
 	)
 }
 
-type adminFunc func(ctx context.Context, store models.Store, t models.Table, keys []string, now time.Time) ([]refresher.Change, error)
+// adminFunc is an action of refresher.Admin on models (its method
+// expression, e.g. (*refresher.Admin).Enable).
+type adminFunc func(a *refresher.Admin, ctx context.Context, t models.Table, keys []string, now time.Time) ([]refresher.Change, error)
 
 // adminCmd builds `refresher enable|trigger --kind K UID...`; both print one
 // line per model saying what changed.
@@ -47,7 +49,8 @@ func adminCmd(name, short string, fn adminFunc) *cobra.Command {
 			if err := store.Check(cmd.Context(), k.ModelsTable()); err != nil {
 				return fmt.Errorf("kind %s: %w", k.Name, err)
 			}
-			changes, err := fn(cmd.Context(), store, k.ModelsTable(), keys, refresher.SystemClock{}.Now())
+			// Enable and trigger change only the table: no Redis.
+			changes, err := fn(refresher.NewAdmin(store, nil), cmd.Context(), k.ModelsTable(), keys, refresher.SystemClock{}.Now())
 			if err != nil {
 				return err
 			}

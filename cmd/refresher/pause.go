@@ -6,7 +6,6 @@ import (
 	"os/user"
 	"strings"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/refresher/refresher/config"
@@ -16,10 +15,10 @@ import (
 	"github.com/refresher/refresher/refresher"
 )
 
-// The operator's pause from the command line: the same functions as the
-// API's pause and resume (refresher.Pause, Resume, PauseKind, ResumeKind),
-// so a pause made here shows on the dashboard and the reverse (see
-// docs/operating.md, "Pause").
+// The operator's pause from the command line: the same actions as the
+// API's pause and resume (refresher.Admin's Pause, Resume, PauseKind and
+// ResumeKind), so a pause made here shows on the dashboard and the reverse
+// (see docs/operating.md, "Pause").
 
 func init() {
 	commands = append(commands, newPauseCmd, newResumeCmd)
@@ -46,14 +45,14 @@ who paused (your OS user name, or "cli") show on the dashboard and the API.`,
 				info := refresher.PauseInfo{Note: note, By: osUser(), At: refresher.SystemClock{}.Now().UTC()}
 				out := cmd.OutOrStdout()
 				if len(keys) == 0 {
-					if err := refresher.PauseKind(ctx, pt.rdb, pt.lists, info); err != nil {
+					if err := pt.admin.PauseKind(ctx, pt.lists, info); err != nil {
 						return err
 					}
 					fmt.Fprintf(out, "%s: paused by %s: no instance dispatches %s until `refresher resume --kind %s`; results still apply\n",
 						pt.kind.Name, info.By, pt.kind.Name, pt.kind.Name)
 					return nil
 				}
-				changes, err := refresher.Pause(ctx, pt.store, pt.rdb, pt.kind.ModelsTable(), pt.lists, keys, info)
+				changes, err := pt.admin.Pause(ctx, pt.kind.ModelsTable(), pt.lists, keys, info)
 				if err != nil {
 					return err
 				}
@@ -82,7 +81,7 @@ due meanwhile, each model once. Resuming a model does not resume its kind.`,
 			return withPauseTargets(cmd.Context(), path, kind, len(keys) > 0, func(ctx context.Context, pt pauseTarget) error {
 				out := cmd.OutOrStdout()
 				if len(keys) == 0 {
-					was, err := refresher.ResumeKind(ctx, pt.rdb, pt.lists)
+					was, err := pt.admin.ResumeKind(ctx, pt.lists)
 					if err != nil {
 						return err
 					}
@@ -93,7 +92,7 @@ due meanwhile, each model once. Resuming a model does not resume its kind.`,
 					fmt.Fprintf(out, "%s: resumed: the models that became due meanwhile are dispatched, each once\n", pt.kind.Name)
 					return nil
 				}
-				changes, err := refresher.Resume(ctx, pt.store, pt.rdb, pt.kind.ModelsTable(), pt.lists, keys,
+				changes, err := pt.admin.Resume(ctx, pt.kind.ModelsTable(), pt.lists, keys,
 					refresher.SystemClock{}.Now(), refresher.ResumeSchedules(pt.kind.Name, pt.kind.ScheduleParsed, pt.kind.SpreadPolicy()))
 				if err != nil {
 					return err
@@ -112,15 +111,14 @@ due meanwhile, each model once. Resuming a model does not resume its kind.`,
 // pauseTarget is what pause and resume act on.
 type pauseTarget struct {
 	kind  *config.Kind
-	store models.Store // nil for the whole kind
-	rdb   *redis.Client
+	admin *refresher.Admin // without a store for the whole kind
 	lists redisio.Lists
 }
 
 // withPauseTargets loads the configuration, connects to Redis and, when
 // models are named, to the database (checking the table as run does), and
 // calls fn.
-func withPauseTargets(ctx context.Context, path, kind string, models bool, fn func(context.Context, pauseTarget) error) error {
+func withPauseTargets(ctx context.Context, path, kind string, withModels bool, fn func(context.Context, pauseTarget) error) error {
 	c, err := config.Load(path)
 	if err != nil {
 		return err
@@ -129,23 +127,25 @@ func withPauseTargets(ctx context.Context, path, kind string, models bool, fn fu
 	if err != nil {
 		return err
 	}
-	pt := pauseTarget{kind: k, lists: k.Lists()}
-	if models {
-		pt.store, err = stores.Open(ctx, c.Database, stores.Options{MaxConnections: c.MaxConnections})
+	var store models.Store
+	if withModels {
+		store, err = stores.Open(ctx, c.Database, stores.Options{MaxConnections: c.MaxConnections})
 		if err != nil {
 			return err
 		}
-		defer pt.store.Close()
+		defer store.Close()
 		// The same message as `run` for a missing table or column.
-		if err := pt.store.Check(ctx, k.ModelsTable()); err != nil {
+		if err := store.Check(ctx, k.ModelsTable()); err != nil {
 			return fmt.Errorf("kind %s: %w", k.Name, err)
 		}
 	}
-	if pt.rdb, err = openRedis(ctx, c.Redis, 1); err != nil {
+	rdb, err := openRedis(ctx, c.Redis, 1)
+	if err != nil {
 		return err
 	}
-	defer pt.rdb.Close()
-	return fn(ctx, pt)
+	defer rdb.Close()
+	return fn(ctx, pauseTarget{kind: k, admin: refresher.NewAdmin(store, redisio.New(rdb)),
+		lists: k.Lists()})
 }
 
 // notFound is the error of a command some of whose models have no row.

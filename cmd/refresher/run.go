@@ -121,7 +121,7 @@ func operatorServer(ctx context.Context, c *config.Config, store models.Store, r
 		kinds[i], gk[i] = c.Kinds[i].Operator(), c.Kinds[i].Gauge()
 	}
 	if insp, ok := store.(models.Inspector); ok {
-		g := refresher.NewGauges(svc.Metrics().Registry, refresher.GaugeConfig{Kinds: gk, Inspector: insp, Redis: rdb,
+		g := refresher.NewGauges(svc.Metrics().Registry, refresher.GaugeConfig{Kinds: gk, Inspector: insp, Redis: redisio.New(rdb),
 			Interval: c.GaugeInterval.D(), Logger: log})
 		go g.Run(ctx)
 	}
