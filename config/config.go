@@ -71,10 +71,21 @@ type Config struct {
 	// is not set.
 	Metrics string `yaml:"metrics"`
 	// APITokens maps a token's name (shown in logs, never the token) to a
-	// bearer token that may change state through the API and the dashboard.
-	// Without any, the API is read-only. From the environment:
+	// bearer token (at least 16 characters) and its role: "act" reads and
+	// changes state through the API and the dashboard, "read" only reads.
+	// A token written alone has role act (see APIToken). Without one of
+	// role act, the API is read-only. From the environment:
 	// REFRESHER_API_TOKENS='{alice: "long-random-text"}'.
-	APITokens map[string]string `yaml:"api_tokens"`
+	APITokens map[string]APIToken `yaml:"api_tokens"`
+	// HTTPPublicRead lets anyone who reaches a listener off loopback read
+	// the API, the dashboard and /metrics without a token. Default false:
+	// off loopback, reads need a token of role read or act too (on
+	// loopback they never do). Environment: REFRESHER_HTTP_PUBLIC_READ.
+	HTTPPublicRead bool `yaml:"http_public_read"`
+	// HTTPMaxConnections caps the operator listener's open connections; at
+	// the cap, a new connection closes the longest idle one. It is lowered
+	// to fit the process's open-file limit. Default 256.
+	HTTPMaxConnections int `yaml:"http_max_connections"`
 	// GaugeInterval is how often the alert gauges (oldest due age, highest
 	// attempt number, models by state, list lengths) are computed, by one
 	// instance at a time. Default 15s.
@@ -311,6 +322,7 @@ func (c *Config) HTTPAddr() string {
 
 // setOperatorDefaults fills in the operator surface's defaults.
 func (c *Config) setOperatorDefaults() {
+	c.setHTTPDefaults()
 	if c.GaugeInterval == 0 {
 		c.GaugeInterval = Duration(DefaultGaugeInterval)
 	}

@@ -66,6 +66,7 @@ func (c *Config) Validate() error {
 	if c.Heartbeat.D() < 2*time.Second {
 		bad("heartbeat: %s is too short (use at least 2s; leave it out for the default 30s)", c.Heartbeat)
 	}
+	c.validateHTTP(bad)
 	if len(c.Kinds) == 0 {
 		bad("kinds: none configured (add at least one, e.g. kinds: [{name: big_tables, schedule: \"RRULE:FREQ=DAILY\"}], or set REFRESHER_KINDS)")
 	}
