@@ -40,9 +40,9 @@ func get(t *testing.T, h *httptest.Server, method, path, auth, host string) (int
 	if host != "" {
 		req.Host = host
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Timeout: 8 * time.Second}).Do(req)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
