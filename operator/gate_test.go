@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 const readToken = "read-only-token-for-tests"
@@ -55,8 +57,8 @@ func get(t *testing.T, h *httptest.Server, method, path, auth, host string) (int
 // read token cannot act, and Basic never acts.
 func TestReadsNeedToken(t *testing.T) {
 	f := newFixture(t, nil)
-	h := f.serve(func(o *Options) { o.ReadNeedsToken = true })
-	for _, path := range []string{"/", "/kinds/items", "/kinds/items/models/ok-1", "/kinds/items/dead", "/api/v1/kinds",
+	h := f.serve(func(o *Options) { o.ReadNeedsToken = true; o.Gatherer = prometheus.NewRegistry() })
+	for _, path := range []string{"/metrics", "/", "/kinds/items", "/kinds/items/models/ok-1", "/kinds/items/dead", "/api/v1/kinds",
 		"/api/v1/kinds/items/models", "/api/v1/kinds/items/models/off-3", "/api/v1/kinds/items/dead"} {
 		st, body, hdr := get(t, h, "GET", path, "", "")
 		if st != 401 || !strings.Contains(body, "reading needs a token") || !strings.HasPrefix(hdr.Get("WWW-Authenticate"), "Basic ") {
