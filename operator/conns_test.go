@@ -111,7 +111,10 @@ func TestConnectionsCut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body); w.Write([]byte("ok\n")) })
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Write([]byte("ok\n"))
+	})
 	srv, capped := NewHTTPServer(h, ln, Limits{ReadHeaderTimeout: 300 * time.Millisecond, ReadTimeout: 600 * time.Millisecond,
 		WriteTimeout: time.Second, IdleTimeout: 300 * time.Millisecond})
 	go srv.Serve(capped)

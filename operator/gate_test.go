@@ -111,7 +111,11 @@ func basic(user, pass string) string {
 // reads and actions, and the limit lifts as soon as the failures stop.
 func TestFailuresLimitedNotTokens(t *testing.T) {
 	f := newFixture(t, nil)
-	h := f.serve(func(o *Options) { o.ReadNeedsToken = true; o.AuthFailureBurst = 2; o.AuthFailureEvery = 300 * time.Millisecond })
+	h := f.serve(func(o *Options) {
+		o.ReadNeedsToken = true
+		o.AuthFailureBurst = 2
+		o.AuthFailureEvery = 300 * time.Millisecond
+	})
 	for range 2 {
 		if st, _, _ := get(t, h, "GET", "/api/v1/kinds", "Bearer wrong-token-xxxxxxxx", ""); st != 401 {
 			t.Fatalf("failure within the burst: %d", st)
