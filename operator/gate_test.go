@@ -114,7 +114,7 @@ func TestFailuresLimitedNotTokens(t *testing.T) {
 	h := f.serve(func(o *Options) {
 		o.ReadNeedsToken = true
 		o.AuthFailureBurst = 2
-		o.AuthFailureEvery = 300 * time.Millisecond
+		o.AuthFailureEvery = time.Second
 	})
 	for range 2 {
 		if st, _, _ := get(t, h, "GET", "/api/v1/kinds", "Bearer wrong-token-xxxxxxxx", ""); st != 401 {
@@ -133,7 +133,7 @@ func TestFailuresLimitedNotTokens(t *testing.T) {
 			t.Fatalf("a valid act token while limited: %d %s", st, body)
 		}
 	}
-	time.Sleep(350 * time.Millisecond) // one failure's worth: no longer than the failures
+	time.Sleep(1100 * time.Millisecond) // one failure's worth: no longer than the failures
 	if st, _, _ := get(t, h, "GET", "/api/v1/kinds", "Bearer wrong-token-xxxxxxxx", ""); st != 401 {
 		t.Fatalf("after the failures stopped: %d, want 401 (not limited)", st)
 	}
