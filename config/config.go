@@ -65,7 +65,9 @@ type Config struct {
 	// HTTP is the listen address of the operator's HTTP server: /metrics
 	// (Prometheus), /healthz, /readyz, the API under /api/v1/ and the
 	// dashboard at /. Default DefaultHTTP ("127.0.0.1:9090"); "off" for no
-	// server. An address other than loopback needs api_tokens.
+	// server. An address other than loopback needs api_tokens, and reads
+	// need a token there too unless http_public_read; on loopback only
+	// loopback names are answered in Host.
 	HTTP string `yaml:"http"`
 	// Metrics is the former name of HTTP, kept as an alias: used when HTTP
 	// is not set.
