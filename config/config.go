@@ -48,16 +48,29 @@ type Config struct {
 	// HTTP is the listen address of the operator's HTTP server: /metrics
 	// (Prometheus), /healthz, /readyz, the API under /api/v1/ and the
 	// dashboard at /. Default "127.0.0.1:9090" (Defaults.HTTP); "off" for no
-	// server. An address other than loopback needs api_tokens.
+	// server. An address other than loopback needs api_tokens, and reads
+	// need a token there too unless http_public_read; on loopback only
+	// loopback names are answered in Host.
 	HTTP string `yaml:"http"`
 	// Metrics is the former name of HTTP, kept as an alias: used when HTTP
 	// is not set.
 	Metrics string `yaml:"metrics"`
 	// APITokens maps a token's name (shown in logs, never the token) to a
-	// bearer token that may change state through the API and the dashboard.
-	// Without any, the API is read-only. From the environment:
+	// bearer token (at least 16 characters) and its role: "act" reads and
+	// changes state through the API and the dashboard, "read" only reads.
+	// A token written alone has role act (see APIToken). Without one of
+	// role act, the API is read-only. From the environment:
 	// REFRESHER_API_TOKENS='{alice: "long-random-text"}'.
-	APITokens map[string]string `yaml:"api_tokens"`
+	APITokens map[string]APIToken `yaml:"api_tokens"`
+	// HTTPPublicRead lets anyone who reaches a listener off loopback read
+	// the API, the dashboard and /metrics without a token. Default false:
+	// off loopback, reads need a token of role read or act too (on
+	// loopback they never do). Environment: REFRESHER_HTTP_PUBLIC_READ.
+	HTTPPublicRead bool `yaml:"http_public_read"`
+	// HTTPMaxConnections caps the operator listener's open connections; at
+	// the cap, a new connection closes the longest idle one. It is lowered
+	// to fit the process's open-file limit. Default 256.
+	HTTPMaxConnections int `yaml:"http_max_connections"`
 	// GaugeInterval is how often the alert gauges (oldest due age, highest
 	// attempt number, models by state, list lengths) are computed, by one
 	// instance at a time. Default 15s.

@@ -28,6 +28,9 @@ var (
 		BatchSize:        refresher.DefaultBatchSize,
 		MaxSleep:         Duration(refresher.DefaultMaxSleep),
 		Heartbeat:        Duration(refresher.DefaultHeartbeat),
+		// HTTPMaxConnections: at most 256 open connections to the operator
+		// listener (lowered to the open-file limit less 64 at start).
+		HTTPMaxConnections: 256,
 	}
 	KindDefaults = Kind{
 		Key:            "id",
@@ -70,4 +73,6 @@ func (c *Config) SetDefaults() {
 		k.MaxDead = cmp.Or(k.MaxDead, kd.MaxDead)
 		k.MaxResultBytes = cmp.Or(k.MaxResultBytes, kd.MaxResultBytes)
 	}
+	c.HTTPMaxConnections = cmp.Or(c.HTTPMaxConnections, d.HTTPMaxConnections)
+	c.setTokenRoles()
 }

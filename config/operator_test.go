@@ -13,7 +13,7 @@ func TestOperatorSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.SetDefaults()
-	if c.APITokens["alice"] != "t0k" {
+	if c.APITokens["alice"] != (APIToken{Token: "t0k", Role: RoleAct}) {
 		t.Errorf("api_tokens from the environment: %v", c.APITokens)
 	}
 	if got := c.HTTPAddr(); got != ":9191" {

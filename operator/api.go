@@ -51,16 +51,13 @@ func (s *Server) withKind(h kindHandler) http.HandlerFunc {
 
 type ctxKey struct{}
 
-// authed lets the request through only with a valid bearer token, whose
-// name it puts in the context for the log.
+// authed lets the request through only with a valid bearer token of role
+// act, whose name it puts in the context for the log.
 func (s *Server) authed(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		name, status, msg := s.auth.check(r)
+		name, status, msg := s.auth.check(r, RoleAct)
 		if status != 0 {
-			if status == http.StatusTooManyRequests {
-				w.Header().Set("Retry-After", strconv.Itoa(int(s.auth.every.Seconds()+0.5)))
-			}
-			writeError(w, status, msg)
+			s.refuse(w, r, status, msg)
 			return
 		}
 		h(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, name)))

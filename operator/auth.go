@@ -15,10 +15,31 @@ import (
 // NoTokenHelp says how to configure a token; it ends the 403 of a
 // state-changing request on a read-only API and run's refusal to listen on a
 // non-loopback address without one.
-const NoTokenHelp = `set api_tokens in the config (api_tokens: {alice: "<long random text>"}) or REFRESHER_API_TOKENS='{alice: "<long random text>"}', e.g. with a token from "openssl rand -hex 32"`
+const NoTokenHelp = `set api_tokens in the config (api_tokens: {alice: "<long random text>"}) or REFRESHER_API_TOKENS='{alice: "<long random text>"}', e.g. with a token from "openssl rand -hex 16"`
 
-// authenticator checks bearer tokens and limits failed attempts per client
-// IP.
+// Role is what a token may do.
+type Role int
+
+const (
+	// RoleRead reads: the API's GETs, the dashboard, /metrics.
+	RoleRead Role = iota + 1
+	// RoleAct reads and changes state.
+	RoleAct
+)
+
+func (r Role) String() string {
+	if r == RoleAct {
+		return "act"
+	}
+	return "read"
+}
+
+// authenticator checks tokens (a bearer token, or for reads only HTTP Basic
+// with the token as the password, which a browser can send for a page) and
+// limits failed attempts per client IP. A valid token is always served,
+// however many failures came from its address: the limit applies to the
+// failures only, and lifts as soon as they stop (one more is allowed every
+// `every`).
 type authenticator struct {
 	tokens []namedToken
 	burst  int
@@ -31,47 +52,81 @@ type authenticator struct {
 type namedToken struct {
 	name string
 	sum  [32]byte
+	role Role
 }
 
-func newAuthenticator(tokens map[string]string, burst int, every time.Duration) *authenticator {
+// newAuthenticator knows act and read tokens (name → token; empty tokens
+// are ignored).
+func newAuthenticator(act, read map[string]string, burst int, every time.Duration) *authenticator {
 	a := &authenticator{burst: burst, every: every, limiters: map[string]*rate.Limiter{}}
-	for name, tok := range tokens {
-		if tok != "" {
-			a.tokens = append(a.tokens, namedToken{name: name, sum: sha256.Sum256([]byte(tok))})
+	for role, tokens := range map[Role]map[string]string{RoleAct: act, RoleRead: read} {
+		for name, tok := range tokens {
+			if tok != "" {
+				a.tokens = append(a.tokens, namedToken{name: name, sum: sha256.Sum256([]byte(tok)), role: role})
+			}
 		}
 	}
 	return a
 }
 
-// readOnly reports whether no token is configured.
-func (a *authenticator) readOnly() bool { return len(a.tokens) == 0 }
+// readOnly reports whether no token may act.
+func (a *authenticator) readOnly() bool {
+	for _, t := range a.tokens {
+		if t.role == RoleAct {
+			return false
+		}
+	}
+	return true
+}
 
-// check returns the name of the token r carries. Otherwise it returns the
-// status (401, 403, or 429 once the client IP used up its failures) and a
-// message. Tokens are compared through their SHA-256 sums in constant time,
-// each of them, so the time taken says nothing about which one is close.
-func (a *authenticator) check(r *http.Request) (name string, status int, msg string) {
-	if a.readOnly() {
-		return "", http.StatusForbidden, "the API is read-only: no token is configured; " + NoTokenHelp
+// credential returns the token r carries: "Authorization: Bearer <token>",
+// or, when basic is true, HTTP Basic with the token as the password (any
+// user name). Actions take only a bearer token, which a browser never sends
+// on its own: no cross-site request can act.
+func credential(r *http.Request, basic bool) string {
+	h := r.Header.Get("Authorization")
+	if tok, ok := strings.CutPrefix(h, "Bearer "); ok {
+		return strings.TrimSpace(tok)
 	}
-	lim := a.limiter(clientIP(r))
-	if lim.Tokens() < 1 {
-		return "", http.StatusTooManyRequests, "too many failed authentications from this address; wait a minute"
+	if basic {
+		if _, pass, ok := r.BasicAuth(); ok {
+			return pass
+		}
 	}
-	given, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || given == "" {
-		lim.Allow()
+	return ""
+}
+
+// check returns the name of the token r carries if its role is at least
+// need. Otherwise it returns the status (401, 403, or 429 while the client
+// IP's failures go on) and a message. Tokens are compared through their
+// SHA-256 sums in constant time, each of them, so the time taken says
+// nothing about which one is close.
+func (a *authenticator) check(r *http.Request, need Role) (name string, status int, msg string) {
+	if need == RoleAct && a.readOnly() {
+		return "", http.StatusForbidden, "the API is read-only: no token of role act is configured; " + NoTokenHelp
+	}
+	given := credential(r, need == RoleRead)
+	if given == "" {
+		if need == RoleRead {
+			return "", http.StatusUnauthorized, `reading needs a token: send "Authorization: Bearer <token>" (a token of role read or act), or in a browser enter the token as the password`
+		}
 		return "", http.StatusUnauthorized, `this action needs a token: send "Authorization: Bearer <token>" (in the dashboard, enter it in the token field at the top)`
 	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(given)))
+	sum := sha256.Sum256([]byte(given))
+	var role Role
 	for _, t := range a.tokens {
 		if subtle.ConstantTimeCompare(sum[:], t.sum[:]) == 1 {
-			name = t.name
+			name, role = t.name, t.role
 		}
 	}
 	if name == "" {
-		lim.Allow()
+		if !a.limiter(clientIP(r)).Allow() {
+			return "", http.StatusTooManyRequests, "too many failed authentications from this address; wait a minute"
+		}
 		return "", http.StatusUnauthorized, "the token is not valid"
+	}
+	if role < need {
+		return "", http.StatusForbidden, "the token " + name + " may only read; this action needs a token of role act"
 	}
 	return name, 0, ""
 }

@@ -29,6 +29,7 @@ const testToken = "s3cret-token-for-tests"
 type fixture struct {
 	t     *testing.T
 	store *mysqlstore.Store
+	dsn   string // of the fixture's database
 	rdb   *redis.Client
 	kind  Kind
 	srv   *Server
@@ -41,7 +42,8 @@ type fixture struct {
 func newFixture(t *testing.T, tokens map[string]string) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	db, err := mysqlstore.Open(ctx, testenv.MySQLDSN(t))
+	dsn := testenv.MySQLDSN(t)
+	db, err := mysqlstore.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +65,7 @@ func newFixture(t *testing.T, tokens map[string]string) *fixture {
 		Lists:    redisio.DefaultLists(prefix + "items"),
 		Schedule: sched, Policy: policy.Policy{Kind: "items", Timeout: time.Hour, Retry: retry},
 		LateAfter: time.Minute, Priority: "interactive"}
-	f := &fixture{t: t, store: store, rdb: rdb, kind: k}
+	f := &fixture{t: t, store: store, dsn: dsn, rdb: rdb, kind: k}
 	f.seed()
 	srv, err := New(Options{Kinds: []Kind{k}, Store: store, Redis: rdb, Tokens: tokens,
 		Now: func() time.Time { return now }, Logger: slog.New(slog.DiscardHandler),

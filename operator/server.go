@@ -6,10 +6,15 @@
 // refresher package's refresher.Admin (enable, trigger, pause and resume),
 // which the CLI uses too.
 //
-// Reading needs no token. Every state-changing request needs
-// "Authorization: Bearer <token>" with one of Options.Tokens; with none
-// configured the API is read-only. There are no cookies, so no cross-site
-// request forgery. Nothing served shows a DSN, a Redis URL or a token.
+// Reading needs no token unless Options.ReadNeedsToken (run sets it off
+// loopback): then the API, the dashboard and /metrics need a token of role
+// read or act, as a bearer token or, for a browser, as the password of HTTP
+// Basic. Every state-changing request needs "Authorization: Bearer <token>"
+// with one of Options.Tokens (role act); with none configured the API is
+// read-only. There are no cookies and actions never take Basic, so no
+// cross-site request forgery. With Options.Loopback, only loopback names in
+// Host are served (DNS rebinding). /healthz and /readyz need nothing.
+// Nothing served shows a DSN, a Redis URL or a token.
 package operator
 
 import (
@@ -61,8 +66,24 @@ type Options struct {
 	// Gatherer is served on /metrics; nil serves no /metrics.
 	Gatherer prometheus.Gatherer
 	// Tokens maps a token's name to the bearer token that may change
-	// state. None: the API is read-only.
+	// state (role act). None: the API is read-only.
 	Tokens map[string]string
+	// ReadTokens maps a token's name to a token that may only read (role
+	// read).
+	ReadTokens map[string]string
+	// ReadNeedsToken: reads need a token too (of either role).
+	ReadNeedsToken bool
+	// Loopback: the server listens on loopback only, so a request must
+	// name a loopback host ("localhost", 127.x.x.x, [::1], any port) in
+	// Host; others get 421. A web page whose name a DNS server rebinds to
+	// 127.0.0.1 cannot read the API from a browser then.
+	Loopback bool
+	// PageTimeout bounds each dashboard page and API request: one whose
+	// queries take longer answers 503 saying so. Default 5s.
+	PageTimeout time.Duration
+	// CheckTimeout bounds each of /readyz's checks (the database, Redis),
+	// each with its own deadline. Default 2s.
+	CheckTimeout time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 	// Logger logs actions (with the token's name) and internal errors.
@@ -104,6 +125,8 @@ func New(o Options) (*Server, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	o.PageTimeout = cmp.Or(o.PageTimeout, 5*time.Second)
+	o.CheckTimeout = cmp.Or(o.CheckTimeout, 2*time.Second)
 	s := &Server{o: o, kinds: map[string]*Kind{}}
 	s.insp, _ = o.Store.(models.Inspector)
 	for i := range o.Kinds {
@@ -116,10 +139,17 @@ func New(o Options) (*Server, error) {
 		s.kinds[k.Name] = &k
 		s.order = append(s.order, k.Name)
 	}
-	s.auth = newAuthenticator(o.Tokens, cmp.Or(o.AuthFailureBurst, 10), cmp.Or(o.AuthFailureEvery, 6*time.Second))
+	s.auth = newAuthenticator(o.Tokens, o.ReadTokens, cmp.Or(o.AuthFailureBurst, 10), cmp.Or(o.AuthFailureEvery, 6*time.Second))
 	s.handler = s.routes()
 	return s, nil
 }
+
+// ReadOnly reports whether no token may act: every state-changing request
+// is refused.
+func (s *Server) ReadOnly() bool { return s.auth.readOnly() }
+
+// ReadNeedsToken reports whether reads need a token (Options.ReadNeedsToken).
+func (s *Server) ReadNeedsToken() bool { return s.o.ReadNeedsToken }
 
 // Handler returns the HTTP handler of every route.
 func (s *Server) Handler() http.Handler { return s.handler }
@@ -133,7 +163,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /readyz", s.readyz)
 	s.apiRoutes(mux)
 	s.dashboardRoutes(mux)
-	return secure(mux)
+	return secure(s.hostCheck(s.readGate(s.boundReads(mux))))
 }
 
 // secure sets the headers every response carries: no caching of operator
@@ -151,20 +181,32 @@ func secure(next http.Handler) http.Handler {
 	})
 }
 
-// readyz answers 200 when the database and Redis both answer within 2s, and
-// 503 naming the one that does not otherwise. The detail goes to the log
-// only: driver errors may name hosts.
+// readyz answers 200 when the database and Redis both answer, and 503
+// naming the one that does not otherwise. The two checks run at once, each
+// with its own deadline (CheckTimeout), so a frozen database is never
+// reported as Redis. The detail goes to the log only: driver errors may
+// name hosts.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	var reasons []string
-	if err := s.o.Store.Ping(ctx); err != nil {
-		s.o.Logger.Warn("readyz: database does not answer", "err", err)
-		reasons = append(reasons, "the database does not answer")
+	check := func(what string, ping func(context.Context) error) <-chan string {
+		out := make(chan string, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(r.Context(), s.o.CheckTimeout)
+			defer cancel()
+			if err := ping(ctx); err != nil {
+				s.o.Logger.Warn("readyz: "+what+" does not answer", "err", err)
+				out <- what + " does not answer"
+			}
+			close(out)
+		}()
+		return out
 	}
-	if err := s.o.Redis.Ping(ctx).Err(); err != nil {
-		s.o.Logger.Warn("readyz: Redis does not answer", "err", err)
-		reasons = append(reasons, "Redis does not answer")
+	db := check("the database", s.o.Store.Ping)
+	rd := check("Redis", func(ctx context.Context) error { return s.o.Redis.Ping(ctx).Err() })
+	var reasons []string
+	for _, c := range []<-chan string{db, rd} {
+		if reason, ok := <-c; ok {
+			reasons = append(reasons, reason)
+		}
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if len(reasons) > 0 {

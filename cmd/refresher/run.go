@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
@@ -61,7 +60,7 @@ func runService(ctx context.Context, c *config.Config, store models.Store, log *
 		return err
 	}
 	if addr := c.HTTPAddr(); addr != "" {
-		srv, err := operatorServer(ctx, c, store, rdb, svc, log)
+		op, err := operatorServer(ctx, c, store, rdb, svc, log)
 		if err != nil {
 			return err
 		}
@@ -69,7 +68,8 @@ func runService(ctx context.Context, c *config.Config, store models.Store, log *
 		if err != nil {
 			return fmt.Errorf("listen on %q: %w (change \"http:\" or REFRESHER_HTTP; \"off\" for no server)", addr, err)
 		}
-		log.Info("operator dashboard and API", "url", "http://"+ln.Addr().String()+"/", "read_only", len(c.APITokens) == 0)
+		srv, ln := operator.NewHTTPServer(op.Handler(), ln, operator.Limits{MaxConns: c.HTTPMaxConnections})
+		announce(log, ln.Addr().String(), op)
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("HTTP server stopped", "addr", addr, "err", err)
@@ -83,6 +83,13 @@ func runService(ctx context.Context, c *config.Config, store models.Store, log *
 	defer close(done)
 	go exitOnSecondSignal(sig, done, log, os.Exit)
 	return svc.Run(ctx)
+}
+
+// announce logs where the operator surface listens and what it allows, as
+// the server itself decides it (a config whose tokens cannot act is
+// read-only).
+func announce(log *slog.Logger, addr string, op *operator.Server) {
+	log.Info("operator dashboard and API", "url", "http://"+addr+"/", "read_only", op.ReadOnly(), "reads_need_token", op.ReadNeedsToken())
 }
 
 // exitOnSecondSignal counts the signals on sig until done is closed: the
@@ -106,11 +113,13 @@ func exitOnSecondSignal(sig <-chan os.Signal, done <-chan struct{}, log *slog.Lo
 	}
 }
 
-// operatorServer is the one HTTP server: /metrics, /healthz, /readyz, the
+// operatorServer is the one HTTP surface: /metrics, /healthz, /readyz, the
 // API and the dashboard (package operator), and it starts the alert gauges.
-// It refuses a non-loopback address without a token.
+// It refuses a non-loopback address without a token; there, reads need a
+// token too unless http_public_read says otherwise, and on loopback only
+// loopback names are served (DNS rebinding).
 func operatorServer(ctx context.Context, c *config.Config, store models.Store, rdb *redis.Client,
-	svc *refresher.Service, log *slog.Logger) (*http.Server, error) {
+	svc *refresher.Service, log *slog.Logger) (*operator.Server, error) {
 	addr := c.HTTPAddr()
 	if !operator.IsLoopback(addr) && len(c.APITokens) == 0 {
 		return nil, fmt.Errorf("http: %q accepts connections from other machines, but no API token is configured: %s; or listen on 127.0.0.1 only", addr, operator.NoTokenHelp)
@@ -125,10 +134,17 @@ func operatorServer(ctx context.Context, c *config.Config, store models.Store, r
 			Interval: c.GaugeInterval.D(), Logger: log})
 		go g.Run(ctx)
 	}
-	op, err := operator.New(operator.Options{Kinds: kinds, Store: store, Redis: rdb, Gatherer: svc.Metrics().Registry,
-		Tokens: c.APITokens, Logger: log, SearchBudget: c.SearchScanBudget})
-	if err != nil {
-		return nil, err
-	}
-	return &http.Server{Addr: addr, Handler: op.Handler(), ReadHeaderTimeout: 5 * time.Second}, nil
+	return operator.New(withAccess(c, operator.Options{Kinds: kinds, Store: store, Redis: rdb, Gatherer: svc.Metrics().Registry,
+		Logger: log, SearchBudget: c.SearchScanBudget}))
+}
+
+// withAccess sets o's tokens by role and what the listen address implies:
+// off loopback reads need a token unless http_public_read; on loopback only
+// loopback names are served in Host.
+func withAccess(c *config.Config, o operator.Options) operator.Options {
+	loopback := operator.IsLoopback(c.HTTPAddr())
+	o.Tokens, o.ReadTokens = c.TokensOf(config.RoleAct), c.TokensOf(config.RoleRead)
+	o.ReadNeedsToken = !loopback && !c.HTTPPublicRead
+	o.Loopback = loopback
+	return o
 }

@@ -26,6 +26,13 @@ func TestString(t *testing.T) {
 		{"root:p@ss@tcp(127.0.0.1:3306)/app", "root:xxxxx@tcp(127.0.0.1:3306)/app", "p@ss"},
 		{"root:@tcp(127.0.0.1:3306)/app", "root:@tcp(127.0.0.1:3306)/app", ""},
 		{"/app", "/app", ""},
+		// Passwords in the query.
+		{"postgres://app@db:5432/app?password=s3cret&sslmode=disable", "postgres://app@db:5432/app?password=xxxxx&sslmode=disable", ""},
+		{"mysql://app@db:3306/app?parseTime=true&PASSWORD=s3cret", "mysql://app@db:3306/app?parseTime=true&PASSWORD=xxxxx", ""},
+		{"redis://db:6379/0?password=p@ss/w0rd", "redis://db:6379/0?password=xxxxx", ""},
+		{"redis://u:pw@db:6379/0?token=t0k&sslpassword=x&db=1#frag", "redis://u:xxxxx@db:6379/0?token=xxxxx&sslpassword=xxxxx&db=1#frag", "pw"},
+		{"app@tcp(db:3306)/app?password=s3cret", "app@tcp(db:3306)/app?password=xxxxx", ""},
+		{"postgres://db/app?password=&sslmode=disable", "postgres://db/app?password=&sslmode=disable", ""},
 		{"", "", ""},
 	} {
 		require.Equal(t, tt.want, String(tt.in), tt.in)
@@ -58,4 +65,16 @@ func TestErrorOfMalformed(t *testing.T) {
 	require.Error(t, err)
 	require.False(t, strings.Contains(Error(err, dsn).Error(), "s3cret"))
 	require.NoError(t, Error(nil, dsn))
+
+	// Query passwords, as written and unescaped.
+	for _, conn := range []string{
+		"redis://127.0.0.1:6379/zero?password=s3cret",
+		"redis://127.0.0.1:6379/0?password=s%33cret&dial_timeout=soon",
+		"postgres://app@db:54x2/app?password=s3cret",
+	} {
+		err := fmt.Errorf("bad %s (password s3cret)", conn)
+		require.NotContains(t, Error(err, conn).Error(), "s3cret", conn)
+		require.NotContains(t, String(conn), "s3cret", conn)
+		require.NotContains(t, String(conn), "s%33cret", conn)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/refresher/refresher/internal/redact"
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/models/mysqlstore"
 	"github.com/refresher/refresher/models/pgstore"
@@ -30,8 +31,14 @@ const Schemes = "mysql://user:pass@host:3306/app, postgres://user:pass@host:5432
 // Open opens and pings the database named by raw: a URL whose scheme names
 // the driver (see Schemes), or a go-sql-driver DSN without a scheme
 // ("user:pass@tcp(host:3306)/app"), which is MySQL. Errors never show a
-// password.
+// password: neither the one of the user information nor one in the query
+// (?password=...); see package redact.
 func Open(ctx context.Context, raw string, o Options) (models.Store, error) {
+	s, err := open(ctx, raw, o)
+	return s, redact.Error(err, raw)
+}
+
+func open(ctx context.Context, raw string, o Options) (models.Store, error) {
 	if o.MaxConnections <= 0 {
 		o.MaxConnections = DefaultMaxConnections
 	}

@@ -42,3 +42,30 @@ func TestOpenSQLite(t *testing.T) {
 		t.Fatalf("sqlite:// without a path: %v", err)
 	}
 }
+
+// A password in the query of a database URL (or in its user information)
+// never shows in an error, whatever the driver's parser or connection
+// says: malformed URLs, bad parameters and refused connections.
+func TestOpenHidesQueryPassword(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, raw := range []string{
+		"postgres://app@127.0.0.1:54x2/app?password=Q1secretPw",
+		"postgres://app@127.0.0.1:5432/app?password=Q1secretPw&connect_timeout=x",
+		"postgres://app@127.0.0.1:1/app?sslmode=disable&PASSWORD=Q1secretPw",
+		"postgresql://app@127.0.0.1:1/app?sslpassword=Q1secretPw&sslmode=disable",
+		"postgres://app@127.0.0.1:1/app?password=Q1%2FsecretPw",
+		"mysql://app@127.0.0.1:1/app?password=Q1secretPw&parseTime=maybe",
+		"mysql://app@127.0.0.1:1/app?password=Q1secretPw",
+		"app@tcp(127.0.0.1:1)/app?password=Q1secretPw&parseTime=maybe",
+		"mysql://app:Q1secretPw@127.0.0.1:1/app?parseTime=maybe",
+	} {
+		_, err := Open(ctx, raw, Options{})
+		if err == nil {
+			t.Fatalf("%s: no error", raw)
+		}
+		if strings.Contains(err.Error(), "Q1secretPw") || strings.Contains(err.Error(), "Q1/secretPw") {
+			t.Errorf("%s: the error shows the password: %v", raw, err)
+		}
+	}
+}

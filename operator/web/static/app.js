@@ -29,7 +29,9 @@
   async function refreshMain() {
     const main = document.getElementById("main");
     if (main.contains(document.activeElement) && document.activeElement.tagName === "INPUT") return;
-    const resp = await fetch(location.href, { credentials: "omit" });
+    // same-origin: a page read with HTTP Basic (reads off loopback) needs it
+    // again; actions never send it (see post).
+    const resp = await fetch(location.href, { credentials: "same-origin" });
     if (!resp.ok) return;
     const doc = new DOMParser().parseFromString(await resp.text(), "text/html");
     const fresh = doc.getElementById("main");
