@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/refresher/refresher/internal/redact"
 	"github.com/refresher/refresher/redisio"
 )
 
@@ -61,17 +62,31 @@ type Outcome struct {
 //   - anything else (timeout, connection error, other 4xx and 5xx): failure
 //     with a short technical reason such as
 //     "GET https://example.com/a.csv: HTTP 500 Internal Server Error".
+//
+// Every URL in the reasons is redacted (redact.URL): user information and
+// the values of parameters such as token or password never leave the
+// worker, in the result or in its log.
 func Classify(o Outcome, now time.Time) redisio.Result {
+	r := classify(o, now)
+	r.Reason = redact.Text(r.Reason)
+	r.UserFriendlyReason = redact.Text(r.UserFriendlyReason)
+	return r
+}
+
+// classify is Classify before the final redaction of its reasons, which
+// catches URLs quoted by errors (a redirect's Location, a driver's text).
+func classify(o Outcome, now time.Time) redisio.Result {
+	shown := redact.URL(o.URL)
 	invalid := redisio.Result{
 		Type:               redisio.ResultFailure,
 		Permanent:          true,
-		UserFriendlyReason: "Provided URL is invalid: " + o.URL,
+		UserFriendlyReason: "Provided URL is invalid: " + shown,
 	}
 	if err := ValidateURL(o.URL); err != nil {
 		invalid.Reason = err.Error()
 		return invalid
 	}
-	prefix := "GET " + o.URL + ": "
+	prefix := "GET " + shown + ": "
 	if o.Err != nil {
 		var (
 			dnsErr   *net.DNSError
@@ -84,7 +99,7 @@ func Classify(o Outcome, now time.Time) redisio.Result {
 				Type:               redisio.ResultFailure,
 				Permanent:          true,
 				Reason:             prefix + "refused: the address is not public (" + refused.Class + "); allow it with the worker's allow_private_networks or allow_networks",
-				UserFriendlyReason: "Provided URL is not allowed: " + o.URL,
+				UserFriendlyReason: "Provided URL is not allowed: " + shown,
 			}
 		case errors.As(o.Err, &tooLarge):
 			return failure(prefix + tooLarge.Error())
@@ -136,17 +151,18 @@ func failure(reason string) redisio.Result {
 }
 
 // ValidateURL says why raw is not a URL a worker can GET: it must parse, use
-// http or https, and name a host.
+// http or https, and name a host. The error quotes raw redacted.
 func ValidateURL(raw string) error {
 	u, err := url.Parse(raw)
+	shown := redact.URL(raw)
 	if err != nil {
-		return fmt.Errorf("malformed URL %q: %w", raw, errors.Unwrap(err))
+		return fmt.Errorf("malformed URL %q: %w", shown, errors.Unwrap(err))
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("malformed URL %q: scheme must be http or https", raw)
+		return fmt.Errorf("malformed URL %q: scheme must be http or https", shown)
 	}
 	if u.Hostname() == "" {
-		return fmt.Errorf("malformed URL %q: no host", raw)
+		return fmt.Errorf("malformed URL %q: no host", shown)
 	}
 	return nil
 }

@@ -1,0 +1,135 @@
+package redact
+
+import (
+	"net/url"
+	"strings"
+)
+
+// secretParams are the query (and fragment) parameter names whose values
+// URL and Text mask, compared without regard to case: the names that
+// commonly carry a credential in a URL a user pastes.
+var secretParams = map[string]bool{
+	"password": true, "passwd": true, "pwd": true,
+	"token": true, "access_token": true, "refresh_token": true, "id_token": true,
+	"key": true, "api_key": true, "apikey": true, "api-key": true,
+	"secret": true, "client_secret": true,
+	"signature": true, "sig": true,
+	"x-amz-signature": true, "x-amz-credential": true, "x-amz-security-token": true,
+	"x-goog-signature": true, "x-goog-credential": true,
+}
+
+// URL returns raw, a URL as a user wrote it, with its user information
+// (everything before the '@' of the authority, user name included: a user
+// name alone is often a token) replaced by Mask, and with the value of every
+// query or fragment parameter named in secretParams (password, token, key,
+// secret, signature, sig, access_token, api_key, ...; any case) replaced by
+// Mask. The rest is kept byte for byte. It works on the text, so a URL that
+// does not parse is redacted too; without "://" the authority is taken to
+// start the text ("user:pw@host/path").
+func URL(raw string) string {
+	head, tail := raw, ""
+	if i := strings.IndexAny(raw, "?#"); i >= 0 {
+		head, tail = raw[:i], raw[i:]
+	}
+	start := 0
+	if i := strings.Index(head, "://"); i >= 0 {
+		start = i + 3
+	}
+	authority := head[start:]
+	if slash := strings.IndexByte(authority, '/'); slash >= 0 {
+		authority = authority[:slash]
+	}
+	if at := strings.LastIndexByte(authority, '@'); at >= 0 {
+		head = head[:start] + Mask + head[start+at:]
+	}
+	return head + params(tail)
+}
+
+// params masks the secret values in tail, the "?query#fragment" end of a
+// URL (either part may be missing).
+func params(tail string) string {
+	if tail == "" {
+		return ""
+	}
+	query, fragment, hasFragment := tail, "", false
+	if i := strings.IndexByte(tail, '#'); i >= 0 {
+		query, fragment, hasFragment = tail[:i], tail[i+1:], true
+	}
+	out := maskPairs(query)
+	if hasFragment {
+		out += "#" + maskPairs(fragment)
+	}
+	return out
+}
+
+// maskPairs masks the secret values in s, "name=value" pairs joined by '&'
+// or ';' (a leading '?' is kept).
+func maskPairs(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for s != "" {
+		end := strings.IndexAny(s, "&;")
+		pair, sep := s, ""
+		if end >= 0 {
+			pair, sep, s = s[:end], s[end:end+1], s[end+1:]
+		} else {
+			s = ""
+		}
+		lead := ""
+		if strings.HasPrefix(pair, "?") {
+			lead, pair = "?", pair[1:]
+		}
+		b.WriteString(lead)
+		name, _, ok := strings.Cut(pair, "=")
+		if plain, err := url.QueryUnescape(name); err == nil {
+			name = plain
+		}
+		if ok && secretParams[strings.ToLower(name)] {
+			pair = pair[:strings.IndexByte(pair, '=')+1] + Mask
+		}
+		b.WriteString(pair)
+		b.WriteString(sep)
+	}
+	return b.String()
+}
+
+// Text returns s, free text such as an error or a reason, with every URL in
+// it (a scheme, "://", and what follows up to a space, a quote or an angle
+// bracket) redacted as URL does. Punctuation that ends a sentence (".,:;!?)]}")
+// right after a URL is taken to be the text's, not the URL's.
+func Text(s string) string {
+	if !strings.Contains(s, "://") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for {
+		i := strings.Index(s, "://")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		start := i
+		for start > 0 && isSchemeByte(s[start-1]) {
+			start--
+		}
+		end := i + 3
+		for end < len(s) && !isURLEnd(s[end]) {
+			end++
+		}
+		for end > i+3 && strings.IndexByte(".,:;!?)]}", s[end-1]) >= 0 {
+			end--
+		}
+		b.WriteString(s[:start])
+		b.WriteString(URL(s[start:end]))
+		s = s[end:]
+	}
+}
+
+func isSchemeByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'
+}
+
+func isURLEnd(c byte) bool {
+	return c <= ' ' || c == '"' || c == '\'' || c == '`' || c == '<' || c == '>' || c == 0x7f
+}
