@@ -49,7 +49,8 @@ type Outcome struct {
 //   - a malformed URL (unparsable, not http or https, no host), an
 //     unresolvable host (DNS "no such host"), HTTP 404 or 410: permanent
 //     failure with user_friendly_reason "Provided URL is invalid: <url>";
-//   - an address the AddressPolicy refused (also after a redirect):
+//   - an address the AddressPolicy refused (also after a redirect), or a
+//     redirect to a scheme other than http and https (file:, gopher:, ...):
 //     permanent failure with user_friendly_reason "Provided URL is not
 //     allowed: <url>", which names neither the address nor the port;
 //   - HTTP 2xx: success with status "fetched <n> bytes", or just "fetched"
@@ -99,6 +100,15 @@ func classify(o Outcome, now time.Time) redisio.Result {
 				Type:               redisio.ResultFailure,
 				Permanent:          true,
 				Reason:             prefix + "refused: the address is not public (" + refused.Class + "); allow it with the worker's allow_private_networks or allow_networks",
+				UserFriendlyReason: "Provided URL is not allowed: " + shown,
+			}
+		case redirectScheme(o.Err) != "":
+			// A redirect to file:, gopher:, ... is the URL's doing: asking
+			// again gets the same redirect.
+			return redisio.Result{
+				Type:               redisio.ResultFailure,
+				Permanent:          true,
+				Reason:             prefix + "redirected to a " + redirectScheme(o.Err) + ": URL; the worker follows only http and https",
 				UserFriendlyReason: "Provided URL is not allowed: " + shown,
 			}
 		case errors.As(o.Err, &tooLarge):
@@ -195,6 +205,22 @@ func ParseRetryAfter(header string, now time.Time) (d time.Duration, ok bool) {
 		return MaxRetryAfter, true
 	}
 	return (d + time.Second - 1).Truncate(time.Second), true
+}
+
+// redirectScheme returns the scheme of the URL a request failed on when it
+// is neither http nor https, "" otherwise. net/http reports a request with
+// the URL it was at, so this is the scheme of a redirect's target (the
+// first URL passed ValidateURL).
+func redirectScheme(err error) string {
+	var urlErr *url.Error
+	if !errors.As(err, &urlErr) {
+		return ""
+	}
+	u, perr := url.Parse(urlErr.URL)
+	if perr != nil || u.Scheme == "" || u.Scheme == "http" || u.Scheme == "https" {
+		return ""
+	}
+	return u.Scheme
 }
 
 func isTimeout(err error) bool {
