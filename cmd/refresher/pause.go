@@ -131,7 +131,7 @@ func withPauseTargets(ctx context.Context, path, kind string, models bool, fn fu
 	}
 	pt := pauseTarget{kind: k, lists: redisio.Lists{Input: k.Input, Output: k.Output, Dead: k.Dead}}
 	if models {
-		pt.store, err = stores.Open(ctx, c.Database, stores.Options{MaxConnections: c.MaxConnections})
+		pt.store, err = stores.Open(ctx, c.Database, stores.Options{MaxConnections: c.MaxConnections, AdminSQLite: true})
 		if err != nil {
 			return err
 		}
