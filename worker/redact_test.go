@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -9,32 +8,14 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/refresher/refresher/internal/testenv"
 	"github.com/refresher/refresher/redisio"
 )
-
-// syncBuffer is a bytes.Buffer a logger may write from several jobs at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // A password or token in input_url (user information, or a secret query
 // parameter) appears in no result and no log line, whatever the outcome.
@@ -52,7 +33,7 @@ func TestWorkerRedactsSecretsInURLs(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	b := setupRun(t, func(c *Config) {
 		c.AllowPrivateNetworks = false // 10.0.0.1 is refused, the loopback test server allowed
 		c.AllowNetworks = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}

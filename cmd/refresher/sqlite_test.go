@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -65,7 +63,7 @@ func TestFailedStartStopsTheGauges(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "empty.db")
 	require.NoError(t, os.WriteFile(db, nil, 0o600))
-	var out syncBuffer
+	var out testenv.SyncBuffer
 	err := run(context.Background(), []string{"run", "--config", sqliteConfig(t, db)}, &out, &out)
 	require.ErrorContains(t, err, `table "big_tables" does not exist`)
 	time.Sleep(300 * time.Millisecond) // 6 gauge intervals
@@ -99,23 +97,4 @@ func TestAdminCommandsBesideRunningSQLiteService(t *testing.T) {
 	// A second service is still kept out.
 	_, err = stores.Open(ctx, "sqlite://"+db, stores.Options{})
 	require.ErrorContains(t, err, "another refresher is using this SQLite database")
-}
-
-// syncBuffer is a bytes.Buffer that a logger may write from several
-// goroutines while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
