@@ -162,6 +162,10 @@ REFRESHER_WORKER_MAX_BODY_BYTES. Flags win over the environment, and it
 wins over the file.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if flags.Kind == "" {
+				// Before the file: its kinds cannot be looked up without one.
+				return workerSettings{}.validate()
+			}
 			file, err := workerFile(configPath, flags.Kind)
 			if err != nil {
 				return err
@@ -177,6 +181,10 @@ wins over the file.`,
 			flags.AllowNetworks = nets
 			s := workerDefaults().overlay(file).overlay(env).overlay(flags)
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			if err := s.validate(); err != nil {
+				return err
+			}
+			logSources(log, s, configPath, file, env, flags)
 			return runWorker(cmd.Context(), s, log)
 		},
 	}
@@ -214,6 +222,34 @@ func workerFile(path, kind string) (workerSettings, error) {
 	}
 	return workerSettings{RedisURL: c.Redis, Input: k.Input, Output: k.Output, MaxBodyBytes: c.Worker.MaxBodyBytes,
 		AllowPrivateNetworks: c.Worker.AllowPrivateNetworks, AllowNetworks: nets, ThrottleGroup: k.ThrottleGroup}, nil
+}
+
+// logSources says which Redis and lists the worker uses and where each
+// came from, so that a worker started without --config does not wait
+// silently on the default Redis while the service uses another. It warns
+// when both are the defaults.
+func logSources(log *slog.Logger, s workerSettings, configPath string, file, env, flags workerSettings) {
+	from := func(flag string, f, e, fl string) string {
+		switch {
+		case fl != "":
+			return flag
+		case e != "":
+			return "REFRESHER_REDIS"
+		case f != "":
+			return configPath
+		}
+		return "default"
+	}
+	redisFrom := from("--redis", file.RedisURL, env.RedisURL, flags.RedisURL)
+	listsFrom := from("--input/--output", file.Input+file.Output, "", flags.Input+flags.Output)
+	w := worker.Config{Kind: s.Kind, Input: s.Input, Output: s.Output}.WithDefaults()
+	attrs := []any{"redis", redact.String(s.RedisURL), "redis_from", redisFrom,
+		"input", w.Input, "output", w.Output, "lists_from", listsFrom}
+	if redisFrom == "default" && listsFrom == "default" {
+		log.Warn("worker uses the default Redis and lists: pass --config with the service's configuration file (or --redis, --input, --output) if the service uses others", attrs...)
+		return
+	}
+	log.Info("worker settings", attrs...)
 }
 
 // runWorker connects to Redis and runs the worker until ctx is cancelled.
