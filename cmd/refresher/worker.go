@@ -140,8 +140,9 @@ JSON result onto the kind's output list:
   429 or 503 with Retry-After  failure with retry_after_seconds
   anything else, a timeout     failure with a short technical reason
 
-  a non-public address          permanent failure,
-    (unless allowed)             "Provided URL is not allowed: <url>"
+  a non-public address         permanent failure,
+    (unless allowed), or a       "Provided URL is not allowed: <url>"
+    redirect to file:, gopher:
   a body over --max-body-bytes failure
 
 input_url is end-user input, so the worker refuses to connect to loopback,
@@ -149,6 +150,10 @@ private, link-local and other non-public addresses, also after a redirect or
 when a public name resolves to one. --allow-private-networks (every such
 address) or --allow-networks 10.1.0.0/16 (just those) lifts that, for input
 files served inside your network. Proxy environment variables are ignored.
+
+URLs in results and in the log show neither user information
+(user:password@) nor the values of parameters such as token, key, password
+or signature: those become "xxxxx".
 
 Jobs whose timeout_at has passed are dropped. On SIGTERM it stops popping,
 finishes the jobs in hand and pushes their results.
