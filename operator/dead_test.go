@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -40,5 +42,14 @@ func TestDeadLetterExcerptNotReplayed(t *testing.T) {
 	}
 	if n := f.rdb.LLen(ctx, f.kind.Lists.Dead).Val(); n != 1 {
 		t.Fatalf("the dead letter is gone: dead list has %d", n)
+	}
+	resp, err := http.Get(f.http.URL + "/kinds/items/dead")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(page), "Not replayable: holds only the first 4096") || strings.Contains(string(page), ">Replay</button>") {
+		t.Fatalf("the page offers a replay or does not say why not:\n%s", page)
 	}
 }
