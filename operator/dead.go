@@ -11,6 +11,8 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/refresher/refresher/internal/redact"
 )
 
 // DeadLetter is one entry of a kind's dead-letter list, as the poller wrote
@@ -82,13 +84,17 @@ func original(raw string) (e deadEntry, msg, why string) {
 	return e, msg, ""
 }
 
+// parseDead returns the entry raw as the API and the dashboard show it: its
+// URLs redacted (redact.Text), since a result may quote a URL with its
+// password; replay pushes the original from Redis, not this.
 func parseDead(raw string, index int64) DeadLetter {
 	e, msg, why := original(raw)
-	d := DeadLetter{ID: deadID(raw), Index: index, Error: e.Error, List: e.List, At: e.At, Replayable: why == "", NotReplayable: why}
+	d := DeadLetter{ID: deadID(raw), Index: index, Error: redact.Text(e.Error), List: e.List, At: e.At, Replayable: why == "", NotReplayable: why}
 	if why == notServiceDeadLetter {
 		d.Error = why
 		msg = raw
 	}
+	msg = redact.Text(msg)
 	if len(msg) > 4096 {
 		msg, d.Truncated = msg[:4096], true
 	}

@@ -53,3 +53,31 @@ func TestDeadLetterExcerptNotReplayed(t *testing.T) {
 		t.Fatalf("the page offers a replay or does not say why not:\n%s", page)
 	}
 }
+
+// The API shows a dead letter's URLs redacted; replay still pushes the
+// message exactly as the worker sent it.
+func TestDeadLetterShownRedacted(t *testing.T) {
+	f := newFixture(t, map[string]string{"ops": testToken})
+	ctx := context.Background()
+	f.rdb.Del(ctx, f.kind.Lists.Dead)
+	msg := `{"uid":"ok-1","type":"failure","reason":"GET http://user:S3cretUrlPw1@h/a.csv?token=S3cretUrlPw2: HTTP 500"}`
+	entry := redisio.AppendDeadLetter(nil, redisio.Message{Raw: []byte(msg), Err: errors.New(`invalid result: "attempt_uid" is missing`)},
+		f.kind.Lists.Output, "2026-03-04T13:00:00Z")
+	f.rdb.RPush(ctx, f.kind.Lists.Dead, entry)
+
+	var got struct{ Items []DeadLetter }
+	if st := f.do("GET", "/api/v1/kinds/items/dead", "", nil, &got); st != 200 || len(got.Items) != 1 {
+		t.Fatalf("dead: %d %+v", st, got)
+	}
+	d := got.Items[0]
+	if strings.Contains(d.Message, "S3cretUrlPw") || !strings.Contains(d.Message, "http://xxxxx@h/a.csv?token=xxxxx") || !d.Replayable {
+		t.Fatalf("listed as %+v", d)
+	}
+	var r DeadResult
+	if st := f.do("POST", "/api/v1/kinds/items/dead/replay", testToken, DeadRequest{IDs: []string{d.ID}}, &r); st != 200 || r.Done != 1 {
+		t.Fatalf("replay: %d %+v", st, r)
+	}
+	if out := f.rdb.LRange(ctx, f.kind.Lists.Output, 0, -1).Val(); len(out) != 1 || out[0] != msg {
+		t.Fatalf("replay pushed %q, want the original", out)
+	}
+}
