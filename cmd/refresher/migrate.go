@@ -20,7 +20,7 @@ It never drops or changes the application's own columns. With --print it
 shows the SQL for a DBA instead of running it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, store, err := loadAndOpen(cmd.Context(), path, stores.Options{CreateSQLite: true})
+			c, store, err := loadAndOpen(cmd.Context(), path, stores.Options{CreateSQLite: !print}) // --print changes nothing
 			if err != nil {
 				return err
 			}

@@ -96,7 +96,7 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 		}
 		path = abs
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) && !o.Create {
-			return nil, fmt.Errorf("open SQLite database %s: the file does not exist: fix the path (database: in the config, or REFRESHER_DATABASE), or run `refresher migrate` to create it", path)
+			return nil, fmt.Errorf("open SQLite database %s: the file does not exist: fix the path (database: in the config, or REFRESHER_DATABASE), or run `refresher migrate` (without --print) to create it", path)
 		}
 		if !o.NoInstanceLock {
 			if unlock, err = lockFile(path + ".lock"); err != nil {
