@@ -23,26 +23,45 @@ var secretParams = map[string]bool{
 // name alone is often a token) replaced by Mask, and with the value of every
 // query or fragment parameter named in secretParams (password, token, key,
 // secret, signature, sig, access_token, api_key, ...; any case) replaced by
-// Mask. The rest is kept byte for byte. It works on the text, so a URL that
-// does not parse is redacted too; without "://" the authority is taken to
-// start the text ("user:pw@host/path").
+// Mask. A URL inside it (https://host/go?next=http://u:pw@other/) is
+// redacted too. The rest is kept byte for byte. It works on the text, so a
+// URL that does not parse is redacted too; without a scheme the authority
+// is taken to start the text ("user:pw@host/path").
 func URL(raw string) string {
-	head, tail := raw, ""
-	if i := strings.IndexAny(raw, "?#"); i >= 0 {
-		head, tail = raw[:i], raw[i:]
-	}
 	start := 0
-	if i := strings.Index(head, "://"); i >= 0 {
+	if i := strings.Index(raw, "://"); i > 0 && isScheme(raw[:i]) {
 		start = i + 3
 	}
-	authority := head[start:]
-	if slash := strings.IndexByte(authority, '/'); slash >= 0 {
-		authority = authority[:slash]
+	end := len(raw)
+	if i := strings.IndexAny(raw[start:], "/?#"); i >= 0 {
+		end = start + i
 	}
+	authority := raw[start:end]
 	if at := strings.LastIndexByte(authority, '@'); at >= 0 {
-		head = head[:start] + Mask + head[start+at:]
+		authority = Mask + authority[at:]
 	}
-	return head + params(tail)
+	rest := raw[end:]
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		rest = rest[:i] + params(rest[i:])
+	}
+	if strings.Contains(rest, "://") {
+		rest = Text(rest) // shorter than raw: the recursion ends
+	}
+	return raw[:start] + authority + rest
+}
+
+// isScheme says whether s is a URL scheme: a letter, then letters, digits,
+// '+', '-' or '.'.
+func isScheme(s string) bool {
+	if s == "" || !('a' <= s[0] && s[0] <= 'z' || 'A' <= s[0] && s[0] <= 'Z') {
+		return false
+	}
+	for i := range len(s) {
+		if !isSchemeByte(s[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // params masks the secret values in tail, the "?query#fragment" end of a

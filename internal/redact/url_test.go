@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -19,6 +20,10 @@ func TestURL(t *testing.T) {
 		{"user:pw@host/a", "xxxxx@host/a"},
 		{"http://u:pw@[::1:80/a", "http://xxxxx@[::1:80/a"},
 		{"https://example.com/a.csv", "https://example.com/a.csv"},
+		{"https://h/go?next=http://u:pw@evil/x?token=t&y=1", "https://h/go?next=http://xxxxx@evil/x?token=xxxxx&y=1"},
+		{"https://web.archive.org/web/2020/http://u:pw@x/a", "https://web.archive.org/web/2020/http://xxxxx@x/a"},
+		{"host/a/b@c", "host/a/b@c"},
+		{"not a url", "not a url"},
 		{"", ""},
 	} {
 		require.Equal(t, tt.want, URL(tt.in), tt.in)
@@ -36,4 +41,20 @@ func TestText(t *testing.T) {
 	} {
 		require.Equal(t, tt.want, Text(tt.in), tt.in)
 	}
+}
+
+// FuzzURL: whatever follows the host, the user information of a URL is
+// gone from URL and from Text of a sentence that quotes the URL.
+func FuzzURL(f *testing.F) {
+	f.Add("S3cret", "a.csv?token=t")
+	f.Add("p", "go?next=http://u:pw@x/#sig=1")
+	f.Add("x", "://://@@?#&;=")
+	f.Fuzz(func(t *testing.T, pw, rest string) {
+		if pw == "" || strings.ContainsAny(pw, "/?#@") || strings.IndexFunc(pw, func(r rune) bool { return r <= ' ' || strings.ContainsRune("\"'`<>\x7f", r) }) >= 0 {
+			t.Skip()
+		}
+		u := "http://user:" + pw + "@host/" + rest
+		require.NotContains(t, URL(u), "user:"+pw)
+		require.NotContains(t, Text("GET "+u+" failed"), "user:"+pw)
+	})
 }
