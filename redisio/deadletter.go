@@ -11,8 +11,9 @@ import (
 	"github.com/refresher/refresher/internal/jsontext"
 )
 
-// ExcerptBytes is how much of a message a dead letter keeps: its first
-// 4 KiB (a few bytes less when the cut would split a UTF-8 character). The
+// ExcerptBytes is how much of a message a dead letter keeps: at most its
+// first 4 KiB (a few bytes less when the cut would split a UTF-8 character,
+// and less when JSON escapes would make it long, see excerptJSONBytes). The
 // size and the SHA-1 of the whole message are kept too, so that a dead
 // letter stays small whatever a worker pushed and still tells identical
 // messages apart.
