@@ -4,8 +4,9 @@
 #   docker build -t refresher:local .
 #   docker run --rm refresher:local --help
 
-# Build stage. The Go version follows the `go` line of go.mod.
-FROM golang:1.26 AS build
+# Build stage. The Go version is the `go` line of go.mod, patch included
+# (golang:1.26 alone may resolve to an older patch than go.mod needs).
+FROM golang:1.26.8 AS build
 WORKDIR /src
 # Modules first, so that a code change does not download them again.
 COPY go.mod go.sum ./

@@ -12,6 +12,7 @@ package deploy
 import (
 	"context"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -47,6 +48,8 @@ type composeService struct {
 	Healthcheck *struct{ Test []string }              `yaml:"healthcheck"`
 	DependsOn   map[string]struct{ Condition string } `yaml:"depends_on"`
 	Restart     string                                `yaml:"restart"`
+	PullPolicy  string                                `yaml:"pull_policy"`
+	Ports       []string                              `yaml:"ports"`
 }
 
 type composeBuild struct {
@@ -121,23 +124,98 @@ func TestComposeDependsOn(t *testing.T) {
 	require.Equal(t, "no", c.Services["migrate"].Restart, "migrate is one-shot: restarting it would keep refresher waiting")
 }
 
+// The three refresher services run one image, built once: one service has
+// the build: section and names the image, the others name the same image
+// and never pull it (compose would otherwise build it once per service and
+// leave the extra builds dangling).
 func TestComposeBuildsFromDockerfile(t *testing.T) {
 	t.Parallel()
 	c := loadCompose(t)
 	image := c.Services["refresher"].Image
 	require.NotEmpty(t, image)
+	var builders []string
 	for name, sub := range refresherServices {
 		s := c.Services[name]
-		require.NotNil(t, s.Build, "%s has no build", name)
 		require.Equal(t, image, s.Image, "%s uses another image than refresher", name)
-		require.FileExists(t, filepath.Join(root, s.Build.Context, s.Build.Dockerfile), "Dockerfile of %s", name)
-		require.Equal(t, root, filepath.Join(root, s.Build.Context), "%s builds from the repository root", name)
 		require.NotEmpty(t, s.Command, "%s has no command", name)
 		require.Equal(t, sub, s.Command[0], "%s runs `refresher %s`", name, sub)
+		if s.Build == nil {
+			require.Equal(t, "never", s.PullPolicy, "%s runs the image another service builds: it must not try to pull it", name)
+			continue
+		}
+		builders = append(builders, name)
+		require.FileExists(t, filepath.Join(root, s.Build.Context, s.Build.Dockerfile), "Dockerfile of %s", name)
+		require.Equal(t, root, filepath.Join(root, s.Build.Context), "%s builds from the repository root", name)
+		require.NotEqual(t, "never", s.PullPolicy, "%s builds the image", name)
 	}
+	require.Len(t, builders, 1, "exactly one service builds the image: %v", builders)
 	for _, name := range []string{"mysql", "redis"} {
 		require.Nil(t, c.Services[name].Build, "%s uses the upstream image", name)
 	}
+}
+
+// interpolate replaces ${NAME:-default} as compose does when NAME is not
+// set in the environment.
+func interpolate(s string) string {
+	return regexp.MustCompile(`\$\{[A-Z_]+:-([^}]*)\}`).ReplaceAllString(s, "$1")
+}
+
+// The dashboard, the API and /metrics are published on the host's
+// loopback, with a token (run refuses a listener off loopback without
+// one), and the Prometheus scrape config in deploy/ matches: the same port,
+// path and token.
+func TestComposePublishesOperatorPort(t *testing.T) {
+	t.Parallel()
+	c := loadCompose(t)
+	env := c.Services["refresher"].Environment
+	host, port, err := net.SplitHostPort(env["REFRESHER_HTTP"])
+	require.NoError(t, err, "REFRESHER_HTTP of refresher")
+	require.Equal(t, "0.0.0.0", host, "the server listens on the container's network, not its loopback")
+
+	var tokens map[string]string
+	require.NoError(t, yaml.Unmarshal([]byte(interpolate(env["REFRESHER_API_TOKENS"])), &tokens), "REFRESHER_API_TOKENS is a YAML map")
+	require.Len(t, tokens, 1)
+	var token string
+	for _, tok := range tokens {
+		token = tok
+	}
+	require.GreaterOrEqual(t, len(token), 16, "a token of at least 16 characters")
+
+	var published string
+	for _, p := range c.Services["refresher"].Ports {
+		parts := strings.Split(p, ":")
+		require.Len(t, parts, 3, "port %q is published as HOST_IP:HOST_PORT:CONTAINER_PORT", p)
+		if parts[2] == port {
+			require.Equal(t, "127.0.0.1", parts[0], "published on the host's loopback only")
+			published = parts[1]
+		}
+	}
+	require.NotEmpty(t, published, "the container port %s is published", port)
+
+	data, err := os.ReadFile("prometheus/prometheus.yml")
+	require.NoError(t, err)
+	var prom struct {
+		RuleFiles     []string `yaml:"rule_files"`
+		ScrapeConfigs []struct {
+			JobName       string `yaml:"job_name"`
+			MetricsPath   string `yaml:"metrics_path"`
+			Authorization struct {
+				Type        string `yaml:"type"`
+				Credentials string `yaml:"credentials"`
+			} `yaml:"authorization"`
+			StaticConfigs []struct {
+				Targets []string `yaml:"targets"`
+			} `yaml:"static_configs"`
+		} `yaml:"scrape_configs"`
+	}
+	require.NoError(t, yaml.Unmarshal(data, &prom))
+	require.Contains(t, prom.RuleFiles, "alerts.yml")
+	require.Len(t, prom.ScrapeConfigs, 1)
+	sc := prom.ScrapeConfigs[0]
+	require.Equal(t, "/metrics", sc.MetricsPath)
+	require.Equal(t, "Bearer", sc.Authorization.Type)
+	require.Equal(t, token, sc.Authorization.Credentials, "the scrape sends docker-compose.yml's token")
+	require.Equal(t, []string{"127.0.0.1:" + published}, sc.StaticConfigs[0].Targets, "the scrape target is the published port")
 }
 
 func TestComposeEnvironment(t *testing.T) {
@@ -270,12 +348,12 @@ func TestDockerfile(t *testing.T) {
 	df := string(data)
 	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
 	require.NoError(t, err)
-	goVersion := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindStringSubmatch(string(gomod))
-	require.NotNil(t, goVersion, "go.mod has a go line")
+	goVersion := regexp.MustCompile(`(?m)^go (\d+\.\d+\.\d+)$`).FindStringSubmatch(string(gomod))
+	require.NotNil(t, goVersion, "go.mod has a go line with a patch version")
 
 	froms := regexp.MustCompile(`(?m)^FROM (\S+)`).FindAllStringSubmatch(df, -1)
 	require.Len(t, froms, 2, "multi-stage: a build stage and a run stage")
-	require.Equal(t, "golang:"+goVersion[1], froms[0][1], "the builder's Go follows go.mod")
+	require.Equal(t, "golang:"+goVersion[1], froms[0][1], "the builder's Go is go.mod's, patch version included (golang:1.26 may be an older patch)")
 	require.Contains(t, froms[1][1], ":nonroot", "the run stage runs as a non-root user")
 	require.Regexp(t, `(?m)^USER nonroot`, df)
 	require.Regexp(t, `CGO_ENABLED=0 go build .*-tags timetzdata`, df, "static binary with tzdata embedded")

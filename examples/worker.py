@@ -17,11 +17,42 @@ import datetime
 import json
 import os
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import redis
 
 MARGIN = 2.0  # seconds kept before timeout_at to push the result
+
+# Query parameters whose values are secrets (any case): never in a reason.
+SECRET_PARAMS = {"password", "token", "key", "secret", "signature", "sig", "access_token", "api_key"}
+
+
+def secrets(url):
+    """The secrets in url: its user information and secret parameter values."""
+    if not isinstance(url, str):
+        return []
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return []
+    found = [parts.netloc.rsplit("@", 1)[0]] if "@" in parts.netloc else []
+    found.append(parts.password or "")
+    for part in (parts.query, parts.fragment):
+        for name, value in urllib.parse.parse_qsl(part, keep_blank_values=True):
+            if name.lower() in SECRET_PARAMS:
+                found.append(value)
+                found.append(urllib.parse.quote(value, safe=""))
+    return sorted({s for s in found if s}, key=len, reverse=True)
+
+
+def scrub(text, url):
+    """text (a reason, an error) with every secret of url replaced by xxxxx:
+    a reason is stored in the row and shown on the dashboard, and errors
+    quote the URL, or parts of it such as "nonnumeric port: 'pw@host'"."""
+    for secret in secrets(url):
+        text = text.replace(secret, "xxxxx")
+    return text
 
 
 def seconds_left(job):
@@ -41,8 +72,18 @@ def seconds_left(job):
 
 
 def do_job(job, timeout):
-    """GETs the job's input_url and returns the result to push."""
+    """GETs the job's input_url and returns the result to push, without the
+    URL's secrets."""
     url = (job.get("payload") or {}).get("input_url")
+    result = fetch(job, url, timeout)
+    for field in ("reason", "user_friendly_reason", "status"):
+        if field in result:
+            result[field] = scrub(result[field], url)
+    return result
+
+
+def fetch(job, url, timeout):
+    """GETs url and returns the result to push."""
     result = {"uid": job["uid"], "attempt_uid": job["attempt_uid"]}
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         return {**result, "type": "failure", "permanent": True,

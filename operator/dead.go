@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/refresher/refresher/internal/redact"
 )
 
 // DeadLetter is one entry of a kind's dead-letter list, as the poller wrote
@@ -27,11 +29,16 @@ type DeadLetter struct {
 	// Replayable: the entry holds the whole original message, which replay
 	// pushes back onto the output list.
 	Replayable bool `json:"replayable"`
+	// NotReplayable says why an entry cannot be replayed; "" when it can.
+	NotReplayable string `json:"not_replayable,omitempty"`
 }
 
 type deadEntry struct {
 	Error         string  `json:"error"`
 	List          string  `json:"list"`
+	Size          int     `json:"size"`
+	SHA1          string  `json:"sha1"`
+	Truncated     bool    `json:"truncated"`
 	Message       *string `json:"message"`
 	MessageBase64 string  `json:"message_base64"`
 	At            string  `json:"at"`
@@ -46,29 +53,46 @@ func deadID(raw string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
+// notServiceDeadLetter is why an entry the service did not write cannot be
+// replayed.
+const notServiceDeadLetter = "not a dead letter the service wrote: replay is not possible"
+
 // original returns the message a dead letter holds, exactly as the worker
-// pushed it; ok is false when the entry is not a dead letter with one.
-func original(raw string) (e deadEntry, msg string, ok bool) {
+// pushed it, and why it cannot be replayed ("" when it can): the entry is
+// not a dead letter the service wrote, or it holds only the beginning of a
+// message too long to keep whole. Replaying an excerpt would push a message
+// the worker never sent (and lose the original's size and SHA-1).
+func original(raw string) (e deadEntry, msg, why string) {
 	if err := json.Unmarshal([]byte(raw), &e); err != nil || e.Message == nil {
-		return e, "", false
+		return e, "", notServiceDeadLetter
 	}
+	msg = *e.Message
 	if e.MessageBase64 != "" {
 		b, err := base64.StdEncoding.DecodeString(e.MessageBase64)
 		if err != nil {
-			return e, "", false
+			return e, "", notServiceDeadLetter
 		}
-		return e, string(b), true
+		msg = string(b)
 	}
-	return e, *e.Message, true
+	if e.Truncated || (e.Size > 0 && e.Size != len(msg)) {
+		return e, msg, fmt.Sprintf("holds only the first %d of the message's %d bytes (SHA-1 %s): "+
+			"replay would push that excerpt, not the result the worker sent; the worker must send it again, "+
+			"under the kind's result size limit", len(msg), e.Size, e.SHA1)
+	}
+	return e, msg, ""
 }
 
+// parseDead returns the entry raw as the API and the dashboard show it: its
+// URLs redacted (redact.Text), since a result may quote a URL with its
+// password; replay pushes the original from Redis, not this.
 func parseDead(raw string, index int64) DeadLetter {
-	e, msg, ok := original(raw)
-	d := DeadLetter{ID: deadID(raw), Index: index, Error: e.Error, List: e.List, At: e.At, Replayable: ok}
-	if !ok {
-		d.Error = "not a dead letter the service wrote: replay is not possible"
+	e, msg, why := original(raw)
+	d := DeadLetter{ID: deadID(raw), Index: index, Error: redact.Text(e.Error), List: e.List, At: e.At, Replayable: why == "", NotReplayable: why}
+	if why == notServiceDeadLetter {
+		d.Error = why
 		msg = raw
 	}
+	msg = redact.Text(msg)
 	if len(msg) > 4096 {
 		msg, d.Truncated = msg[:4096], true
 	}
@@ -117,33 +141,35 @@ type DeadRequest struct {
 type DeadResult struct {
 	Done int `json:"done"`
 	// Missing are ids no longer in the list (or beyond its first 10000
-	// entries); NotReplayable are entries without a whole original message.
-	Missing       []string `json:"missing"`
-	NotReplayable []string `json:"not_replayable,omitempty"`
+	// entries); NotReplayable are entries without a whole original message,
+	// and Why says, for each of them, what stops the replay.
+	Missing       []string          `json:"missing"`
+	NotReplayable []string          `json:"not_replayable,omitempty"`
+	Why           map[string]string `json:"why,omitempty"`
 }
 
 func (s *Server) apiDeadReplay(w http.ResponseWriter, r *http.Request, k *Kind) {
-	s.deadAction(w, r, k, "replay", func(ctx context.Context, raw string) (bool, bool, error) {
-		_, msg, ok := original(raw)
-		if !ok {
-			return false, false, nil
+	s.deadAction(w, r, k, "replay", func(ctx context.Context, raw string) (bool, string, error) {
+		_, msg, why := original(raw)
+		if why != "" {
+			return false, why, nil
 		}
 		done, err := s.admin().ReplayDead(ctx, k.Lists, raw, msg)
-		return done, true, err
+		return done, "", err
 	})
 }
 
 func (s *Server) apiDeadDiscard(w http.ResponseWriter, r *http.Request, k *Kind) {
-	s.deadAction(w, r, k, "discard", func(ctx context.Context, raw string) (bool, bool, error) {
+	s.deadAction(w, r, k, "discard", func(ctx context.Context, raw string) (bool, string, error) {
 		done, err := s.admin().DiscardDead(ctx, k.Lists, raw)
-		return done, true, err
+		return done, "", err
 	})
 }
 
 // deadAction finds the entries named by the body's ids and applies fn to
-// each; fn reports whether it did it and whether the entry allowed it.
+// each; fn reports whether it did it, or why the entry does not allow it.
 func (s *Server) deadAction(w http.ResponseWriter, r *http.Request, k *Kind, what string,
-	fn func(ctx context.Context, raw string) (done, allowed bool, err error)) {
+	fn func(ctx context.Context, raw string) (done bool, refused string, err error)) {
 	var req DeadRequest
 	if err := decodeBody(r, &req); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
@@ -170,13 +196,17 @@ func (s *Server) deadAction(w http.ResponseWriter, r *http.Request, k *Kind, wha
 			res.Missing = append(res.Missing, id)
 			continue
 		}
-		done, allowed, err := fn(ctx, raw)
+		done, refused, err := fn(ctx, raw)
 		switch {
 		case err != nil:
 			s.internal(w, what+" dead letters", err)
 			return
-		case !allowed:
+		case refused != "":
 			res.NotReplayable = append(res.NotReplayable, id)
+			if res.Why == nil {
+				res.Why = map[string]string{}
+			}
+			res.Why[id] = refused
 		case done:
 			res.Done++
 		default:

@@ -11,8 +11,9 @@ import (
 	"github.com/refresher/refresher/internal/jsontext"
 )
 
-// ExcerptBytes is how much of a message a dead letter keeps: its first
-// 4 KiB (a few bytes less when the cut would split a UTF-8 character). The
+// ExcerptBytes is how much of a message a dead letter keeps: at most its
+// first 4 KiB (a few bytes less when the cut would split a UTF-8 character,
+// and less when JSON escapes would make it long, see excerptJSONBytes). The
 // size and the SHA-1 of the whole message are kept too, so that a dead
 // letter stays small whatever a worker pushed and still tells identical
 // messages apart.
@@ -44,6 +45,16 @@ func parseStub(s string) (size int, sum, excerpt string, ok bool) {
 	return size, sum, excerpt, true
 }
 
+// excerptJSONBytes bounds what a message's excerpt takes in its dead letter
+// as written: "message" with its JSON escapes, plus "message_base64" when
+// the excerpt is not valid UTF-8. An excerpt of plain text is ExcerptBytes
+// long; one of control characters or invalid bytes (6 bytes each once
+// escaped) is shorter.
+const excerptJSONBytes = 5 << 10
+
+// errorJSONBytes bounds the error text of a dead letter as written.
+const errorJSONBytes = 1 << 10
+
 // AppendDeadLetter appends the dead-letter list entry of m, a message of
 // the output list named list that cannot be applied, to dst:
 //
@@ -51,12 +62,14 @@ func parseStub(s string) (size int, sum, excerpt string, ok bool) {
 //	 "truncated":false,"message":"<the message, or its first 4 KiB>","at":"2026-11-21T14:00:00Z"}
 //
 // size is the length of the whole message in bytes and truncated says
-// whether message holds only its first ExcerptBytes. "message_base64" (the
-// same excerpt in base64) follows "message" when the excerpt is not valid
-// UTF-8, since a JSON string cannot hold it exactly (message then has U+FFFD
-// for each invalid byte). An entry is therefore at most about 25 KiB (4 KiB
-// of control characters, each escaped in 6 bytes) plus the error text,
-// whatever the size of the message.
+// whether message holds only its beginning: at most ExcerptBytes, and less
+// when its escapes would make it longer than excerptJSONBytes as written.
+// "message_base64" (the same excerpt in base64) follows "message" when the
+// excerpt is not valid UTF-8, since a JSON string cannot hold it exactly
+// (message then has U+FFFD for each invalid byte); it counts toward the
+// same bound. The error text is cut to errorJSONBytes as written. An entry
+// is therefore at most about 6.3 KiB plus the list's name, whatever the
+// message and its size.
 func AppendDeadLetter(dst []byte, m Message, list, at string) []byte {
 	size, sum := m.Size, m.sha1
 	if size < len(m.Raw) {
@@ -66,9 +79,9 @@ func AppendDeadLetter(dst []byte, m Message, list, at string) []byte {
 		h := sha1.Sum(m.Raw)
 		sum = hex.EncodeToString(h[:])
 	}
-	ex := excerpt(m.Raw)
+	ex := fitJSON(excerpt(m.Raw), excerptJSONBytes, true)
 	b := append(dst, `{"error":`...)
-	b = jsontext.AppendString(b, m.Err.Error())
+	b = jsontext.AppendString(b, string(fitJSON([]byte(m.Err.Error()), errorJSONBytes, false)))
 	b = append(b, `,"list":`...)
 	b = jsontext.AppendString(b, list)
 	b = append(b, `,"size":`...)
@@ -87,6 +100,36 @@ func AppendDeadLetter(dst []byte, m Message, list, at string) []byte {
 	b = append(b, `,"at":`...)
 	b = jsontext.AppendString(b, at)
 	return append(b, '}')
+}
+
+// fitJSON returns the longest beginning of s, cut between characters,
+// whose JSON string (as jsontext.AppendString writes it, quotes excluded)
+// takes at most budget bytes; with base64, an invalid UTF-8 beginning also
+// pays for its base64 copy.
+func fitJSON(s []byte, budget int, base64Too bool) []byte {
+	written, valid := 0, true
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRune(s[i:])
+		cost := n
+		switch {
+		case r == utf8.RuneError && n == 1:
+			cost, valid = 6, false // \ufffd
+		case r == '"' || r == '\\' || r == '\n' || r == '\r' || r == '\t' || r == '\b' || r == '\f':
+			cost = 2
+		case r < 0x20 || r == '\u2028' || r == '\u2029':
+			cost = 6
+		}
+		need := written + cost
+		if base64Too && !valid {
+			need += base64.StdEncoding.EncodedLen(i + n)
+		}
+		if need > budget {
+			return s[:i]
+		}
+		written += cost
+		i += n
+	}
+	return s
 }
 
 // excerpt returns the first ExcerptBytes of raw, cut before a UTF-8

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/refresher/refresher/internal/redact"
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
@@ -501,16 +502,19 @@ func (p *poller) class(err error) models.ErrorClass {
 
 // policyResult converts a decoded result to the policy's. The codec bounds
 // retry_after_seconds so that the duration cannot overflow; the policy caps
-// it (Policy.MaxRetryAfter).
+// it (Policy.MaxRetryAfter). The texts a worker wrote are stored in the row
+// and shown by the API and the dashboard, so every URL in them is redacted
+// (redact.Text) here, whatever the worker did: a third-party worker that
+// quotes input_url whole does not leak its password or token.
 func policyResult(r redisio.Result) policy.Result {
 	return policy.Result{
 		AttemptUID:         r.AttemptUID,
 		Type:               policy.ResultType(r.Type),
-		Reason:             r.Reason,
-		UserFriendlyReason: r.UserFriendlyReason,
+		Reason:             redact.Text(r.Reason),
+		UserFriendlyReason: redact.Text(r.UserFriendlyReason),
 		Permanent:          r.Permanent,
 		RetryAfter:         time.Duration(r.RetryAfterSeconds) * time.Second,
-		Status:             r.Status,
+		Status:             redact.Text(r.Status),
 		Scope:              policy.Scope(r.Scope),
 	}
 }

@@ -340,3 +340,21 @@ func TestFetchBodyLimitDeclared(t *testing.T) {
 	require.Equal(t, "GET "+srv.URL+"/big: response body is larger than the limit of 1000 bytes (raise the worker's max_body_bytes to allow it)", res.Reason)
 	require.Less(t, time.Since(start), 2*time.Second, "failed before reading the body")
 }
+
+// A redirect to a scheme the worker does not fetch (file:, gopher:, ftp:) is
+// permanent: asking again gets the same redirect.
+func TestFetchRedirectToOtherSchemeIsPermanent(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, strings.TrimPrefix(r.URL.Path, "/to/"), http.StatusFound)
+	}))
+	t.Cleanup(srv.Close)
+	w, guard := guardedWorker(t, AddressPolicy{AllowNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}}, nil)
+	for scheme, target := range map[string]string{"file": "file:///etc/passwd", "gopher": "gopher://example.com:70/1", "ftp": "ftp://example.com/a.csv"} {
+		url := srv.URL + "/to/" + target
+		require.Equal(t, redisio.Result{UID: "7", AttemptUID: "a1", Type: redisio.ResultFailure, Permanent: true,
+			Reason:             "GET " + url + ": redirected to a " + scheme + ": URL; the worker follows only http and https",
+			UserFriendlyReason: "Provided URL is not allowed: " + url}, process(t, w, url), scheme)
+	}
+	require.Empty(t, guard.Escaped())
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/refresher/refresher/internal/redact"
 	"github.com/refresher/refresher/redisio"
 )
 
@@ -48,7 +49,8 @@ type Outcome struct {
 //   - a malformed URL (unparsable, not http or https, no host), an
 //     unresolvable host (DNS "no such host"), HTTP 404 or 410: permanent
 //     failure with user_friendly_reason "Provided URL is invalid: <url>";
-//   - an address the AddressPolicy refused (also after a redirect):
+//   - an address the AddressPolicy refused (also after a redirect), or a
+//     redirect to a scheme other than http and https (file:, gopher:, ...):
 //     permanent failure with user_friendly_reason "Provided URL is not
 //     allowed: <url>", which names neither the address nor the port;
 //   - HTTP 2xx: success with status "fetched <n> bytes", or just "fetched"
@@ -61,17 +63,31 @@ type Outcome struct {
 //   - anything else (timeout, connection error, other 4xx and 5xx): failure
 //     with a short technical reason such as
 //     "GET https://example.com/a.csv: HTTP 500 Internal Server Error".
+//
+// Every URL in the reasons is redacted (redact.URL): user information and
+// the values of parameters such as token or password never leave the
+// worker, in the result or in its log.
 func Classify(o Outcome, now time.Time) redisio.Result {
+	r := classify(o, now)
+	r.Reason = redact.Text(r.Reason)
+	r.UserFriendlyReason = redact.Text(r.UserFriendlyReason)
+	return r
+}
+
+// classify is Classify before the final redaction of its reasons, which
+// catches URLs quoted by errors (a redirect's Location, a driver's text).
+func classify(o Outcome, now time.Time) redisio.Result {
+	shown := redact.URL(o.URL)
 	invalid := redisio.Result{
 		Type:               redisio.ResultFailure,
 		Permanent:          true,
-		UserFriendlyReason: "Provided URL is invalid: " + o.URL,
+		UserFriendlyReason: "Provided URL is invalid: " + shown,
 	}
 	if err := ValidateURL(o.URL); err != nil {
 		invalid.Reason = err.Error()
 		return invalid
 	}
-	prefix := "GET " + o.URL + ": "
+	prefix := "GET " + shown + ": "
 	if o.Err != nil {
 		var (
 			dnsErr   *net.DNSError
@@ -84,7 +100,16 @@ func Classify(o Outcome, now time.Time) redisio.Result {
 				Type:               redisio.ResultFailure,
 				Permanent:          true,
 				Reason:             prefix + "refused: the address is not public (" + refused.Class + "); allow it with the worker's allow_private_networks or allow_networks",
-				UserFriendlyReason: "Provided URL is not allowed: " + o.URL,
+				UserFriendlyReason: "Provided URL is not allowed: " + shown,
+			}
+		case redirectScheme(o.Err) != "":
+			// A redirect to file:, gopher:, ... is the URL's doing: asking
+			// again gets the same redirect.
+			return redisio.Result{
+				Type:               redisio.ResultFailure,
+				Permanent:          true,
+				Reason:             prefix + "redirected to a " + redirectScheme(o.Err) + ": URL; the worker follows only http and https",
+				UserFriendlyReason: "Provided URL is not allowed: " + shown,
 			}
 		case errors.As(o.Err, &tooLarge):
 			return failure(prefix + tooLarge.Error())
@@ -136,17 +161,18 @@ func failure(reason string) redisio.Result {
 }
 
 // ValidateURL says why raw is not a URL a worker can GET: it must parse, use
-// http or https, and name a host.
+// http or https, and name a host. The error quotes raw redacted.
 func ValidateURL(raw string) error {
 	u, err := url.Parse(raw)
+	shown := redact.URL(raw)
 	if err != nil {
-		return fmt.Errorf("malformed URL %q: %w", raw, errors.Unwrap(err))
+		return fmt.Errorf("malformed URL %q: %w", shown, errors.Unwrap(err))
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("malformed URL %q: scheme must be http or https", raw)
+		return fmt.Errorf("malformed URL %q: scheme must be http or https", shown)
 	}
 	if u.Hostname() == "" {
-		return fmt.Errorf("malformed URL %q: no host", raw)
+		return fmt.Errorf("malformed URL %q: no host", shown)
 	}
 	return nil
 }
@@ -179,6 +205,22 @@ func ParseRetryAfter(header string, now time.Time) (d time.Duration, ok bool) {
 		return MaxRetryAfter, true
 	}
 	return (d + time.Second - 1).Truncate(time.Second), true
+}
+
+// redirectScheme returns the scheme of the URL a request failed on when it
+// is neither http nor https, "" otherwise. net/http reports a request with
+// the URL it was at, so this is the scheme of a redirect's target (the
+// first URL passed ValidateURL).
+func redirectScheme(err error) string {
+	var urlErr *url.Error
+	if !errors.As(err, &urlErr) {
+		return ""
+	}
+	u, perr := url.Parse(urlErr.URL)
+	if perr != nil || u.Scheme == "" || u.Scheme == "http" || u.Scheme == "https" {
+		return ""
+	}
+	return u.Scheme
 }
 
 func isTimeout(err error) bool {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,6 +69,10 @@ func TestPythonWorkerExample(t *testing.T) {
 		{Kind: "big_tables", UID: "gone", AttemptUID: "a2", AttemptNo: 1, TimeoutAt: soon, Payload: map[string]any{"input_url": srv.URL + "/missing"}},
 		{Kind: "big_tables", UID: "busy", AttemptUID: "a3", AttemptNo: 2, TimeoutAt: soon, Payload: map[string]any{"input_url": srv.URL + "/busy"}},
 		{Kind: "big_tables", UID: "broken", AttemptUID: "a4", AttemptNo: 1, TimeoutAt: soon, Payload: map[string]any{"input_url": "not a url"}},
+		{Kind: "big_tables", UID: "secret", AttemptUID: "a5", AttemptNo: 1, TimeoutAt: soon,
+			Payload: map[string]any{"input_url": strings.Replace(srv.URL, "://", "://user:S3cretUrlPw1@", 1) + "/missing?Token=S3cretUrlPw2"}},
+		{Kind: "big_tables", UID: "token", AttemptUID: "a6", AttemptNo: 1, TimeoutAt: soon,
+			Payload: map[string]any{"input_url": srv.URL + "/missing?x=1&api_key=S3cretUrlPw3"}},
 	} {
 		data, err := redisio.EncodeJob(job)
 		require.NoError(t, err)
@@ -79,7 +84,7 @@ func TestPythonWorkerExample(t *testing.T) {
 	cmdCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(cmdCtx, python, script, "--kind", "big_tables", "--input", input, "--output", output,
-		"--redis", testenv.RedisURL(), "--max-jobs", "4")
+		"--redis", testenv.RedisURL(), "--max-jobs", "6")
 	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "examples/worker.py:\n%s", out)
@@ -89,6 +94,7 @@ func TestPythonWorkerExample(t *testing.T) {
 	require.NoError(t, err)
 	got := map[string]redisio.Result{}
 	for _, r := range raw {
+		require.NotContains(t, r, "S3cretUrlPw", "a result shows a secret of its URL")
 		res, err := redisio.DecodeResult([]byte(r))
 		require.NoError(t, err, "result %s", r)
 		got[res.UID] = res
@@ -101,5 +107,10 @@ func TestPythonWorkerExample(t *testing.T) {
 			Reason: "GET " + srv.URL + "/busy: HTTP 503 Service Unavailable"},
 		"broken": {UID: "broken", AttemptUID: "a4", Type: redisio.ResultFailure, Permanent: true,
 			Reason: "malformed URL 'not a url'", UserFriendlyReason: "Provided URL is invalid: not a url"},
+		"secret": got["secret"], // Python's error text for user information in a URL varies
+		"token": {UID: "token", AttemptUID: "a6", Type: redisio.ResultFailure, Permanent: true,
+			Reason: "GET " + srv.URL + "/missing?x=1&api_key=xxxxx: HTTP 404 Not Found", UserFriendlyReason: "Provided URL is invalid: " + srv.URL + "/missing?x=1&api_key=xxxxx"},
 	}, got)
+	require.Equal(t, redisio.ResultFailure, got["secret"].Type)
+	require.NotContains(t, string(out), "S3cretUrlPw", "the worker's output shows a secret")
 }

@@ -40,6 +40,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/refresher/refresher/internal/redact"
 	"github.com/refresher/refresher/redisio"
 )
 
@@ -263,7 +264,7 @@ func (w *Worker) handle(ctx context.Context, log *slog.Logger, msg string) {
 	var job redisio.Job
 	if err := json.Unmarshal([]byte(msg), &job); err != nil {
 		w.malformed.Add(1)
-		log.Error("skip message that is not a job", "err", err, "message", truncate(msg, 200))
+		log.Error("skip message that is not a job", "err", err, "message", truncate(redact.Text(msg), 200))
 		return
 	}
 	log = log.With("uid", job.UID, "attempt_uid", job.AttemptUID)
@@ -374,7 +375,7 @@ func (w *Worker) Fetch(ctx context.Context, rawURL string) (o Outcome) {
 		o.Err = err
 		var refused *NotAllowedError
 		if errors.As(err, &refused) {
-			w.cfg.Logger.Warn("refuse to connect to a non-public address", "url", rawURL, "addr", refused.Addr, "class", refused.Class)
+			w.cfg.Logger.Warn("refuse to connect to a non-public address", "url", redact.URL(rawURL), "addr", refused.Addr, "class", refused.Class)
 		}
 		return o
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/models/stores"
 	"github.com/refresher/refresher/refresher"
 )
 
@@ -36,7 +37,7 @@ func adminCmd(name, short string, fn adminFunc) *cobra.Command {
 		Short: short,
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, keys []string) error {
-			c, store, err := loadAndOpen(cmd.Context(), path)
+			c, store, err := loadAndOpen(cmd.Context(), path, stores.Options{AdminSQLite: true})
 			if err != nil {
 				return err
 			}

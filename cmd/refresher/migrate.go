@@ -2,6 +2,8 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/refresher/refresher/models/stores"
 )
 
 func init() { commands = append(commands, newMigrateCmd) }
@@ -18,7 +20,7 @@ It never drops or changes the application's own columns. With --print it
 shows the SQL for a DBA instead of running it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, store, err := loadAndOpen(cmd.Context(), path)
+			c, store, err := loadAndOpen(cmd.Context(), path, stores.Options{CreateSQLite: !print}) // --print changes nothing
 			if err != nil {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/refresher/refresher/config"
 	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/models/stores"
 	"github.com/refresher/refresher/operator"
 	"github.com/refresher/refresher/redisio"
 	"github.com/refresher/refresher/refresher"
@@ -35,7 +37,7 @@ way: unapplied results stay in Redis, unanswered attempts time out).
 Configuration comes from --config and the REFRESHER_* environment variables.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, store, err := loadAndOpen(cmd.Context(), path)
+			c, store, err := loadAndOpen(cmd.Context(), path, stores.Options{})
 			if err != nil {
 				return err
 			}
@@ -59,8 +61,15 @@ func runService(ctx context.Context, c *config.Config, store models.Store, log *
 	if err != nil {
 		return err
 	}
+	// The gauges stop, and are waited for, before Redis is closed: a start
+	// that fails (a missing table) returns its error without a gauge
+	// logging "redis: client is closed" after it.
+	gaugeCtx, stopGauges := context.WithCancel(ctx)
+	var gauges sync.WaitGroup
+	defer gauges.Wait()
+	defer stopGauges()
 	if addr := c.HTTPAddr(); addr != "" {
-		op, err := operatorServer(ctx, c, store, rdb, svc, log)
+		op, err := operatorServer(gaugeCtx, &gauges, c, store, rdb, svc, log)
 		if err != nil {
 			return err
 		}
@@ -114,11 +123,11 @@ func exitOnSecondSignal(sig <-chan os.Signal, done <-chan struct{}, log *slog.Lo
 }
 
 // operatorServer is the one HTTP surface: /metrics, /healthz, /readyz, the
-// API and the dashboard (package operator), and it starts the alert gauges.
-// It refuses a non-loopback address without a token; there, reads need a
+// API and the dashboard (package operator), and it starts the alert gauges
+// in gauges, until ctx ends. It refuses a non-loopback address without a token; there, reads need a
 // token too unless http_public_read says otherwise, and on loopback only
 // loopback names are served (DNS rebinding).
-func operatorServer(ctx context.Context, c *config.Config, store models.Store, rdb *redis.Client,
+func operatorServer(ctx context.Context, gauges *sync.WaitGroup, c *config.Config, store models.Store, rdb *redis.Client,
 	svc *refresher.Service, log *slog.Logger) (*operator.Server, error) {
 	addr := c.HTTPAddr()
 	if !operator.IsLoopback(addr) && len(c.APITokens) == 0 {
@@ -132,7 +141,7 @@ func operatorServer(ctx context.Context, c *config.Config, store models.Store, r
 	if insp, ok := store.(models.Inspector); ok {
 		g := refresher.NewGauges(svc.Metrics().Registry, refresher.GaugeConfig{Kinds: gk, Inspector: insp, Redis: redisio.New(rdb),
 			Interval: c.GaugeInterval.D(), Logger: log})
-		go g.Run(ctx)
+		gauges.Go(func() { g.Run(ctx) })
 	}
 	return operator.New(withAccess(c, operator.Options{Kinds: kinds, Store: store, Redis: rdb, Gatherer: svc.Metrics().Registry,
 		Logger: log, SearchBudget: c.SearchScanBudget}))

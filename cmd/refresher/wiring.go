@@ -21,13 +21,15 @@ func configFlag(cmd *cobra.Command, path *string) {
 }
 
 // loadAndOpen loads the configuration (file and REFRESHER_* environment) and
-// opens and pings its database, with the driver its URL names.
-func loadAndOpen(ctx context.Context, path string) (*config.Config, models.Store, error) {
+// opens and pings its database, with the driver its URL names; o says how
+// a SQLite file is opened (its MaxConnections comes from the configuration).
+func loadAndOpen(ctx context.Context, path string, o stores.Options) (*config.Config, models.Store, error) {
 	c, err := config.Load(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	store, err := stores.Open(ctx, c.Database, stores.Options{MaxConnections: c.MaxConnections})
+	o.MaxConnections = c.MaxConnections
+	store, err := stores.Open(ctx, c.Database, o)
 	if err != nil {
 		return nil, nil, err
 	}

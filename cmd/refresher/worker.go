@@ -140,8 +140,9 @@ JSON result onto the kind's output list:
   429 or 503 with Retry-After  failure with retry_after_seconds
   anything else, a timeout     failure with a short technical reason
 
-  a non-public address          permanent failure,
-    (unless allowed)             "Provided URL is not allowed: <url>"
+  a non-public address         permanent failure,
+    (unless allowed), or a       "Provided URL is not allowed: <url>"
+    redirect to file:, gopher:
   a body over --max-body-bytes failure
 
 input_url is end-user input, so the worker refuses to connect to loopback,
@@ -149,6 +150,10 @@ private, link-local and other non-public addresses, also after a redirect or
 when a public name resolves to one. --allow-private-networks (every such
 address) or --allow-networks 10.1.0.0/16 (just those) lifts that, for input
 files served inside your network. Proxy environment variables are ignored.
+
+URLs in results and in the log show neither user information
+(user:password@) nor the values of parameters such as token, key, password
+or signature: those become "xxxxx".
 
 Jobs whose timeout_at has passed are dropped. On SIGTERM it stops popping,
 finishes the jobs in hand and pushes their results.
@@ -162,6 +167,10 @@ REFRESHER_WORKER_MAX_BODY_BYTES. Flags win over the environment, and it
 wins over the file.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if flags.Kind == "" {
+				// Before the file: its kinds cannot be looked up without one.
+				return workerSettings{}.validate()
+			}
 			file, err := workerFile(configPath, flags.Kind)
 			if err != nil {
 				return err
@@ -177,6 +186,10 @@ wins over the file.`,
 			flags.AllowNetworks = nets
 			s := workerDefaults().overlay(file).overlay(env).overlay(flags)
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			if err := s.validate(); err != nil {
+				return err
+			}
+			logSources(log, s, configPath, file, env, flags)
 			return runWorker(cmd.Context(), s, log)
 		},
 	}
@@ -214,6 +227,34 @@ func workerFile(path, kind string) (workerSettings, error) {
 	}
 	return workerSettings{RedisURL: c.Redis, Input: k.Input, Output: k.Output, MaxBodyBytes: c.Worker.MaxBodyBytes,
 		AllowPrivateNetworks: c.Worker.AllowPrivateNetworks, AllowNetworks: nets, ThrottleGroup: k.ThrottleGroup}, nil
+}
+
+// logSources says which Redis and lists the worker uses and where each
+// came from, so that a worker started without --config does not wait
+// silently on the default Redis while the service uses another. It warns
+// when both are the defaults.
+func logSources(log *slog.Logger, s workerSettings, configPath string, file, env, flags workerSettings) {
+	from := func(flag string, f, e, fl string) string {
+		switch {
+		case fl != "":
+			return flag
+		case e != "":
+			return "REFRESHER_REDIS"
+		case f != "":
+			return configPath
+		}
+		return "default"
+	}
+	redisFrom := from("--redis", file.RedisURL, env.RedisURL, flags.RedisURL)
+	listsFrom := from("--input/--output", file.Input+file.Output, "", flags.Input+flags.Output)
+	w := worker.Config{Kind: s.Kind, Input: s.Input, Output: s.Output}.WithDefaults()
+	attrs := []any{"redis", redact.String(s.RedisURL), "redis_from", redisFrom,
+		"input", w.Input, "output", w.Output, "lists_from", listsFrom}
+	if redisFrom == "default" && listsFrom == "default" {
+		log.Warn("worker uses the default Redis and lists: pass --config with the service's configuration file (or --redis, --input, --output) if the service uses others", attrs...)
+		return
+	}
+	log.Info("worker settings", attrs...)
 }
 
 // runWorker connects to Redis and runs the worker until ctx is cancelled.

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -170,4 +172,34 @@ worker:
 	none, err := workerFile("", "big_tables")
 	require.NoError(t, err)
 	require.Equal(t, workerSettings{}, none)
+}
+
+// `worker --config F` without --kind says that --kind is required (not
+// `unknown kind ""`).
+func TestWorkerConfigWithoutKind(t *testing.T) {
+	t.Parallel()
+	b := setupCommands(t)
+	err := run(context.Background(), []string{"worker", "--config", b.path}, io.Discard, io.Discard)
+	require.EqualError(t, err, "worker: --kind is required (the kind whose jobs to do, e.g. --kind big_tables)")
+}
+
+// The worker logs which Redis and lists it uses and where they came from,
+// and warns when it falls back on the defaults for both.
+func TestWorkerLogsItsSources(t *testing.T) {
+	t.Parallel()
+	logged := func(configPath string, file, env, flags workerSettings) string {
+		var out bytes.Buffer
+		s := workerDefaults().overlay(file).overlay(env).overlay(flags)
+		logSources(slog.New(slog.NewTextHandler(&out, nil)), s, configPath, file, env, flags)
+		return out.String()
+	}
+	out := logged("", workerSettings{}, workerSettings{}, workerSettings{Kind: "k"})
+	require.Contains(t, out, `level=WARN msg="worker uses the default Redis and lists: pass --config`)
+	require.Contains(t, out, "redis=redis://127.0.0.1:6379/0 redis_from=default input=k-input output=k-output lists_from=default")
+
+	out = logged("", workerSettings{}, workerSettings{RedisURL: "redis://:s3cret@r:6379/2"}, workerSettings{Kind: "k", Input: "in"})
+	require.Contains(t, out, `level=INFO msg="worker settings" redis=redis://:xxxxx@r:6379/2 redis_from=REFRESHER_REDIS input=in output=k-output lists_from=--input/--output`)
+
+	out = logged("/etc/refresher.yml", workerSettings{RedisURL: "redis://r:6379/1", Input: "a-in", Output: "a-out"}, workerSettings{}, workerSettings{Kind: "k"})
+	require.Contains(t, out, "redis=redis://r:6379/1 redis_from=/etc/refresher.yml input=a-in output=a-out lists_from=/etc/refresher.yml")
 }

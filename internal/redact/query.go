@@ -5,13 +5,20 @@ import (
 	"strings"
 )
 
-// secretParams are the query parameters whose values are masked, compared
-// case-insensitively: pgx and go-sql-driver take a password from the query
-// (postgres://app@db/app?password=...), and the others commonly carry a
-// credential. A name ending in "password" (pgx's sslpassword) counts too.
+// secretParams are the query (and, in URL, fragment) parameters whose
+// values are masked, compared case-insensitively: pgx and go-sql-driver take
+// a password from the query (postgres://app@db/app?password=...), and the
+// others commonly carry a credential in a URL a user pastes. A name ending
+// in "password" (pgx's sslpassword) counts too. Both the connection strings
+// (String, Error) and the input URLs (URL, Text) use this one list.
 var secretParams = map[string]bool{
-	"password": true, "pass": true, "pwd": true, "token": true, "key": true, "secret": true,
-	"signature": true, "sig": true, "access_token": true, "api_key": true,
+	"password": true, "pass": true, "passwd": true, "pwd": true,
+	"token": true, "access_token": true, "refresh_token": true, "id_token": true,
+	"key": true, "api_key": true, "apikey": true, "api-key": true,
+	"secret": true, "client_secret": true,
+	"signature": true, "sig": true,
+	"x-amz-signature": true, "x-amz-credential": true, "x-amz-security-token": true,
+	"x-goog-signature": true, "x-goog-credential": true,
 }
 
 func isSecretParam(name string) bool {

@@ -86,7 +86,7 @@ func Open(t testing.TB, name string) *DB {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := stores.Open(ctx, d.URL, stores.Options{})
+	s, err := stores.Open(ctx, d.URL, stores.Options{CreateSQLite: true})
 	if err != nil {
 		t.Fatalf("open the %s store: %v", name, err)
 	}

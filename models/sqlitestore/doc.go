@@ -2,9 +2,11 @@
 // instance with an embedded database (the zero-install demo, a small
 // deployment). It runs on a pure-Go SQLite (no cgo; see Open).
 //
-// One instance per file: Open takes an exclusive lock on "<file>.lock" for
-// the Store's lifetime and refuses to start when another process (or
-// another Store in this one) holds it. With that, transactions need no
+// One service instance per file: Open takes an exclusive lock on
+// "<file>.lock" for the Store's lifetime and refuses to start when another
+// process (or another Store in this one) holds it. The admin commands open
+// the file without it (OpenWith, NoInstanceLock) and write as the
+// application does. With that, transactions need no
 // SKIP LOCKED: every transaction starts with BEGIN IMMEDIATE, so writers
 // take SQLite's write lock in turn (waiting up to busy_timeout), and a
 // transaction's reads and writes see no other writer. The journal is WAL,

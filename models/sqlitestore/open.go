@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -34,21 +35,43 @@ const BusyTimeout = 10 * time.Second
 // beside the one writer (WAL). An in-memory database has one connection.
 const DefaultMaxConnections = 4
 
+// Options say how OpenWith opens a database file.
+type Options struct {
+	// Create creates the file when it does not exist. Default false: a
+	// missing file is an error that names it, so that a typo in the path
+	// is not taken for a new, empty database (only `refresher migrate`
+	// creates one).
+	Create bool
+	// NoInstanceLock opens the file without taking the instance lock, for
+	// the one-shot admin commands (enable, trigger, pause, resume): they
+	// write rows as the application does, beside a running service. The
+	// lock is there to keep a second service out. Default false.
+	NoInstanceLock bool
+}
+
 // Open opens (creating it if needed) the SQLite database file at path, or a
-// private in-memory database for Memory, and returns its Store.
+// private in-memory database for Memory, and returns its Store: OpenWith
+// with Options{Create: true}.
+func Open(ctx context.Context, path string) (*Store, error) {
+	return OpenWith(ctx, path, Options{Create: true})
+}
+
+// OpenWith opens the SQLite database file at path, or a private in-memory
+// database for Memory, and returns its Store.
 //
 // For a file it first takes an exclusive lock on path+".lock" (flock),
 // held until Close or the process ends, and refuses to start when another
-// refresher holds it: a SQLite database serves one instance (use MySQL or
-// PostgreSQL for several). The application may still use the file: the
-// lock file concerns refresher only. It then sets, on every connection,
+// refresher holds it: a SQLite database serves one service instance (use
+// MySQL or PostgreSQL for several). The application, and the admin
+// commands (o.NoInstanceLock), may still write the file: the lock file
+// concerns the service only. It then sets, on every connection,
 // journal_mode=WAL, synchronous=NORMAL (durable at each checkpoint; WAL's
 // usual setting), busy_timeout (BusyTimeout) and BEGIN IMMEDIATE for every
 // transaction.
 //
 // In-memory databases use a single connection (each connection would see
 // its own empty database): do not call the Store from inside a Tx's fn.
-func Open(ctx context.Context, path string) (*Store, error) {
+func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("open SQLite database: empty path: give a file path, or :memory: for an in-memory database")
 	}
@@ -72,8 +95,13 @@ func Open(ctx context.Context, path string) (*Store, error) {
 			}
 		}
 		path = abs
-		if unlock, err = lockFile(path + ".lock"); err != nil {
-			return nil, err
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) && !o.Create {
+			return nil, fmt.Errorf("open SQLite database %s: the file does not exist: fix the path (database: in the config, or REFRESHER_DATABASE), or run `refresher migrate` (without --print) to create it", path)
+		}
+		if !o.NoInstanceLock {
+			if unlock, err = lockFile(path + ".lock"); err != nil {
+				return nil, err
+			}
 		}
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Add("_pragma", "synchronous(NORMAL)")

@@ -20,6 +20,16 @@ type Options struct {
 	// MaxConnections caps the database connections the Store opens, shared
 	// by every kind's loops; they wait for a free one in turn. Default 16.
 	MaxConnections int
+	// CreateSQLite creates a SQLite database file that does not exist.
+	// Default false: a missing file is an error, so that a typo in the path
+	// does not start a service on a new, empty database; `refresher
+	// migrate` sets it.
+	CreateSQLite bool
+	// AdminSQLite opens a SQLite database for a one-shot admin command
+	// (enable, trigger, pause, resume): without the instance lock, which
+	// keeps out a second service, so that the command can write beside the
+	// running one as the application does. Default false.
+	AdminSQLite bool
 }
 
 // DefaultMaxConnections is Options.MaxConnections' default.
@@ -50,7 +60,7 @@ func open(ctx context.Context, raw string, o Options) (models.Store, error) {
 		if path == "" {
 			return nil, fmt.Errorf("database URL %q names no file: use sqlite:///abs/path/app.db, sqlite://relative.db or sqlite::memory:", raw)
 		}
-		return sqlitestore.Open(ctx, path)
+		return sqlitestore.OpenWith(ctx, path, sqlitestore.Options{Create: o.CreateSQLite, NoInstanceLock: o.AdminSQLite})
 	}
 	scheme, _, hasScheme := strings.Cut(raw, "://")
 	if !hasScheme || strings.ContainsAny(scheme, "@/(") {

@@ -26,8 +26,11 @@ func TestOpenSQLite(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
+	if _, err := Open(ctx, "sqlite://"+dir+"/app.db", Options{}); err == nil || !strings.Contains(err.Error(), "the file does not exist") {
+		t.Fatalf("a missing file without CreateSQLite: %v", err)
+	}
 	for _, raw := range []string{"sqlite://" + dir + "/app.db", "sqlite::memory:", "sqlite://:memory:"} {
-		s, err := Open(ctx, raw, Options{})
+		s, err := Open(ctx, raw, Options{CreateSQLite: true})
 		if err != nil {
 			t.Fatalf("%s: %v", raw, err)
 		}
