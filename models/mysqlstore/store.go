@@ -90,30 +90,10 @@ type Tx struct {
 // ClaimDue then lock only the rows they return, without gap locks on the
 // refresh_at index that would make the application's INSERT of a new model
 // (refresh_at = now, right in the claimed range) wait for the batch.
-func (s *Store) Tx(ctx context.Context, fn func(tx models.Tx) error) (err error) {
-	sqlTx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
-	if err != nil {
-		return fmt.Errorf("begin transaction: %w", err)
-	}
-	done := false
-	defer func() {
-		if !done {
-			_ = sqlTx.Rollback()
-		}
-	}()
-	if err := fn(&Tx{s: s, tx: sqlTx}); err != nil {
-		done = true
-		err = withSchemaHint(err)
-		if rbErr := sqlTx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
-			return errors.Join(err, fmt.Errorf("roll back: %w", rbErr))
-		}
-		return err
-	}
-	done = true
-	if err := sqlTx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
+func (s *Store) Tx(ctx context.Context, fn func(tx models.Tx) error) error {
+	return models.InSQLTx(ctx, s.db, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
+		return withSchemaHint(fn(&Tx{s: s, tx: tx}))
+	})
 }
 
 // Check verifies that t's table exists with its key column (which must have

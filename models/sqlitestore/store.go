@@ -80,30 +80,10 @@ type Tx struct {
 // stays as read until it commits. That is what FOR UPDATE SKIP LOCKED gives
 // on a server, for a single instance. It commits when fn returns nil;
 // otherwise (or when fn panics) it rolls back and returns fn's error.
-func (s *Store) Tx(ctx context.Context, fn func(tx models.Tx) error) (err error) {
-	sqlTx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin transaction: %w", err)
-	}
-	done := false
-	defer func() {
-		if !done {
-			_ = sqlTx.Rollback()
-		}
-	}()
-	if err := fn(&Tx{s: s, tx: sqlTx}); err != nil {
-		done = true
-		err = withSchemaHint(err)
-		if rbErr := sqlTx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
-			return errors.Join(err, fmt.Errorf("roll back: %w", rbErr))
-		}
-		return err
-	}
-	done = true
-	if err := sqlTx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
+func (s *Store) Tx(ctx context.Context, fn func(tx models.Tx) error) error {
+	return models.InSQLTx(ctx, s.db, nil, func(tx *sql.Tx) error {
+		return withSchemaHint(fn(&Tx{s: s, tx: tx}))
+	})
 }
 
 // Check verifies that t's table exists with its key column (which must be
