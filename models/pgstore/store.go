@@ -31,9 +31,8 @@ type Store struct {
 func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool, metas: map[string]tableMeta{}} }
 
 var (
-	_ models.Store     = (*Store)(nil)
-	_ models.Inspector = (*Store)(nil)
-	_ models.Tx        = (*Tx)(nil)
+	_ models.Store = (*Store)(nil)
+	_ models.Tx    = (*Tx)(nil)
 )
 
 // Pool returns the pool the Store uses.

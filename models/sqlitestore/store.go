@@ -28,9 +28,8 @@ type Store struct {
 }
 
 var (
-	_ models.Store     = (*Store)(nil)
-	_ models.Inspector = (*Store)(nil)
-	_ models.Tx        = (*Tx)(nil)
+	_ models.Store = (*Store)(nil)
+	_ models.Tx    = (*Tx)(nil)
 )
 
 // New returns a Store on db, which must use the "sqlite" driver with

@@ -765,17 +765,9 @@ func testZeroDate(t *testing.T, h Harness) {
 	eq(t, ok, false, "zero date replaced by NULL")
 }
 
-func inspector(t *testing.T, s models.Store) models.Inspector {
-	in, ok := s.(models.Inspector)
-	if !ok {
-		t.Skipf("%T does not implement models.Inspector", s)
-	}
-	return in
-}
-
 func testCounts(t *testing.T, h Harness) {
 	env := h.New(t)
-	in := inspector(t, env.Store)
+	in := env.Store
 	ctx := context.Background()
 	tbl := items(t, env, KeyInt)
 	c, err := in.Counts(ctx, tbl, base, time.Hour)
@@ -798,7 +790,7 @@ func testCounts(t *testing.T, h Harness) {
 
 func testList(t *testing.T, h Harness) {
 	env := h.New(t)
-	in := inspector(t, env.Store)
+	in := env.Store
 	ctx := context.Background()
 	tbl := items(t, env, KeyInt)
 	// Keys 1..12: ordered as integers, 2 before 10.
@@ -850,7 +842,7 @@ func testList(t *testing.T, h Harness) {
 // the table's last row.
 func testSearchBudget(t *testing.T, h Harness) {
 	env := h.New(t)
-	in := inspector(t, env.Store)
+	in := env.Store
 	ctx := context.Background()
 	tbl := items(t, env, KeyInt)
 	// Keys 1..30, ordered as integers; the even ones are due; "boom" is in
