@@ -35,3 +35,13 @@ func InSQLTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(tx *s
 	}
 	return nil
 }
+
+// RowsAffected is the count of an Exec's result, for the drivers on
+// database/sql: RowsAffected(db.ExecContext(...)).
+func RowsAffected(res sql.Result, err error) (int, error) {
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
