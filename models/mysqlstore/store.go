@@ -410,7 +410,7 @@ func (tx *Tx) query(ctx context.Context, q compiled, query string, args []any, s
 		if err := rs.Scan(dest...); err != nil {
 			return nil, err
 		}
-		out = append(out, models.Row{Key: keyString(key), Rule: rule.String})
+		out = append(out, models.Row{Key: models.KeyString(key), Rule: rule.String})
 		r := &out[len(out)-1]
 		zeroDate := state.into(&r.State)
 		// A zero date ('0000-00-00', which MariaDB's default SQL mode
@@ -418,12 +418,12 @@ func (tx *Tx) query(ctx context.Context, q compiled, query string, args []any, s
 		// in full, so that Save replaces it.
 		r.Loaded = models.Loaded{State: r.State, OK: !zeroDate}
 		if id != nil {
-			r.Loaded.ID = keyString(id)
+			r.Loaded.ID = models.KeyString(id)
 		}
 		if len(payload) > 0 {
 			r.Payload = make(map[string]any, len(payload))
 			for i, name := range q.payload {
-				r.Payload[name] = jsonValue(payload[i])
+				r.Payload[name] = models.JSONValue(payload[i])
 			}
 		}
 	}
@@ -488,35 +488,4 @@ func dbTime(t time.Time) any {
 		return nil
 	}
 	return t.UTC().Truncate(time.Microsecond)
-}
-
-// keyString formats a key column value as the string workers see.
-func keyString(v any) string {
-	switch k := v.(type) {
-	case []byte:
-		return string(k)
-	case string:
-		return k
-	case int64:
-		return strconv.FormatInt(k, 10)
-	case uint64:
-		return strconv.FormatUint(k, 10)
-	case time.Time:
-		return k.UTC().Format(time.RFC3339Nano)
-	default:
-		return fmt.Sprint(k)
-	}
-}
-
-// jsonValue turns a scanned column value into one encoding/json renders
-// naturally.
-func jsonValue(v any) any {
-	switch x := v.(type) {
-	case []byte:
-		return string(x)
-	case time.Time:
-		return x.UTC().Format(time.RFC3339Nano)
-	default:
-		return x
-	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -309,7 +308,7 @@ func query(ctx context.Context, db queryer, q compiled, query string, args []any
 			ok = ok && good
 		}
 		r := models.Row{
-			Key:  keyString(key),
+			Key:  models.KeyString(key),
 			Rule: rule.String,
 			State: policy.State{
 				RefreshAt:      parsed[0],
@@ -329,7 +328,7 @@ func query(ctx context.Context, db queryer, q compiled, query string, args []any
 		// written in full, so that Save replaces it.
 		r.Loaded = models.Loaded{State: r.State, OK: ok}
 		if id != nil {
-			r.Loaded.ID = keyString(id)
+			r.Loaded.ID = models.KeyString(id)
 		}
 		if len(payload) > 0 {
 			r.Payload = make(map[string]any, len(payload))
@@ -340,43 +339,10 @@ func query(ctx context.Context, db queryer, q compiled, query string, args []any
 						v = t
 					}
 				}
-				r.Payload[name] = jsonValue(v)
+				r.Payload[name] = models.JSONValue(v)
 			}
 		}
 		out = append(out, r)
 	}
 	return out, rs.Err()
-}
-
-// keyString formats a key column value as the string workers see.
-func keyString(v any) string {
-	switch k := v.(type) {
-	case []byte:
-		return string(k)
-	case string:
-		return k
-	case int64:
-		return strconv.FormatInt(k, 10)
-	case float64:
-		return strconv.FormatFloat(k, 'g', -1, 64)
-	case time.Time:
-		return k.UTC().Format(time.RFC3339Nano)
-	default:
-		return fmt.Sprint(k)
-	}
-}
-
-// jsonValue turns a scanned column value into one encoding/json renders
-// naturally: SQLite returns int64, float64, string, []byte or nil (and
-// time.Time for a column declared exactly DATE, DATETIME or TIMESTAMP).
-// BLOBs become strings, as with MySQL.
-func jsonValue(v any) any {
-	switch x := v.(type) {
-	case []byte:
-		return string(x)
-	case time.Time:
-		return x.UTC().Format(time.RFC3339Nano)
-	default:
-		return x
-	}
 }
