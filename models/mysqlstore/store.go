@@ -256,38 +256,17 @@ type compiled struct {
 // single-column primary key ("" when unknown).
 func compileTable(t models.Table, pk string) (compiled, error) {
 	var c compiled
-	var err error
-	if c.table, err = quoteIdent(t.Name); err != nil {
-		return c, fmt.Errorf("table name: %w", err)
+	names, err := models.QuoteNames(t, quoteIdent)
+	if err != nil {
+		return c, err
 	}
-	if c.key, err = quoteIdent(t.Key); err != nil {
-		return c, fmt.Errorf("key column of table %s: %w", c.table, err)
-	}
-	c.keyName = t.Key
+	c.table, c.key, c.keyName, c.payload = names.Table, names.Key, t.Key, t.Payload
 	if pk != "" && !strings.EqualFold(pk, t.Key) {
 		if c.id, err = quoteIdent(pk); err != nil {
 			return c, fmt.Errorf("primary key of table %s: %w", c.table, err)
 		}
 	}
-	cols := []string{c.key, "`" + models.ColRRule + "`"}
-	for _, sc := range models.StateColumns {
-		cols = append(cols, "`"+sc.Name+"`")
-	}
-	var payload []string
-	for _, p := range t.Payload {
-		qp, err := quoteIdent(p)
-		if err != nil {
-			return c, fmt.Errorf("payload column of table %s: %w", c.table, err)
-		}
-		payload = append(payload, qp)
-	}
-	var id []string
-	if c.id != "" {
-		id = []string{c.id}
-	}
-	c.payload = t.Payload
-	c.selectFrom = "SELECT " + strings.Join(slices.Concat(cols, payload, id), ", ") + " FROM " + c.table
-	c.selectState = "SELECT " + strings.Join(slices.Concat(cols, id), ", ") + " FROM " + c.table
+	c.selectFrom, c.selectState = names.Selects(c.key, c.id, quoteIdent)
 	return c, nil
 }
 

@@ -213,37 +213,21 @@ type compiled struct {
 
 func compileTable(t models.Table, meta tableMeta) (compiled, error) {
 	c := compiled{meta: meta}
-	var err error
-	if c.table, err = quoteIdent(t.Name); err != nil {
-		return c, fmt.Errorf("table name: %w", err)
+	names, err := models.QuoteNames(t, quoteIdent)
+	if err != nil {
+		return c, err
 	}
-	if c.key, err = quoteIdent(t.Key); err != nil {
-		return c, fmt.Errorf("key column of table %s: %w", c.table, err)
-	}
-	cols := []string{c.key, `"` + models.ColRRule + `"`}
-	for _, sc := range models.StateColumns {
-		cols = append(cols, `"`+sc.Name+`"`)
-	}
-	var payload []string
-	for _, p := range t.Payload {
-		qp, err := quoteIdent(p)
-		if err != nil {
-			return c, fmt.Errorf("payload column of table %s: %w", c.table, err)
-		}
-		payload = append(payload, qp)
-	}
-	var id []string
+	c.table, c.key, c.payload = names.Table, names.Key, t.Payload
+	id := ""
 	if meta.rowid {
-		id = []string{"rowid"}
+		id = "rowid"
 	}
-	c.payload = t.Payload
 	c.payloadTime = make([]bool, len(t.Payload))
 	for i, p := range t.Payload {
 		typ := meta.cols[strings.ToLower(p)]
 		c.payloadTime[i] = strings.HasPrefix(typ, "date") || strings.HasPrefix(typ, "time")
 	}
-	c.selectFrom = "SELECT " + strings.Join(slices.Concat(cols, payload, id), ", ") + " FROM " + c.table
-	c.selectState = "SELECT " + strings.Join(slices.Concat(cols, id), ", ") + " FROM " + c.table
+	c.selectFrom, c.selectState = names.Selects(c.key, id, quoteIdent)
 	return c, nil
 }
 
