@@ -385,14 +385,20 @@ func tableNames(tables []string, quote func(string) (string, error), foldCase bo
 // SQLQuerier is a *sql.DB, *sql.Conn or *sql.Tx.
 type SQLQuerier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-// AppliedSQL is Session.Applied for the drivers on database/sql, whose
-// placeholder is "?".
-func AppliedSQL(ctx context.Context, q SQLQuerier, table string) (map[int]bool, error) {
+// SQLSession is the part of a Session the drivers on database/sql (whose
+// placeholder is "?") share: Applied and Exec through Q.
+type SQLSession struct {
+	Q SQLQuerier
+}
+
+// Applied implements Session.Applied.
+func (s SQLSession) Applied(ctx context.Context, table string) (map[int]bool, error) {
 	done := map[int]bool{}
-	rows, err := q.QueryContext(ctx, "SELECT version FROM "+RecordsTable+" WHERE table_name = ?", table)
+	rows, err := s.Q.QueryContext(ctx, "SELECT version FROM "+RecordsTable+" WHERE table_name = ?", table)
 	if err != nil {
 		return nil, err
 	}
@@ -405,6 +411,12 @@ func AppliedSQL(ctx context.Context, q SQLQuerier, table string) (map[int]bool, 
 		done[v] = true
 	}
 	return done, rows.Err()
+}
+
+// Exec implements Session.Exec.
+func (s SQLSession) Exec(ctx context.Context, query string, args ...any) error {
+	_, err := s.Q.ExecContext(ctx, query, args...)
+	return err
 }
 
 // SQLString quotes s as a SQL string literal for printed SQL, doubling

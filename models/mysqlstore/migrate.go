@@ -50,7 +50,7 @@ func openMigration(ctx context.Context, db *sql.DB, dryRun bool) (migrations.Ses
 	if err != nil {
 		return nil, fmt.Errorf("migrate: connect: %w", err)
 	}
-	s := &session{conn: conn}
+	s := &session{SQLSession: migrations.SQLSession{Q: conn}, conn: conn}
 	if dryRun {
 		return s, nil
 	}
@@ -69,6 +69,7 @@ func openMigration(ctx context.Context, db *sql.DB, dryRun bool) (migrations.Ses
 
 // session is a migration's connection, locked.
 type session struct {
+	migrations.SQLSession
 	conn   *sql.Conn
 	locked bool
 }
@@ -87,15 +88,6 @@ func (s *session) Where(ctx context.Context) (string, error) {
 func (s *session) Schema(ctx context.Context, table string) (migrations.Schema, error) {
 	ts, err := loadSchema(ctx, s.conn, table)
 	return migrations.Schema{Exists: ts.exists, Fold: true, Columns: ts.columns, Indexes: ts.indexes}, err
-}
-
-func (s *session) Applied(ctx context.Context, table string) (map[int]bool, error) {
-	return migrations.AppliedSQL(ctx, s.conn, table)
-}
-
-func (s *session) Exec(ctx context.Context, query string, args ...any) error {
-	_, err := s.conn.ExecContext(ctx, query, args...)
-	return err
 }
 
 // IndexTaken is false: MySQL's index names are per table.

@@ -33,44 +33,37 @@ const MigrationsTable = migrations.RecordsTable
 func Migrate(ctx context.Context, db *sql.DB, tables []string, w io.Writer, dryRun bool) (models.MigrateReport, error) {
 	var open func(context.Context) (migrations.Session, error)
 	if db != nil {
-		open = func(context.Context) (migrations.Session, error) { return &session{db: db, q: db}, nil }
+		open = func(context.Context) (migrations.Session, error) {
+			return &session{SQLSession: migrations.SQLSession{Q: db}, db: db}, nil
+		}
 	}
 	return migrations.Run(ctx, dialect{}, open, tables, w, dryRun)
 }
 
-// session reads and writes through q: db, or a transaction of it.
+// session reads and writes through Q: db, or a transaction of it.
 type session struct {
+	migrations.SQLSession
 	db *sql.DB
-	q  queryer
 }
 
 func (s *session) Where(context.Context) (string, error) { return "the SQLite database", nil }
 
 func (s *session) Schema(ctx context.Context, table string) (migrations.Schema, error) {
-	ts, err := loadSchema(ctx, s.q, table)
+	ts, err := loadSchema(ctx, s.Q, table)
 	return migrations.Schema{Exists: ts.exists, Fold: true, Columns: ts.columns, Indexes: ts.indexes}, err
-}
-
-func (s *session) Applied(ctx context.Context, table string) (map[int]bool, error) {
-	return migrations.AppliedSQL(ctx, s.q, table)
-}
-
-func (s *session) Exec(ctx context.Context, query string, args ...any) error {
-	_, err := s.q.ExecContext(ctx, query, args...)
-	return err
 }
 
 // IndexTaken reports whether any index of the database has name: SQLite's
 // index names are global, and each kind's table needs its own index.
 func (s *session) IndexTaken(ctx context.Context, name string) (bool, error) {
 	var n int
-	err := s.q.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_schema WHERE type = 'index' AND name = ? COLLATE NOCASE`, name).Scan(&n)
+	err := s.Q.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_schema WHERE type = 'index' AND name = ? COLLATE NOCASE`, name).Scan(&n)
 	return n > 0, err
 }
 
 // Table runs fn in a BEGIN IMMEDIATE transaction.
 func (s *session) Table(ctx context.Context, fn func(migrations.Session) error) error {
-	return models.InSQLTx(ctx, s.db, nil, func(tx *sql.Tx) error { return fn(&session{db: s.db, q: tx}) })
+	return models.InSQLTx(ctx, s.db, nil, func(tx *sql.Tx) error { return fn(&session{SQLSession: migrations.SQLSession{Q: tx}, db: s.db}) })
 }
 
 // Migration runs fn as it is, within the table's transaction.
