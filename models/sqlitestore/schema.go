@@ -127,11 +127,3 @@ func (s tableSchema) meta(key string) tableMeta {
 	}
 	return m
 }
-
-func lowerAll(ss []string) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = strings.ToLower(s)
-	}
-	return out
-}
