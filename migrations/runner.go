@@ -128,15 +128,16 @@ func (s Schema) HasIndex(name string) bool {
 	return ok
 }
 
-// IndexOn returns the name of an index on exactly cols, in order.
+// IndexOn returns the name of an index on exactly cols, in order; of
+// several, the first by name.
 func (s Schema) IndexOn(cols []string) (name string, ok bool) {
 	want := strings.Join(s.keys(cols), ",")
 	for n, have := range s.Indexes {
-		if strings.Join(have, ",") == want {
-			return n, true
+		if strings.Join(have, ",") == want && (!ok || n < name) {
+			name, ok = n, true
 		}
 	}
-	return "", false
+	return name, ok
 }
 
 func (s Schema) keys(names []string) []string {
