@@ -36,7 +36,7 @@ type Dialect interface {
 	SameType(have, want string) bool
 	// ExistingIndex names the index of s that already does what c adds
 	// (as the progress line names it); ok is false when there is none.
-	ExistingIndex(s Schema, table string, c Clause) (name string, ok bool)
+	ExistingIndex(s Schema, c Clause) (name string, ok bool)
 	// IndexName is the name of the index c adds to table; taken says
 	// that c.Name belongs to another table's index (Session.IndexTaken).
 	IndexName(table string, c Clause, taken bool) string
@@ -57,8 +57,9 @@ type Session interface {
 	Applied(ctx context.Context, table string) (map[int]bool, error)
 	// Exec runs one statement.
 	Exec(ctx context.Context, query string, args ...any) error
-	// IndexTaken reports whether an index of another table has name,
-	// where index names are shared by the database's tables.
+	// IndexTaken reports whether an index of the database already has
+	// name, where index names belong to the database rather than to a
+	// table (SQLite); false elsewhere.
 	IndexTaken(ctx context.Context, name string) (bool, error)
 	// Table runs fn for one table's migrations, and Migration for one
 	// migration's statements and record: each in a transaction of its own
@@ -338,7 +339,7 @@ func (t *table) plan(ctx context.Context, s Session, st Statement, sc Schema, mi
 			sc.Columns[sc.key(c.Name)] = typ
 			changes = append(changes, Change{Clause: c, Type: typ})
 		case AddIndex:
-			if name, ok := t.d.ExistingIndex(sc, t.name, c); ok {
+			if name, ok := t.d.ExistingIndex(sc, c); ok {
 				am.Existing = append(am.Existing, "index "+name)
 				continue
 			}

@@ -149,7 +149,7 @@ func (dialect) SameType(have, declared string) bool {
 
 // ExistingIndex finds an index of the migration's name or on its columns,
 // and names it as the migration does.
-func (dialect) ExistingIndex(s migrations.Schema, _ string, c migrations.Clause) (string, bool) {
+func (dialect) ExistingIndex(s migrations.Schema, c migrations.Clause) (string, bool) {
 	_, on := s.IndexOn(c.Columns)
 	return c.Name, on || s.HasIndex(c.Name)
 }

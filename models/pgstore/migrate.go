@@ -182,7 +182,7 @@ func (dialect) SameType(have, declared string) bool {
 
 // ExistingIndex finds an index on exactly the clause's columns, whatever
 // its name, and names it by its own name.
-func (dialect) ExistingIndex(s migrations.Schema, _ string, c migrations.Clause) (string, bool) {
+func (dialect) ExistingIndex(s migrations.Schema, c migrations.Clause) (string, bool) {
 	return s.IndexOn(c.Columns)
 }
 
