@@ -221,21 +221,16 @@ func (tx *Tx) LockByKeys(ctx context.Context, t models.Table, keys []string) (ma
 	// One lock order for every transaction, so two pollers whose batches
 	// overlap wait for each other instead of deadlocking.
 	slices.Sort(keys)
-	out := make(map[string]models.Row, len(keys))
-	for start := 0; start < len(keys); start += placeholdersPerSelect {
-		chunk := keys[start:min(start+placeholdersPerSelect, len(keys))]
+	out, err := models.RowsByKeys(keys, placeholdersPerSelect, func(chunk []string) ([]models.Row, error) {
 		var b strings.Builder
 		b.WriteString(q.selectState)
 		b.WriteString(" WHERE " + q.key + " IN ")
 		args := models.AppendInList(&b, chunk)
 		b.WriteString(" FOR UPDATE")
-		rows, err := tx.query(ctx, q, b.String(), args, len(chunk), false)
-		if err != nil {
-			return nil, fmt.Errorf("lock rows of %s by key: %w", q.table, err)
-		}
-		for _, r := range rows {
-			out[r.Key] = r
-		}
+		return tx.query(ctx, q, b.String(), args, len(chunk), false)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lock rows of %s by key: %w", q.table, err)
 	}
 	return out, nil
 }

@@ -168,20 +168,15 @@ func (tx *Tx) LockByKeys(ctx context.Context, t models.Table, keys []string) (ma
 	}
 	keys = models.DistinctKeys(keys)
 	slices.Sort(keys)
-	out := make(map[string]models.Row, len(keys))
-	for start := 0; start < len(keys); start += keysPerSelect {
-		chunk := keys[start:min(start+keysPerSelect, len(keys))]
+	out, err := models.RowsByKeys(keys, keysPerSelect, func(chunk []string) ([]models.Row, error) {
 		var b strings.Builder
 		b.WriteString(q.selectState)
 		b.WriteString(" WHERE " + q.key + " IN ")
 		args := models.AppendInList(&b, chunk)
-		rows, err := query(ctx, tx.tx, q, b.String(), args, len(chunk), false)
-		if err != nil {
-			return nil, fmt.Errorf("lock rows of %s by key: %w", q.table, err)
-		}
-		for _, r := range rows {
-			out[r.Key] = r
-		}
+		return query(ctx, tx.tx, q, b.String(), args, len(chunk), false)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lock rows of %s by key: %w", q.table, err)
 	}
 	return out, nil
 }
