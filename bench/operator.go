@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -33,11 +32,7 @@ type operatorSide struct {
 // to the parent ("http <addr>") before the child says it is ready.
 func startOperator(ctx context.Context, o childOpts, k refresher.Kind, store models.Store, rdb *redis.Client,
 	svc *refresher.Service, log *slog.Logger, rep *reporter, acct *accounting) (*operatorSide, error) {
-	insp, ok := store.(models.Inspector)
-	if !ok {
-		return nil, errors.New("the store cannot count models (no models.Inspector): no gauges or dashboard")
-	}
-	counted := countingStore{Store: store, Inspector: insp, a: acct}
+	counted := countingStore{Store: store, a: acct}
 	side := &operatorSide{}
 	if o.gauges > 0 {
 		side.gauges = refresher.NewGauges(svc.Metrics().Registry, refresher.GaugeConfig{

@@ -4,12 +4,14 @@
 // kind keeps its refresh columns on its own application table.
 //
 // Files are named NNNN_name.sql (0001_refresh_columns.sql) and applied in
-// version order by models.Migrate, which records each (table, version) it
-// applied. An ALTER TABLE {{table}} statement is parsed into its clauses so
-// that the runner can leave out ADD COLUMN / ADD INDEX clauses whose column or
-// index already exists: MySQL 8 has no ADD COLUMN IF NOT EXISTS, and an
-// application that embeds models.Refresh may have created the columns itself.
-// Any other statement is run as written, once per table.
+// version order by Run (runner.go), which each driver's Migrate (and so
+// models.Store.Migrate) calls with its Dialect; Run records each (table,
+// version) it applied. An ALTER TABLE {{table}} statement is parsed into its
+// clauses so that the runner can leave out ADD COLUMN / ADD INDEX clauses
+// whose column or index already exists: MySQL 8 has no ADD COLUMN IF NOT
+// EXISTS, and an application that embeds models.Refresh may have created the
+// columns itself. Any other statement is run as written, once per table
+// (where the Dialect can translate it).
 package migrations
 
 import (

@@ -31,10 +31,19 @@ ALTER TABLE {{table}}`)
 		if i > 0 {
 			b.WriteString(",")
 		}
-		b.WriteString("\n  ADD COLUMN `" + c.Name + "` " + c.Definition(models.MySQL))
+		b.WriteString("\n  ADD COLUMN `" + c.Name + "` " + mysqlDefinition(c))
 	}
 	b.WriteString(";\n")
 	return b.String()
+}
+
+// mysqlDefinition is c's type with its nullability and default in MySQL,
+// as the migration adds it: "DATETIME(6) NULL", "INT NOT NULL DEFAULT 0".
+func mysqlDefinition(c models.Column) string {
+	if c.Kind == models.IntColumn {
+		return c.Type.MySQL + " NOT NULL DEFAULT 0"
+	}
+	return c.Type.MySQL + " NULL"
 }
 
 // TestRefreshColumnsMatchSchema checks that the migration adds exactly the

@@ -70,3 +70,21 @@ func AppendInList(b *strings.Builder, keys []string) []any {
 	b.WriteByte(')')
 	return args
 }
+
+// RowsByKeys reads the rows of keys with read, per chunks of at most per
+// keys in the order given, and maps them by Row.Key (the key as the
+// database returns it). It is LockByKeys's loop for the drivers whose
+// statements take one placeholder per key.
+func RowsByKeys(keys []string, per int, read func(chunk []string) ([]Row, error)) (map[string]Row, error) {
+	out := make(map[string]Row, len(keys))
+	for start := 0; start < len(keys); start += per {
+		rows, err := read(keys[start:min(start+per, len(keys))])
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			out[r.Key] = r
+		}
+	}
+	return out, nil
+}

@@ -6,8 +6,9 @@ import (
 )
 
 // Inspector answers an operator's questions about a kind's table: the
-// counts by state and the rows in one state. Every driver implements it next
-// to its Store. Queries take `now` from the caller, like the Store's.
+// counts by state and the rows in one state. It is part of Store; a test
+// double may implement it alone. Queries take `now` from the caller, like
+// the Store's.
 type Inspector interface {
 	// Counts counts the rows of t by state at now. A row counts in every
 	// state it is in (a running row that has been failing is both).

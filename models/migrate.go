@@ -123,27 +123,3 @@ func (t TableMigration) WriteEnd(w io.Writer, dryRun bool) {
 		fmt.Fprintf(w, "%s%s: up to date\n", comment, t.Table)
 	}
 }
-
-// MigrationTables checks and quotes the tables a migration runs on, with
-// quote (a driver's identifier quoting), and drops repeats: names that are
-// equal, or equal but for case when foldCase (MySQL and SQLite table names
-// are case-insensitive). It returns the names kept and their quoted forms.
-func MigrationTables(tables []string, quote func(string) (string, error), foldCase bool) (names, quoted []string, err error) {
-	seen := map[string]bool{}
-	for _, t := range tables {
-		q, err := quote(t)
-		if err != nil {
-			return nil, nil, fmt.Errorf("migrate table %q: %w", t, err)
-		}
-		k := t
-		if foldCase {
-			k = strings.ToLower(t)
-		}
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		names, quoted = append(names, t), append(quoted, q)
-	}
-	return names, quoted, nil
-}

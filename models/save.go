@@ -1,6 +1,7 @@
 package models
 
 import (
+	"fmt"
 	"strconv"
 
 	"github.com/refresher/refresher/internal/jsontext"
@@ -200,4 +201,44 @@ func AppendJSONState(doc []byte, s *policy.State, cols ColumnSet, timeLayout str
 		}
 	}
 	return doc
+}
+
+// MaxSaveBatch is the most rows one bulk UPDATE writes; larger groups are
+// split. 1000 rows make a statement of about 600 kB (a JSON document, or
+// PostgreSQL's arrays), well below every server's packet limit
+// (max_allowed_packet: 16 MB on MariaDB, 64 MB on MySQL 8).
+const MaxSaveBatch = 1000
+
+// SaveBatches calls write for each batch of groups, in order: the rows of
+// one group, at most MaxSaveBatch of them, with their IDs and guards. It
+// returns the sum of the rows write says it wrote, and stops at the first
+// error, which it wraps with the batch's size and the table's name
+// ("save 3 rows of items if attempt: ..." for a guarded batch).
+func SaveBatches(table string, groups []SaveGroup, write func(b SaveGroup) (int, error)) (int, error) {
+	written := 0
+	for _, g := range groups {
+		for start := 0; start < len(g.Rows); start += MaxSaveBatch {
+			end := min(start+MaxSaveBatch, len(g.Rows))
+			b := SaveGroup{ByID: g.ByID, Cols: g.Cols, IDs: g.IDs[start:end], Rows: g.Rows[start:end]}
+			what := ""
+			if g.Guard != nil {
+				b.Guard, what = g.Guard[start:end], " if attempt"
+			}
+			n, err := write(b)
+			written += n
+			if err != nil {
+				return written, fmt.Errorf("save %d rows of %s%s: %w", end-start, table, what, err)
+			}
+		}
+	}
+	return written, nil
+}
+
+// CheckAttemptUIDs checks SaveIfAttempt's arguments: one attempt UID per
+// row.
+func CheckAttemptUIDs(t Table, rows []Row, attemptUIDs []string) error {
+	if len(rows) != len(attemptUIDs) {
+		return fmt.Errorf("save rows of %s if attempt: %d rows but %d attempt UIDs", t.Name, len(rows), len(attemptUIDs))
+	}
+	return nil
 }

@@ -89,16 +89,6 @@ type SQLTypes struct {
 	MySQL, Postgres, SQLite string
 }
 
-// Dialect names a database for Column.Definition.
-type Dialect int
-
-// The dialects of SQLTypes.
-const (
-	MySQL Dialect = iota
-	Postgres
-	SQLite
-)
-
 // Column is one refresh column; see Schema.
 type Column struct {
 	// Name is the column's name, e.g. "refresh_at".
@@ -127,26 +117,6 @@ type Column struct {
 // InState reports whether the column holds a field of policy.State (all
 // but refresh_rrule).
 func (c *Column) InState() bool { return c.Time != nil || c.Text != nil || c.Int != nil }
-
-// SQLType is the column's type in dialect d.
-func (c *Column) SQLType(d Dialect) string {
-	switch d {
-	case Postgres:
-		return c.Type.Postgres
-	case SQLite:
-		return c.Type.SQLite
-	}
-	return c.Type.MySQL
-}
-
-// Definition is the column's type with its nullability and default, as in
-// ADD COLUMN: "DATETIME(6) NULL", "INT NOT NULL DEFAULT 0".
-func (c *Column) Definition(d Dialect) string {
-	if c.Kind == IntColumn {
-		return c.SQLType(d) + " NOT NULL DEFAULT 0"
-	}
-	return c.SQLType(d) + " NULL"
-}
 
 // Same reports whether a and b store the same value in the column: times
 // are compared to the microsecond they are stored with. The column must be

@@ -63,7 +63,12 @@ type Loaded struct {
 // Every query that compares with the current time takes `now` from the
 // caller: drivers never read the database's clock, so tests control the
 // service's idea of time. All times are UTC.
+//
+// Every Store is an Inspector too: the operator's dashboard, API and gauges
+// need its counts and lists, and a driver without them would leave them
+// blank.
 type Store interface {
+	Inspector
 	// Tx runs fn in a transaction that sees committed data and locks only
 	// the rows it returns (READ COMMITTED or the driver's equivalent). It
 	// commits when fn returns nil; otherwise, or when fn panics, it rolls

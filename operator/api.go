@@ -185,14 +185,11 @@ func (s *Server) recount() {
 
 // Overview counts every kind's models at now and reads its list lengths.
 func (s *Server) Overview(ctx context.Context, now time.Time) ([]KindSummary, error) {
-	if s.insp == nil {
-		return nil, errors.New("the database driver cannot count models (it does not implement models.Inspector)")
-	}
 	out := make([]KindSummary, 0, len(s.order))
 	for _, name := range s.order {
 		k := s.kinds[name]
 		ks := KindSummary{Name: k.Name, Priority: k.Priority, Table: k.Table.Name, LateAfterSeconds: k.LateAfter.Seconds()}
-		c, err := s.insp.Counts(ctx, k.Table, now, k.LateAfter)
+		c, err := s.o.Store.Counts(ctx, k.Table, now, k.LateAfter)
 		if err != nil {
 			s.o.Logger.Error("operator: count models", "kind", k.Name, "err", err)
 			ks.Error = "cannot count the models of table " + k.Table.Name + "; the service log has the detail"
@@ -317,9 +314,6 @@ func (s *Server) listQuery(r *http.Request, k *Kind) (models.ListQuery, error) {
 }
 
 func (s *Server) listModels(ctx context.Context, k *Kind, q models.ListQuery) (ModelPage, error) {
-	if s.insp == nil {
-		return ModelPage{}, errors.New("the database driver cannot list models")
-	}
 	paused, err := s.admin().PausedModels(ctx, k.Lists)
 	if err != nil {
 		return ModelPage{}, err
@@ -327,7 +321,7 @@ func (s *Server) listModels(ctx context.Context, k *Kind, q models.ListQuery) (M
 	if q.State == statePaused {
 		return s.listPaused(ctx, k, q, paused)
 	}
-	page, err := s.insp.List(ctx, k.Table, q)
+	page, err := s.o.Store.List(ctx, k.Table, q)
 	if err != nil {
 		return ModelPage{}, err
 	}
@@ -370,41 +364,18 @@ type ModelDetail struct {
 var errNoModel = errors.New("no such model")
 
 // model reads one model by key, with the kind's throttle_group column of
-// its payload (none when the kind names none). With an Inspector (every
-// driver) it reads the last committed state without locking. Otherwise it
-// locks the row for the instant of the read, like the CLI, waiting at most
-// the database's lock wait, and writes nothing.
+// its payload (none when the kind names none): the last committed state,
+// read without locking.
 func (s *Server) model(ctx context.Context, k *Kind, uid string) (models.Row, error) {
-	if s.insp != nil {
-		t := models.Table{Name: k.Table.Name, Key: k.Table.Key}
-		if k.ThrottleGroup != "" {
-			t.Payload = []string{k.ThrottleGroup}
-		}
-		row, ok, err := s.insp.Get(ctx, t, uid)
-		if err == nil && !ok {
-			err = errNoModel
-		}
-		return row, err
+	t := models.Table{Name: k.Table.Name, Key: k.Table.Key}
+	if k.ThrottleGroup != "" {
+		t.Payload = []string{k.ThrottleGroup}
 	}
-	var row models.Row
-	found := false
-	err := s.o.Store.Tx(ctx, func(tx models.Tx) error {
-		rows, err := tx.LockByKeys(ctx, k.Table, []string{uid})
-		if err != nil {
-			return err
-		}
-		for _, r := range rows {
-			row, found = r, true
-		}
-		return nil
-	})
-	if err != nil {
-		return row, err
+	row, ok, err := s.o.Store.Get(ctx, t, uid)
+	if err == nil && !ok {
+		err = errNoModel
 	}
-	if !found {
-		return row, errNoModel
-	}
-	return row, nil
+	return row, err
 }
 
 func (s *Server) modelDetail(ctx context.Context, k *Kind, uid string) (ModelDetail, error) {

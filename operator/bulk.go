@@ -107,13 +107,10 @@ func (s *Server) BulkEnable(ctx context.Context, k *Kind, req BulkEnableRequest)
 			return res, http.StatusBadRequest, fmt.Errorf("disabled_since %q: not an RFC 3339 time (e.g. 2025-06-10T09:00:00Z)", req.DisabledSince)
 		}
 	}
-	if s.insp == nil {
-		return res, 0, fmt.Errorf("the database driver cannot list models")
-	}
 	now := s.o.Now()
 	q := models.ListQuery{State: models.StateDisabled, Now: now, LateAfter: k.LateAfter, Limit: bulkPage}
 	for {
-		page, err := s.insp.List(ctx, k.Table, q)
+		page, err := s.o.Store.List(ctx, k.Table, q)
 		if err != nil {
 			return res, 0, err
 		}

@@ -58,8 +58,8 @@ type Kind struct {
 // Options configure a Server.
 type Options struct {
 	Kinds []Kind
-	// Store is the database; it must also implement models.Inspector for
-	// the counts and lists (every driver does).
+	// Store is the database (its Inspector part gives the counts and
+	// lists).
 	Store models.Store
 	// Redis holds the kinds' lists.
 	Redis redis.UniversalClient
@@ -104,7 +104,6 @@ type Server struct {
 	o       Options
 	kinds   map[string]*Kind
 	order   []string
-	insp    models.Inspector
 	auth    *authenticator
 	handler http.Handler
 
@@ -128,7 +127,6 @@ func New(o Options) (*Server, error) {
 	o.PageTimeout = cmp.Or(o.PageTimeout, 5*time.Second)
 	o.CheckTimeout = cmp.Or(o.CheckTimeout, 2*time.Second)
 	s := &Server{o: o, kinds: map[string]*Kind{}}
-	s.insp, _ = o.Store.(models.Inspector)
 	for i := range o.Kinds {
 		k := o.Kinds[i]
 		k.LateAfter = cmp.Or(k.LateAfter, models.DefaultLateAfter)

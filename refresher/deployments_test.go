@@ -15,7 +15,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
 )
@@ -199,7 +198,7 @@ func TestDeploymentsOnOneRedisStayApart(t *testing.T) {
 	gauges := func(d *testBundle) (*Gauges, bool) {
 		g := NewGauges(prometheus.NewRegistry(), GaugeConfig{
 			Kinds:     []GaugeKind{{Name: d.kind.Name, Table: d.kind.Table, Lists: d.kind.Lists}},
-			Inspector: d.store.(models.Inspector), Redis: d.rio, Interval: time.Minute, Clock: d.clock})
+			Inspector: d.store, Redis: d.rio, Interval: time.Minute, Clock: d.clock})
 		computed, err := g.Tick(ctx)
 		require.NoError(t, err)
 		return g, computed

@@ -11,8 +11,6 @@ import (
 	"github.com/refresher/refresher/models"
 )
 
-var _ models.Inspector = (*Store)(nil)
-
 // MaxListLimit caps ListQuery.Limit; DefaultListLimit is its default.
 const (
 	MaxListLimit     = 1000

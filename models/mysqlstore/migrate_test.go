@@ -45,7 +45,7 @@ func refreshColumnsOf(t *testing.T, db *sql.DB, table string) map[string][3]stri
 	for rows.Next() {
 		var name, typ, null, def string
 		must(t, rows.Scan(&name, &typ, &null, &def))
-		if sameType(typ, "int") {
+		if (dialect{}).SameType(typ, "int") {
 			typ = "int" // MariaDB says int(11)
 		}
 		if def == "NULL" {

@@ -13,11 +13,6 @@ import (
 	"github.com/refresher/refresher/policy"
 )
 
-// maxSaveBatch is the most rows one UPDATE statement writes; larger batches
-// are split. 1000 rows make a JSON document of about 600 kB, well below
-// max_allowed_packet (16 MB on MariaDB, 64 MB on MySQL 8).
-const maxSaveBatch = 1000
-
 // Save writes the refresh state of each row (the 11 State columns; never
 // refresh_rrule, which belongs to the application, nor any other column) in
 // one UPDATE statement per up to 1000 rows. Of rows that ClaimDue or
@@ -51,17 +46,12 @@ func (tx *Tx) Save(ctx context.Context, t models.Table, rows []models.Row) error
 	if err != nil {
 		return fmt.Errorf("save rows of %s: %w", q.table, err)
 	}
-	for _, g := range groups {
-		for start := 0; start < len(g.Rows); start += maxSaveBatch {
-			end := min(start+maxSaveBatch, len(g.Rows))
-			by, byMeta := q.by(g.ByID)
-			query, args := jsonUpdate(q, by, byMeta, q.meta.cols[models.ColAttemptUID], g.Cols, g.IDs[start:end], g.Rows[start:end], nil)
-			if _, err := tx.tx.ExecContext(ctx, query, args...); err != nil {
-				return fmt.Errorf("save %d rows of %s: %w", end-start, q.table, err)
-			}
-		}
-	}
-	return nil
+	_, err = models.SaveBatches(q.table, groups, func(b models.SaveGroup) (int, error) {
+		query, args := q.update(b)
+		_, err := tx.tx.ExecContext(ctx, query, args...)
+		return 0, err
+	})
+	return err
 }
 
 // SaveIfAttempt writes rows like Save, in its own statements outside any
@@ -75,8 +65,8 @@ func (tx *Tx) Save(ctx context.Context, t models.Table, rows []models.Row) error
 // The count is MySQL's affected rows: a row already holding exactly the
 // given state counts as not written.
 func (s *Store) SaveIfAttempt(ctx context.Context, t models.Table, rows []models.Row, attemptUIDs []string) (int, error) {
-	if len(rows) != len(attemptUIDs) {
-		return 0, fmt.Errorf("save rows of %s if attempt: %d rows but %d attempt UIDs", t.Name, len(rows), len(attemptUIDs))
+	if err := models.CheckAttemptUIDs(t, rows, attemptUIDs); err != nil {
+		return 0, err
 	}
 	q, err := s.compile(ctx, t)
 	if err != nil {
@@ -87,24 +77,16 @@ func (s *Store) SaveIfAttempt(ctx context.Context, t models.Table, rows []models
 	if err != nil {
 		return 0, fmt.Errorf("save rows of %s if attempt: %w", q.table, err)
 	}
-	written := 0
-	for _, g := range groups {
-		for start := 0; start < len(g.Rows); start += maxSaveBatch {
-			end := min(start+maxSaveBatch, len(g.Rows))
-			by, byMeta := q.by(g.ByID)
-			query, args := jsonUpdate(q, by, byMeta, q.meta.cols[models.ColAttemptUID], g.Cols, g.IDs[start:end], g.Rows[start:end], g.Guard[start:end])
-			res, err := s.db.ExecContext(ctx, query, args...)
-			if err != nil {
-				return written, fmt.Errorf("save %d rows of %s if attempt: %w", end-start, q.table, err)
-			}
-			n, err := res.RowsAffected()
-			if err != nil {
-				return written, fmt.Errorf("save rows of %s if attempt: %w", q.table, err)
-			}
-			written += int(n)
-		}
-	}
-	return written, nil
+	return models.SaveBatches(q.table, groups, func(b models.SaveGroup) (int, error) {
+		query, args := q.update(b)
+		return models.RowsAffected(s.db.ExecContext(ctx, query, args...))
+	})
+}
+
+// update is the UPDATE statement that writes batch b, and its arguments.
+func (q compiled) update(b models.SaveGroup) (string, []any) {
+	by, byMeta := q.by(b.ByID)
+	return jsonUpdate(q, by, byMeta, q.meta.cols[models.ColAttemptUID], b.Cols, b.IDs, b.Rows, b.Guard)
 }
 
 // groupByID splits rows into those read with a primary key other than the

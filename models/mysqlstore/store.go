@@ -90,30 +90,10 @@ type Tx struct {
 // ClaimDue then lock only the rows they return, without gap locks on the
 // refresh_at index that would make the application's INSERT of a new model
 // (refresh_at = now, right in the claimed range) wait for the batch.
-func (s *Store) Tx(ctx context.Context, fn func(tx models.Tx) error) (err error) {
-	sqlTx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
-	if err != nil {
-		return fmt.Errorf("begin transaction: %w", err)
-	}
-	done := false
-	defer func() {
-		if !done {
-			_ = sqlTx.Rollback()
-		}
-	}()
-	if err := fn(&Tx{s: s, tx: sqlTx}); err != nil {
-		done = true
-		err = withSchemaHint(err)
-		if rbErr := sqlTx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
-			return errors.Join(err, fmt.Errorf("roll back: %w", rbErr))
-		}
-		return err
-	}
-	done = true
-	if err := sqlTx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
+func (s *Store) Tx(ctx context.Context, fn func(tx models.Tx) error) error {
+	return models.InSQLTx(ctx, s.db, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
+		return withSchemaHint(fn(&Tx{s: s, tx: tx}))
+	})
 }
 
 // Check verifies that t's table exists with its key column (which must have
@@ -241,21 +221,16 @@ func (tx *Tx) LockByKeys(ctx context.Context, t models.Table, keys []string) (ma
 	// One lock order for every transaction, so two pollers whose batches
 	// overlap wait for each other instead of deadlocking.
 	slices.Sort(keys)
-	out := make(map[string]models.Row, len(keys))
-	for start := 0; start < len(keys); start += placeholdersPerSelect {
-		chunk := keys[start:min(start+placeholdersPerSelect, len(keys))]
+	out, err := models.RowsByKeys(keys, placeholdersPerSelect, func(chunk []string) ([]models.Row, error) {
 		var b strings.Builder
 		b.WriteString(q.selectState)
 		b.WriteString(" WHERE " + q.key + " IN ")
 		args := models.AppendInList(&b, chunk)
 		b.WriteString(" FOR UPDATE")
-		rows, err := tx.query(ctx, q, b.String(), args, len(chunk), false)
-		if err != nil {
-			return nil, fmt.Errorf("lock rows of %s by key: %w", q.table, err)
-		}
-		for _, r := range rows {
-			out[r.Key] = r
-		}
+		return tx.query(ctx, q, b.String(), args, len(chunk), false)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lock rows of %s by key: %w", q.table, err)
 	}
 	return out, nil
 }
@@ -276,38 +251,17 @@ type compiled struct {
 // single-column primary key ("" when unknown).
 func compileTable(t models.Table, pk string) (compiled, error) {
 	var c compiled
-	var err error
-	if c.table, err = quoteIdent(t.Name); err != nil {
-		return c, fmt.Errorf("table name: %w", err)
+	names, err := models.QuoteNames(t, quoteIdent)
+	if err != nil {
+		return c, err
 	}
-	if c.key, err = quoteIdent(t.Key); err != nil {
-		return c, fmt.Errorf("key column of table %s: %w", c.table, err)
-	}
-	c.keyName = t.Key
+	c.table, c.key, c.keyName, c.payload = names.Table, names.Key, t.Key, t.Payload
 	if pk != "" && !strings.EqualFold(pk, t.Key) {
 		if c.id, err = quoteIdent(pk); err != nil {
 			return c, fmt.Errorf("primary key of table %s: %w", c.table, err)
 		}
 	}
-	cols := []string{c.key, "`" + models.ColRRule + "`"}
-	for _, sc := range models.StateColumns {
-		cols = append(cols, "`"+sc.Name+"`")
-	}
-	var payload []string
-	for _, p := range t.Payload {
-		qp, err := quoteIdent(p)
-		if err != nil {
-			return c, fmt.Errorf("payload column of table %s: %w", c.table, err)
-		}
-		payload = append(payload, qp)
-	}
-	var id []string
-	if c.id != "" {
-		id = []string{c.id}
-	}
-	c.payload = t.Payload
-	c.selectFrom = "SELECT " + strings.Join(slices.Concat(cols, payload, id), ", ") + " FROM " + c.table
-	c.selectState = "SELECT " + strings.Join(slices.Concat(cols, id), ", ") + " FROM " + c.table
+	c.selectFrom, c.selectState = names.Selects(c.key, c.id, quoteIdent)
 	return c, nil
 }
 
@@ -430,7 +384,7 @@ func (tx *Tx) query(ctx context.Context, q compiled, query string, args []any, s
 		if err := rs.Scan(dest...); err != nil {
 			return nil, err
 		}
-		out = append(out, models.Row{Key: keyString(key), Rule: rule.String})
+		out = append(out, models.Row{Key: models.KeyString(key), Rule: rule.String})
 		r := &out[len(out)-1]
 		zeroDate := state.into(&r.State)
 		// A zero date ('0000-00-00', which MariaDB's default SQL mode
@@ -438,12 +392,12 @@ func (tx *Tx) query(ctx context.Context, q compiled, query string, args []any, s
 		// in full, so that Save replaces it.
 		r.Loaded = models.Loaded{State: r.State, OK: !zeroDate}
 		if id != nil {
-			r.Loaded.ID = keyString(id)
+			r.Loaded.ID = models.KeyString(id)
 		}
 		if len(payload) > 0 {
 			r.Payload = make(map[string]any, len(payload))
 			for i, name := range q.payload {
-				r.Payload[name] = jsonValue(payload[i])
+				r.Payload[name] = models.JSONValue(payload[i])
 			}
 		}
 	}
@@ -508,35 +462,4 @@ func dbTime(t time.Time) any {
 		return nil
 	}
 	return t.UTC().Truncate(time.Microsecond)
-}
-
-// keyString formats a key column value as the string workers see.
-func keyString(v any) string {
-	switch k := v.(type) {
-	case []byte:
-		return string(k)
-	case string:
-		return k
-	case int64:
-		return strconv.FormatInt(k, 10)
-	case uint64:
-		return strconv.FormatUint(k, 10)
-	case time.Time:
-		return k.UTC().Format(time.RFC3339Nano)
-	default:
-		return fmt.Sprint(k)
-	}
-}
-
-// jsonValue turns a scanned column value into one encoding/json renders
-// naturally.
-func jsonValue(v any) any {
-	switch x := v.(type) {
-	case []byte:
-		return string(x)
-	case time.Time:
-		return x.UTC().Format(time.RFC3339Nano)
-	default:
-		return x
-	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/big"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -64,16 +63,6 @@ func (m tableMeta) countIndexed() bool {
 		}
 	}
 	return true
-}
-
-// indexOn returns the name of an index on exactly cols; "" when none.
-func (m tableMeta) indexOn(cols ...string) string {
-	for _, ix := range m.indexes {
-		if slices.Equal(ix.cols, cols) {
-			return ix.name
-		}
-	}
-	return ""
 }
 
 type querier interface {

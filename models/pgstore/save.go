@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -12,10 +11,6 @@ import (
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/policy"
 )
-
-// maxSaveBatch is the most rows one UPDATE statement writes; larger batches
-// are split, so one statement's arrays stay a few hundred kB.
-const maxSaveBatch = 1000
 
 // Save implements models.Tx.Save with one UPDATE statement per up to 1000
 // rows:
@@ -36,16 +31,12 @@ func (tx *Tx) Save(ctx context.Context, t models.Table, rows []models.Row) error
 		return err
 	}
 	rows, _ = models.LastWins(rows, nil)
-	for _, g := range groupByID(q, rows, nil, false) {
-		for start := 0; start < len(g.Rows); start += maxSaveBatch {
-			end := min(start+maxSaveBatch, len(g.Rows))
-			query, args := unnestUpdate(q, g, start, end)
-			if _, err := tx.tx.Exec(ctx, query, args...); err != nil {
-				return fmt.Errorf("save %d rows of %s: %w", end-start, q.table, err)
-			}
-		}
-	}
-	return nil
+	_, err = models.SaveBatches(q.table, groupByID(q, rows, nil, false), func(b models.SaveGroup) (int, error) {
+		query, args := unnestUpdate(q, b)
+		_, err := tx.tx.Exec(ctx, query, args...)
+		return 0, err
+	})
+	return err
 }
 
 // SaveIfAttempt writes rows like Save, in its own statements outside any
@@ -54,27 +45,19 @@ func (tx *Tx) Save(ctx context.Context, t models.Table, rows []models.Row) error
 // returns how many rows it wrote (PostgreSQL counts every row matched, even
 // one that already held the given state).
 func (s *Store) SaveIfAttempt(ctx context.Context, t models.Table, rows []models.Row, attemptUIDs []string) (int, error) {
-	if len(rows) != len(attemptUIDs) {
-		return 0, fmt.Errorf("save rows of %s if attempt: %d rows but %d attempt UIDs", t.Name, len(rows), len(attemptUIDs))
+	if err := models.CheckAttemptUIDs(t, rows, attemptUIDs); err != nil {
+		return 0, err
 	}
 	q, err := s.compile(ctx, t)
 	if err != nil {
 		return 0, err
 	}
 	rows, attemptUIDs = models.LastWins(rows, attemptUIDs)
-	written := 0
-	for _, g := range groupByID(q, rows, attemptUIDs, true) {
-		for start := 0; start < len(g.Rows); start += maxSaveBatch {
-			end := min(start+maxSaveBatch, len(g.Rows))
-			query, args := unnestUpdate(q, g, start, end)
-			tag, err := s.pool.Exec(ctx, query, args...)
-			if err != nil {
-				return written, fmt.Errorf("save %d rows of %s if attempt: %w", end-start, q.table, withSchemaHint(err))
-			}
-			written += int(tag.RowsAffected())
-		}
-	}
-	return written, nil
+	return models.SaveBatches(q.table, groupByID(q, rows, attemptUIDs, true), func(b models.SaveGroup) (int, error) {
+		query, args := unnestUpdate(q, b)
+		tag, err := s.pool.Exec(ctx, query, args...)
+		return int(tag.RowsAffected()), withSchemaHint(err)
+	})
 }
 
 // groupByID splits rows into those read with a primary key other than the
@@ -105,9 +88,9 @@ func paramType(k models.ColumnKind) string {
 // attemptUIDColumn describes refresh_attempt_uid, which guards SaveIfAttempt.
 var attemptUIDColumn = models.StateColumn(models.ColAttemptUID)
 
-// unnestUpdate builds the UPDATE of g's rows [start, end); see Save.
-func unnestUpdate(q compiled, g models.SaveGroup, start, end int) (string, []any) {
-	rows := g.Rows[start:end]
+// unnestUpdate builds the UPDATE of batch g; see Save.
+func unnestUpdate(q compiled, g models.SaveGroup) (string, []any) {
+	rows := g.Rows
 	same := models.Uniform(g.Cols, rows)
 	perRow := g.Cols &^ same
 	by, byType := q.key, q.keyType
@@ -115,7 +98,7 @@ func unnestUpdate(q compiled, g models.SaveGroup, start, end int) (string, []any
 		by, byType = q.id, q.idType
 	}
 
-	args := []any{g.IDs[start:end]}
+	args := []any{g.IDs}
 	from := []string{"$1::" + byType.arrayType()}
 	names := []string{"k"}
 	var set []string
@@ -141,7 +124,7 @@ func unnestUpdate(q compiled, g models.SaveGroup, start, end int) (string, []any
 	}
 	if g.Guard != nil {
 		guard := make([]pgtype.Text, len(rows))
-		for i, u := range g.Guard[start:end] {
+		for i, u := range g.Guard {
 			guard[i] = text(attemptUIDColumn, u)
 		}
 		args = append(args, guard)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,9 +30,8 @@ type Store struct {
 func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool, metas: map[string]tableMeta{}} }
 
 var (
-	_ models.Store     = (*Store)(nil)
-	_ models.Inspector = (*Store)(nil)
-	_ models.Tx        = (*Tx)(nil)
+	_ models.Store = (*Store)(nil)
+	_ models.Tx    = (*Tx)(nil)
 )
 
 // Pool returns the pool the Store uses.
@@ -191,13 +189,11 @@ type compiled struct {
 // metadata m (zero when unknown).
 func compileTable(t models.Table, m tableMeta) (compiled, error) {
 	c := compiled{meta: m}
-	var err error
-	if c.table, err = quoteIdent(t.Name); err != nil {
-		return c, fmt.Errorf("table name: %w", err)
+	names, err := models.QuoteNames(t, quoteIdent)
+	if err != nil {
+		return c, err
 	}
-	if c.key, err = quoteIdent(t.Key); err != nil {
-		return c, fmt.Errorf("key column of table %s: %w", c.table, err)
-	}
+	c.table, c.key, c.payload = names.Table, names.Key, t.Payload
 	c.keyType = m.cols[t.Key].keyType()
 	if m.pk != "" && m.pk != t.Key {
 		if c.id, err = quoteIdent(m.pk); err != nil {
@@ -205,25 +201,11 @@ func compileTable(t models.Table, m tableMeta) (compiled, error) {
 		}
 		c.idType = m.cols[m.pk].keyType()
 	}
-	cols := []string{c.key + "::text", `"` + models.ColRRule + `"`}
-	for _, sc := range models.StateColumns {
-		cols = append(cols, `"`+sc.Name+`"`)
-	}
-	var payload []string
-	for _, p := range t.Payload {
-		qp, err := quoteIdent(p)
-		if err != nil {
-			return c, fmt.Errorf("payload column of table %s: %w", c.table, err)
-		}
-		payload = append(payload, qp)
-	}
-	var id []string
+	id := ""
 	if c.id != "" {
-		id = []string{c.id + "::text"}
+		id = c.id + "::text"
 	}
-	c.payload = t.Payload
-	c.selectFrom = "SELECT " + strings.Join(slices.Concat(cols, payload, id), ", ") + " FROM " + c.table
-	c.selectState = "SELECT " + strings.Join(slices.Concat(cols, id), ", ") + " FROM " + c.table
+	c.selectFrom, c.selectState = names.Selects(c.key+"::text", id, quoteIdent)
 	return c, nil
 }
 

@@ -11,10 +11,6 @@ import (
 	"github.com/refresher/refresher/policy"
 )
 
-// maxSaveBatch is the most rows one UPDATE statement writes; larger batches
-// are split (a 1000-row document is about 600 kB).
-const maxSaveBatch = 1000
-
 // Save implements models.Tx.Save with one UPDATE statement per up to 1000
 // rows (see jsonUpdate). Rows that ClaimDue or LockByKeys returned are
 // written by rowid, others (built by hand, only Key set) by Key; the
@@ -27,16 +23,12 @@ func (tx *Tx) Save(ctx context.Context, t models.Table, rows []models.Row) error
 		return err
 	}
 	rows, _ = models.LastWins(rows, nil)
-	for _, g := range models.GroupByID(rows, nil, false, q.meta.rowid, nil) {
-		for start := 0; start < len(g.Rows); start += maxSaveBatch {
-			end := min(start+maxSaveBatch, len(g.Rows))
-			query, args := jsonUpdate(q, g.ByID, g.Cols, g.IDs[start:end], g.Rows[start:end], nil)
-			if _, err := tx.tx.ExecContext(ctx, query, args...); err != nil {
-				return fmt.Errorf("save %d rows of %s: %w", end-start, q.table, err)
-			}
-		}
-	}
-	return nil
+	_, err = models.SaveBatches(q.table, models.GroupByID(rows, nil, false, q.meta.rowid, nil), func(b models.SaveGroup) (int, error) {
+		query, args := jsonUpdate(q, b)
+		_, err := tx.tx.ExecContext(ctx, query, args...)
+		return 0, err
+	})
+	return err
 }
 
 // SaveIfAttempt writes rows like Save, in its own transactions, but only
@@ -45,31 +37,19 @@ func (tx *Tx) Save(ctx context.Context, t models.Table, rows []models.Row) error
 // already held the given state as written). The dispatcher uses it to undo
 // attempts whose Redis push failed.
 func (s *Store) SaveIfAttempt(ctx context.Context, t models.Table, rows []models.Row, attemptUIDs []string) (int, error) {
-	if len(rows) != len(attemptUIDs) {
-		return 0, fmt.Errorf("save rows of %s if attempt: %d rows but %d attempt UIDs", t.Name, len(rows), len(attemptUIDs))
+	if err := models.CheckAttemptUIDs(t, rows, attemptUIDs); err != nil {
+		return 0, err
 	}
 	q, err := s.compile(ctx, s.db, t)
 	if err != nil {
 		return 0, err
 	}
 	rows, attemptUIDs = models.LastWins(rows, attemptUIDs)
-	written := 0
-	for _, g := range models.GroupByID(rows, attemptUIDs, true, q.meta.rowid, nil) {
-		for start := 0; start < len(g.Rows); start += maxSaveBatch {
-			end := min(start+maxSaveBatch, len(g.Rows))
-			query, args := jsonUpdate(q, g.ByID, g.Cols, g.IDs[start:end], g.Rows[start:end], g.Guard[start:end])
-			res, err := s.db.ExecContext(ctx, query, args...)
-			if err != nil {
-				return written, withSchemaHint(fmt.Errorf("save %d rows of %s if attempt: %w", end-start, q.table, err))
-			}
-			n, err := res.RowsAffected()
-			if err != nil {
-				return written, fmt.Errorf("save rows of %s if attempt: %w", q.table, err)
-			}
-			written += int(n)
-		}
-	}
-	return written, nil
+	return models.SaveBatches(q.table, models.GroupByID(rows, attemptUIDs, true, q.meta.rowid, nil), func(b models.SaveGroup) (int, error) {
+		query, args := jsonUpdate(q, b)
+		n, err := models.RowsAffected(s.db.ExecContext(ctx, query, args...))
+		return n, withSchemaHint(err)
+	})
 }
 
 // attemptUIDColumn describes refresh_attempt_uid, which guards SaveIfAttempt.
@@ -104,7 +84,8 @@ func columnValue(col *models.Column, s *policy.State) any {
 // SQLite looks each row up by rowid (or through the key's unique index;
 // the key column's affinity and collation apply to j.k). BenchmarkSave
 // compares it with one prepared UPDATE per row.
-func jsonUpdate(q compiled, byRowid bool, cols models.ColumnSet, ids []string, rows []*models.Row, guard []string) (string, []any) {
+func jsonUpdate(q compiled, batch models.SaveGroup) (string, []any) {
+	byRowid, cols, ids, rows, guard := batch.ByID, batch.Cols, batch.IDs, batch.Rows, batch.Guard
 	same := models.Uniform(cols, rows)
 	perRow := cols &^ same
 	doc := make([]byte, 0, 64+len(rows)*(40+30*bits.OnesCount16(uint16(perRow))))

@@ -106,21 +106,6 @@ func (s tableSchema) uniqueOn(col string) bool {
 	return false
 }
 
-// hasIndex reports whether an index named name, or one on exactly cols,
-// exists on the table.
-func (s tableSchema) hasIndex(name string, cols []string) bool {
-	if _, ok := s.indexes[strings.ToLower(name)]; ok {
-		return true
-	}
-	want := strings.Join(lowerAll(cols), ",")
-	for _, have := range s.indexes {
-		if strings.Join(have, ",") == want {
-			return true
-		}
-	}
-	return false
-}
-
 // meta is what the queries need, for key column key.
 func (s tableSchema) meta(key string) tableMeta {
 	m := tableMeta{cols: s.columns}
@@ -141,12 +126,4 @@ func (s tableSchema) meta(key string) tableMeta {
 		m.refreshIndex = s.names[best]
 	}
 	return m
-}
-
-func lowerAll(ss []string) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = strings.ToLower(s)
-	}
-	return out
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -28,9 +27,8 @@ type Store struct {
 }
 
 var (
-	_ models.Store     = (*Store)(nil)
-	_ models.Inspector = (*Store)(nil)
-	_ models.Tx        = (*Tx)(nil)
+	_ models.Store = (*Store)(nil)
+	_ models.Tx    = (*Tx)(nil)
 )
 
 // New returns a Store on db, which must use the "sqlite" driver with
@@ -80,30 +78,10 @@ type Tx struct {
 // stays as read until it commits. That is what FOR UPDATE SKIP LOCKED gives
 // on a server, for a single instance. It commits when fn returns nil;
 // otherwise (or when fn panics) it rolls back and returns fn's error.
-func (s *Store) Tx(ctx context.Context, fn func(tx models.Tx) error) (err error) {
-	sqlTx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin transaction: %w", err)
-	}
-	done := false
-	defer func() {
-		if !done {
-			_ = sqlTx.Rollback()
-		}
-	}()
-	if err := fn(&Tx{s: s, tx: sqlTx}); err != nil {
-		done = true
-		err = withSchemaHint(err)
-		if rbErr := sqlTx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
-			return errors.Join(err, fmt.Errorf("roll back: %w", rbErr))
-		}
-		return err
-	}
-	done = true
-	if err := sqlTx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
+func (s *Store) Tx(ctx context.Context, fn func(tx models.Tx) error) error {
+	return models.InSQLTx(ctx, s.db, nil, func(tx *sql.Tx) error {
+		return withSchemaHint(fn(&Tx{s: s, tx: tx}))
+	})
 }
 
 // Check verifies that t's table exists with its key column (which must be
@@ -190,20 +168,15 @@ func (tx *Tx) LockByKeys(ctx context.Context, t models.Table, keys []string) (ma
 	}
 	keys = models.DistinctKeys(keys)
 	slices.Sort(keys)
-	out := make(map[string]models.Row, len(keys))
-	for start := 0; start < len(keys); start += keysPerSelect {
-		chunk := keys[start:min(start+keysPerSelect, len(keys))]
+	out, err := models.RowsByKeys(keys, keysPerSelect, func(chunk []string) ([]models.Row, error) {
 		var b strings.Builder
 		b.WriteString(q.selectState)
 		b.WriteString(" WHERE " + q.key + " IN ")
 		args := models.AppendInList(&b, chunk)
-		rows, err := query(ctx, tx.tx, q, b.String(), args, len(chunk), false)
-		if err != nil {
-			return nil, fmt.Errorf("lock rows of %s by key: %w", q.table, err)
-		}
-		for _, r := range rows {
-			out[r.Key] = r
-		}
+		return query(ctx, tx.tx, q, b.String(), args, len(chunk), false)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lock rows of %s by key: %w", q.table, err)
 	}
 	return out, nil
 }
@@ -235,37 +208,21 @@ type compiled struct {
 
 func compileTable(t models.Table, meta tableMeta) (compiled, error) {
 	c := compiled{meta: meta}
-	var err error
-	if c.table, err = quoteIdent(t.Name); err != nil {
-		return c, fmt.Errorf("table name: %w", err)
+	names, err := models.QuoteNames(t, quoteIdent)
+	if err != nil {
+		return c, err
 	}
-	if c.key, err = quoteIdent(t.Key); err != nil {
-		return c, fmt.Errorf("key column of table %s: %w", c.table, err)
-	}
-	cols := []string{c.key, `"` + models.ColRRule + `"`}
-	for _, sc := range models.StateColumns {
-		cols = append(cols, `"`+sc.Name+`"`)
-	}
-	var payload []string
-	for _, p := range t.Payload {
-		qp, err := quoteIdent(p)
-		if err != nil {
-			return c, fmt.Errorf("payload column of table %s: %w", c.table, err)
-		}
-		payload = append(payload, qp)
-	}
-	var id []string
+	c.table, c.key, c.payload = names.Table, names.Key, t.Payload
+	id := ""
 	if meta.rowid {
-		id = []string{"rowid"}
+		id = "rowid"
 	}
-	c.payload = t.Payload
 	c.payloadTime = make([]bool, len(t.Payload))
 	for i, p := range t.Payload {
 		typ := meta.cols[strings.ToLower(p)]
 		c.payloadTime[i] = strings.HasPrefix(typ, "date") || strings.HasPrefix(typ, "time")
 	}
-	c.selectFrom = "SELECT " + strings.Join(slices.Concat(cols, payload, id), ", ") + " FROM " + c.table
-	c.selectState = "SELECT " + strings.Join(slices.Concat(cols, id), ", ") + " FROM " + c.table
+	c.selectFrom, c.selectState = names.Selects(c.key, id, quoteIdent)
 	return c, nil
 }
 
@@ -330,7 +287,7 @@ func query(ctx context.Context, db queryer, q compiled, query string, args []any
 			ok = ok && good
 		}
 		r := models.Row{
-			Key:  keyString(key),
+			Key:  models.KeyString(key),
 			Rule: rule.String,
 			State: policy.State{
 				RefreshAt:      parsed[0],
@@ -350,7 +307,7 @@ func query(ctx context.Context, db queryer, q compiled, query string, args []any
 		// written in full, so that Save replaces it.
 		r.Loaded = models.Loaded{State: r.State, OK: ok}
 		if id != nil {
-			r.Loaded.ID = keyString(id)
+			r.Loaded.ID = models.KeyString(id)
 		}
 		if len(payload) > 0 {
 			r.Payload = make(map[string]any, len(payload))
@@ -361,43 +318,10 @@ func query(ctx context.Context, db queryer, q compiled, query string, args []any
 						v = t
 					}
 				}
-				r.Payload[name] = jsonValue(v)
+				r.Payload[name] = models.JSONValue(v)
 			}
 		}
 		out = append(out, r)
 	}
 	return out, rs.Err()
-}
-
-// keyString formats a key column value as the string workers see.
-func keyString(v any) string {
-	switch k := v.(type) {
-	case []byte:
-		return string(k)
-	case string:
-		return k
-	case int64:
-		return strconv.FormatInt(k, 10)
-	case float64:
-		return strconv.FormatFloat(k, 'g', -1, 64)
-	case time.Time:
-		return k.UTC().Format(time.RFC3339Nano)
-	default:
-		return fmt.Sprint(k)
-	}
-}
-
-// jsonValue turns a scanned column value into one encoding/json renders
-// naturally: SQLite returns int64, float64, string, []byte or nil (and
-// time.Time for a column declared exactly DATE, DATETIME or TIMESTAMP).
-// BLOBs become strings, as with MySQL.
-func jsonValue(v any) any {
-	switch x := v.(type) {
-	case []byte:
-		return string(x)
-	case time.Time:
-		return x.UTC().Format(time.RFC3339Nano)
-	default:
-		return x
-	}
 }

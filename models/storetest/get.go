@@ -13,7 +13,7 @@ import (
 // for text on an integer key).
 func testGet(t *testing.T, h Harness) {
 	env := h.New(t)
-	in := inspector(t, env.Store)
+	in := env.Store
 	ctx := context.Background()
 	tbl := items(t, env, KeyInt)
 	insert(t, env, "7", base)

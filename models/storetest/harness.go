@@ -7,8 +7,8 @@
 //
 // The suite creates its tables through the Harness, adds the refresh
 // columns with the driver's own Migrate, and checks everything else
-// through models.Store, models.Tx and (when the store implements it)
-// models.Inspector. Statements it runs through Env.Exec are written to be
+// through models.Store (its Inspector part included) and models.Tx.
+// Statements it runs through Env.Exec are written to be
 // valid in MySQL, MariaDB, PostgreSQL and SQLite alike: unquoted lower-case
 // names, no parameters, string literals without backslashes, times as
 // 'YYYY-MM-DD HH:MM:SS.ffffff' in UTC.

@@ -16,7 +16,7 @@ import (
 // running row past its timeout, a failing row disabled, ...).
 func testStatesAgree(t *testing.T, h Harness) {
 	env := h.New(t)
-	in := inspector(t, env.Store)
+	in := env.Store
 	ctx := context.Background()
 	tbl := items(t, env, KeyInt)
 	now, lateAfter, us := base, time.Hour, time.Microsecond
