@@ -114,7 +114,6 @@ func (s *Schedule) measureRule(p *parsed) error {
 		return inst, !s.excluded(inst), false
 	}
 	kept := false // an occurrence that no EXDATE removes
-	var last time.Time
 	n := 0
 	for {
 		w, ok := it.next()
@@ -126,23 +125,22 @@ func (s *Schedule) measureRule(p *parsed) error {
 			break
 		}
 		n++
-		last = w
 		kept = kept || in
-		if p.rule.count > 0 {
-			if n == p.rule.count {
-				break
-			}
-			continue
+		if p.rule.count > 0 && n == p.rule.count {
+			break // every occurrence COUNT allows is excluded, or one is kept
 		}
-		// Without COUNT, stop once some occurrence is kept; EXDATEs can
-		// remove at most maxDates of them.
+		// Stop once some occurrence is kept; EXDATEs can remove at most
+		// maxDates of them.
 		if kept || n > maxDates {
 			kept = true
 			break
 		}
 	}
 	if p.rule.count > 0 && n > 0 {
-		s.endWall = last
+		var err error
+		if s.endWall, err = s.eng.countEnd(p.rule.count, &countWork{}); err != nil {
+			return err
+		}
 	}
 	switch {
 	case n == 0 && it.tooFar && s.eng.anyDayPasses():
