@@ -29,7 +29,7 @@ const cycleDays = 146097
 
 // maxCountSteps bounds the occurrences enumerated to find COUNT's end of a
 // rule that is not counted per day (about 0.1 µs each).
-const maxCountSteps = 20000
+const maxCountSteps = 10000
 
 // countWork is the work one countEnd did, for the cost tests: days looked
 // at, grid points looked at while counting a day, occurrences enumerated.
@@ -79,7 +79,7 @@ func (e *engine) countEnd(count int, w *countWork) (time.Time, error) {
 		return time.Time{}, nil
 	case !e.calendarPeriodic():
 		return time.Time{}, &countCostlyError{fmt.Sprintf(
-			"COUNT=%d: this rule's last occurrence lies more than 400 years after DTSTART and its INTERVAL does not repeat with the calendar, so it cannot be evaluated quickly; use UNTIL instead of COUNT, or a smaller COUNT", count)}
+			"COUNT=%d: this rule's last occurrence lies more than 400 years after DTSTART, and the rule does not repeat with the calendar's 400-year cycle (BYEASTER, or an INTERVAL that does not divide the cycle), so this COUNT cannot be evaluated quickly; use UNTIL instead of COUNT, or a smaller COUNT", count)}
 	}
 	c := count - 1
 	cycles, r := c/n, c%n
@@ -175,6 +175,11 @@ func (e *engine) nthByDays(k int, limit time.Time, w *countWork) (time.Time, boo
 		memoMap = map[int]int{}
 	}
 	full := func(phase int) int {
+		if e.interval >= e.units {
+			// One grid point a day at most: counted in one step.
+			c, _ := e.dayCount(phase, 0, secondsPerDay, 0, w)
+			return c
+		}
 		if memo != nil {
 			if memo[phase] < 0 {
 				c, _ := e.dayCount(phase, 0, secondsPerDay, 0, w)
@@ -238,19 +243,10 @@ func (e *engine) nthByDays(k int, limit time.Time, w *countWork) (time.Time, boo
 // maxTod), given the day's grid phase (see phaseOf); when k > 0 it stops at
 // the k-th and returns its time of day too.
 func (e *engine) dayCount(phase, minTod, maxTod, k int, w *countWork) (n, tod int) {
-	var fine []int // offsets within one grid unit, sorted
-	switch e.unit {
-	case 3600:
-		for _, m := range e.minutes {
-			for _, s := range e.seconds {
-				fine = append(fine, m*60+s)
-			}
-		}
-	case 60:
-		fine = e.seconds
-	default:
-		fine = []int{0}
+	if e.unit < 3600 && e.units/e.interval > 1440 {
+		return e.blockCount(phase, minTod, maxTod, k, w)
 	}
+	fine := e.fine
 	for i := phase; i < e.units; i += e.interval {
 		w.points++
 		base := i * e.unit
@@ -347,4 +343,83 @@ func civil(z int64) (y int64, m, d int) {
 		y++
 	}
 	return y, m, d
+}
+
+// blockCount is dayCount for a dense grid of a MINUTELY or SECONDLY rule
+// (more than 1,440 grid points a day): it counts by blocks of 60 units (an
+// hour's minutes, a minute's seconds) that pass BYHOUR (and BYMINUTE), each
+// in one step from the residues of the block's allowed values, so a day
+// costs at most 1,440 steps.
+func (e *engine) blockCount(phase, minTod, maxTod, k int, w *countWork) (n, tod int) {
+	inner, fine, minutes := e.seconds, []int{0}, e.minutes // SECONDLY: blocks are minutes
+	if e.unit == 60 {
+		inner, fine, minutes = e.minutes, e.seconds, []int{0} // MINUTELY: blocks are hours
+	}
+	// hist[r]: allowed inner values v with v = r (mod INTERVAL).
+	var hist [60]int
+	for _, v := range inner {
+		if e.interval <= 60 {
+			hist[v%e.interval]++
+		} else {
+			hist[v]++
+		}
+	}
+	span := 60 * e.unit // seconds in a block
+	for _, h := range e.hours {
+		for _, m := range minutes {
+			w.points++
+			b := e.index(h, m, 0) // the block's first index
+			start := b * e.unit
+			if start+span <= minTod {
+				continue
+			}
+			if start >= maxTod {
+				return n, 0
+			}
+			r := (phase - b) % e.interval
+			if r < 0 {
+				r += e.interval
+			}
+			c := 0
+			if e.interval <= 60 || r < 60 {
+				c = hist[r] * len(fine)
+			}
+			if start >= minTod && start+span <= maxTod && (k == 0 || n+c < k) {
+				n += c
+				continue
+			}
+			for _, v := range inner {
+				if (v-r)%e.interval != 0 {
+					continue
+				}
+				for _, f := range fine {
+					if t := start + v*e.unit + f; t >= minTod && t < maxTod {
+						if n++; n == k {
+							return n, t
+						}
+					}
+				}
+			}
+		}
+	}
+	return n, 0
+}
+
+// fineOffsets returns the times within one grid unit of a days x times
+// rule, in seconds, sorted: BYMINUTE x BYSECOND within an hour, BYSECOND
+// within a minute, 0 within a second.
+func (e *engine) fineOffsets() []int {
+	switch e.unit {
+	case 3600:
+		var fine []int
+		for _, m := range e.minutes {
+			for _, s := range e.seconds {
+				fine = append(fine, m*60+s)
+			}
+		}
+		return fine
+	case 60:
+		return e.seconds
+	}
+	return []int{0}
 }

@@ -62,6 +62,7 @@ type engine struct {
 	isHour  [24]bool
 	isMin   [60]bool
 	isSec   [60]bool
+	fine    []int // fineOffsets, for counting COUNT's occurrences
 }
 
 func allInts(n int) []int {
@@ -169,6 +170,7 @@ func newEngine(spec *ruleSpec, start time.Time) (*engine, error) {
 			e.seconds = []int{start.Second()}
 		}
 	}
+	e.fine = e.fineOffsets()
 	units := secondsPerDay / e.unit
 	idx0 := e.index(start.Hour(), start.Minute(), start.Second())
 	e.units = units
