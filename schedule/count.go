@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/teambition/rrule-go"
@@ -47,7 +48,7 @@ func (e *countCostlyError) Error() string { return e.msg }
 func (e *engine) countEnd(count int, w *countWork) (time.Time, error) {
 	limit := e.start.AddDate(400, 0, 0) // cycleDays later, same wall clock
 	var nth func(k int, limit time.Time) (time.Time, bool, int, error)
-	if e.byDays {
+	if e.byDays || e.countDays {
 		nth = func(k int, limit time.Time) (time.Time, bool, int, error) {
 			t, ok, n := e.nthByDays(k, limit, w)
 			return t, ok, n, nil
@@ -99,7 +100,7 @@ func (e *engine) calendarPeriodic() bool {
 	if e.easter != nil {
 		return false
 	}
-	if e.byDays {
+	if e.byDays || e.countDays {
 		p := e.interval / gcd(e.interval, e.units) // days after which the phases repeat
 		return cycleDays%p == 0
 	}
@@ -162,37 +163,26 @@ func (e *engine) nthByDays(k int, limit time.Time, w *countWork) (time.Time, boo
 	last := floorDiv(limit.Unix(), secondsPerDay) // exclusive; limit is DTSTART's time of day
 	startTod := int(e.start.Unix() - day0*secondsPerDay)
 	limitTod := int(limit.Unix() - last*secondsPerDay)
-	// A full day's count depends on its phase alone: memoized, in a slice
-	// when the phases are few, else in a map.
+	// A full day's count depends on its phase alone: memoized when the
+	// phases are few. With more (INTERVAL over 4,096 units) a day holds at
+	// most 21 grid points and is counted afresh.
 	var memo []int32
-	var memoMap map[int]int
-	if e.interval < e.units && e.interval <= 1<<12 {
+	if e.interval <= 1<<12 {
 		memo = make([]int32, e.interval)
 		for i := range memo {
 			memo[i] = -1
 		}
-	} else {
-		memoMap = map[int]int{}
 	}
 	full := func(phase int) int {
-		if e.interval >= e.units {
-			// One grid point a day at most: counted in one step.
+		if memo == nil {
 			c, _ := e.dayCount(phase, 0, secondsPerDay, 0, w)
 			return c
 		}
-		if memo != nil {
-			if memo[phase] < 0 {
-				c, _ := e.dayCount(phase, 0, secondsPerDay, 0, w)
-				memo[phase] = int32(c)
-			}
-			return int(memo[phase])
+		if memo[phase] < 0 {
+			c, _ := e.dayCount(phase, 0, secondsPerDay, 0, w)
+			memo[phase] = int32(c)
 		}
-		c, ok := memoMap[phase]
-		if !ok {
-			c, _ = e.dayCount(phase, 0, secondsPerDay, 0, w)
-			memoMap[phase] = c
-		}
-		return c
+		return int(memo[phase])
 	}
 	n := 0
 	// The phase of day d+1 follows from day d's without a division.
@@ -254,7 +244,7 @@ func (e *engine) dayCount(phase, minTod, maxTod, k int, w *countWork) (n, tod in
 			break
 		}
 		h, m, s := base/3600, base/60%60, base%60
-		if !e.isHour[h] || (e.unit <= 60 && !e.isMin[m]) || (e.unit == 1 && !e.isSec[s]) {
+		if e.unit < secondsPerDay && !e.isHour[h] || (e.unit <= 60 && !e.isMin[m]) || (e.unit == 1 && !e.isSec[s]) {
 			continue
 		}
 		if base >= minTod && base+e.unit <= maxTod && (k == 0 || n+len(fine) < k) {
@@ -422,4 +412,40 @@ func (e *engine) fineOffsets() []int {
 		return e.seconds
 	}
 	return []int{0}
+}
+
+// dailyDays sets a DAILY rule up for counting per day: one grid unit a day
+// (unit, units, start0 as in the days x times strategy, so that phaseOf
+// tells the INTERVAL's days), its date filters, and its times of day (x
+// holds them with DTSTART's defaults written out), picked by BYSETPOS.
+func (e *engine) dailyDays(r *ruleSpec, x rrule.ROption) {
+	var times []int
+	for _, h := range x.Byhour {
+		for _, m := range x.Byminute {
+			for _, s := range x.Bysecond {
+				times = append(times, h*3600+m*60+s)
+			}
+		}
+	}
+	slices.Sort(times)
+	times = slices.Compact(times)
+	if len(r.bysetpos) > 0 {
+		var picked []int
+		for _, p := range r.bysetpos {
+			i := p - 1
+			if p < 0 {
+				i = len(times) + p
+			}
+			if i >= 0 && i < len(times) {
+				picked = append(picked, times[i])
+			}
+		}
+		slices.Sort(picked)
+		times = slices.Compact(picked)
+	}
+	e.countDays = true
+	e.unit, e.units = secondsPerDay, 1
+	e.start0 = floorDiv(e.start.Unix(), secondsPerDay)
+	e.filter = newDayFilter(r)
+	e.fine = times
 }
