@@ -1,8 +1,10 @@
 package refresher
 
 import (
+	"errors"
 	"time"
 
+	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/schedule"
 )
@@ -30,6 +32,48 @@ const maxMemo = 4096
 // newSchedules returns the schedules of kind k.
 func newSchedules(k Kind) schedules {
 	return schedules{kind: k.Name, spread: k.Policy.Spread, kindDefault: k.Schedule}
+}
+
+// errUnprepared rolls back a transaction that found rows whose own rules
+// are not parsed yet: they are parsed (schedules.prepare) with no lock
+// held, and the transaction runs again.
+var errUnprepared = errors.New("rows with rules not parsed yet")
+
+// maxPrepareRounds bounds the transactions rolled back to parse rules
+// outside them; a rule that changes under every round (an app rewriting
+// it continuously) is then parsed inside the last one.
+const maxPrepareRounds = 3
+
+// keyRule is a row's key and its own rule text.
+type keyRule struct{ key, rule string }
+
+// unprepared returns the rows among rows whose own rule this loop has not
+// parsed yet (nor kept the parse error of).
+func (s *schedules) unprepared(rows []models.Row) []keyRule {
+	var out []keyRule
+	for _, r := range rows {
+		if r.Rule != "" && (s.cache == nil || !s.cache.Has(r.Rule)) {
+			out = append(out, keyRule{r.Key, r.Rule})
+		}
+	}
+	return out
+}
+
+// prepare parses the rules of rows, and computes each one's next
+// occurrence after now as get hands it out (spread by the row's offset), so
+// that a transaction holding the rows' locks only looks them up: a user's
+// rule is never parsed or evaluated while its row is locked (for Next at
+// another time, e.g. after a retry delay, the engine's bounded cost applies).
+func (s *schedules) prepare(rows []keyRule, now time.Time) {
+	for _, r := range rows {
+		n, err := s.get(r.key, r.rule)
+		if err != nil {
+			continue // the parse error is kept in the cache
+		}
+		if c, ok := n.(policy.CheckedNexter); ok {
+			_, _ = c.NextChecked(now)
+		}
+	}
 }
 
 // get returns the schedule of the row with the given key: its own

@@ -41,5 +41,12 @@ func (c *Cache) Parse(text string) (*Schedule, error) {
 	return s, err
 }
 
+// Has reports whether the cache holds text, so that Parse(text) returns
+// at once without parsing.
+func (c *Cache) Has(text string) bool {
+	_, ok := c.m[text]
+	return ok
+}
+
 // Len returns the number of texts the cache holds.
 func (c *Cache) Len() int { return len(c.m) }
