@@ -178,7 +178,7 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 				return err
 			}
 			if round < maxPrepareRounds {
-				if pending = d.schedules.unprepared(rows); len(pending) > 0 {
+				if pending = d.schedules.unprepared(rows, now); len(pending) > 0 {
 					return errUnprepared
 				}
 			}
