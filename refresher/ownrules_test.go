@@ -30,9 +30,11 @@ import (
 // With REFRESHER_STRICT_TIMING=1 (a quiet machine) applying with own rules
 // must take at most 2x the time without; otherwise 5x, which only parsing
 // inside the transaction breaks (it took 20 s against 0.05-0.4 s). The
-// UPDATE's longest wait must stay under 100 ms, plus, when not strict, the
-// longest it waited in the rounds without own rules (the machine's noise
-// and the service's ordinary transactions).
+// UPDATE's longest wait must stay under 100 ms, plus, when not strict,
+// twice the longest it waited in the rounds without own rules (the
+// service's ordinary transactions and the machine's noise, which -race and
+// a loaded machine make a few hundred ms); parsing inside the transaction
+// made it wait 13-28 s.
 func TestOwnRulesHoldNoLocks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("applies 4 batches of 1,000 results")
@@ -172,7 +174,7 @@ func TestOwnRulesHoldNoLocks(t *testing.T) {
 	}
 	ratio := best[1][1].Seconds() / best[0][1].Seconds()
 	bound := 5.0
-	waitBound := 100*time.Millisecond + worst[0]
+	waitBound := 100*time.Millisecond + 2*worst[0]
 	if strictTiming {
 		bound, waitBound = 2, 100*time.Millisecond
 	}
