@@ -156,3 +156,11 @@ func TestSkipDayMatchesSkip(t *testing.T) {
 		}
 	}
 }
+
+// TestCountCostlyNotReplacedByRDATEs: a COUNT the engine refuses is refused
+// with RDATEs too, rather than leaving the RDATEs alone as the set.
+func TestCountCostlyNotReplacedByRDATEs(t *testing.T) {
+	t.Parallel()
+	_, err := Parse("DTSTART:19000101T000000Z\nRRULE:FREQ=MONTHLY;COUNT=100000;BYMONTHDAY=1,2,3,4,5,6,7,8,9,10\nRDATE:20300101T000000Z")
+	require.ErrorContains(t, err, "use UNTIL instead of COUNT")
+}

@@ -48,7 +48,9 @@ type Schedule struct {
 //
 // Rules that rrule-go would panic or loop forever on, schedules whose whole
 // set is empty, and rules beyond the engine's limits (README, "Schedules and
-// retry policies") are rejected. The error text says what is wrong and
+// retry policies") are rejected, among them a COUNT whose last occurrence
+// cannot be found within the cost bound (count.go): the error then says to
+// use UNTIL instead. The error text says what is wrong and
 // how to fix it, in words suitable after "Invalid refresh schedule: ".
 //
 // Parse does not cache; a caller that parses the same texts again and again
@@ -80,8 +82,9 @@ func parse(text string) (*Schedule, error) {
 	}
 	if ruleErr != nil {
 		var far *tooFarError
-		if len(s.rdates) == 0 || errors.As(ruleErr, &far) {
-			return nil, ruleErr
+		var costly *countCostlyError
+		if len(s.rdates) == 0 || errors.As(ruleErr, &far) || errors.As(ruleErr, &costly) {
+			return nil, ruleErr // a limit, not an empty rule: RDATEs do not replace it
 		}
 		// The set is the RDATEs alone (RFC 5545 section 3.8.5).
 		s.eng, s.endWall = nil, time.Time{}
