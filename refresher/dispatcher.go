@@ -178,7 +178,7 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 				return err
 			}
 			if round < maxPrepareRounds {
-				if pending = d.schedules.unprepared(rows, now); len(pending) > 0 {
+				if pending = d.schedules.unprepared(rows, now, d.asksSchedule(now)); len(pending) > 0 {
 					return errUnprepared
 				}
 			}
@@ -225,6 +225,17 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	d.metrics.Started.WithLabelValues(k.Name).Add(float64(len(jobs)))
 	d.activity.addStarted(len(jobs))
 	return len(jobs), full, false, nil
+}
+
+// asksSchedule returns whether policy.Due asks a claimed row's schedule
+// for an occurrence at now: to time its attempt out, or to skip a misfire.
+// A row it starts needs no occurrence, so its rule need only be parsed.
+func (d *dispatcher) asksSchedule(now time.Time) func(policy.State) bool {
+	c := d.incident.policy(d.kind.Policy).WithDefaults().Catchup
+	return func(s policy.State) bool {
+		m, misfired := c.Misfired(s, now)
+		return s.Running() || (misfired && m == policy.MisfireSkip)
+	}
 }
 
 // claimTx decides the claimed rows of one pass (timeouts, starts) and

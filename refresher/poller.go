@@ -422,7 +422,7 @@ func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.T
 			return err
 		}
 		if prepared {
-			if pending = p.schedules.unprepared(slices.Collect(maps.Values(rows)), now); len(pending) > 0 {
+			if pending = p.schedules.unprepared(slices.Collect(maps.Values(rows)), now, nil); len(pending) > 0 {
 				return errUnprepared
 			}
 		}

@@ -52,28 +52,28 @@ const maxPrepareRounds = 3
 type keyRule struct{ key, rule string }
 
 // unprepared returns the rows among rows whose own rule is not ready for
-// `now`: not parsed yet by this kind's loops, or whose next occurrence
-// after now (as get hands it out, spread by the row's offset) this loop
-// has not computed yet.
-func (s *schedules) unprepared(rows []models.Row, now time.Time) []keyRule {
+// `now`: not parsed yet by this kind's loops, or, for rows for which
+// needNext holds (nil: every row), whose next occurrence after now (as get
+// hands it out, spread by the row's offset) this loop has not computed yet.
+func (s *schedules) unprepared(rows []models.Row, now time.Time, needNext func(policy.State) bool) []keyRule {
 	var out []keyRule
 	for _, r := range rows {
-		if r.Rule != "" && !s.ready(r.Key, r.Rule, now) {
+		if r.Rule != "" && !s.ready(r.Key, r.Rule, now, needNext == nil || needNext(r.State)) {
 			out = append(out, keyRule{r.Key, r.Rule})
 		}
 	}
 	return out
 }
 
-// ready reports whether the row's own rule is parsed and, when it parsed,
-// its next occurrence after now is in the memo.
-func (s *schedules) ready(key, rule string, now time.Time) bool {
+// ready reports whether the row's own rule is parsed and, when it parsed
+// and next is set, its next occurrence after now is in the memo.
+func (s *schedules) ready(key, rule string, now time.Time, next bool) bool {
 	if s.cache == nil || !s.cache.Has(rule) {
 		return false
 	}
 	sched, err := s.cache.Parse(rule) // in the cache: no parse
-	if err != nil {
-		return true // nothing to evaluate: the policy disables the row
+	if err != nil || !next {
+		return true // nothing to evaluate (an invalid rule: the policy disables the row)
 	}
 	m := s.memo[sched]
 	return m != nil && m.covers(now.Add(-s.spread.Offset(s.kind, key, true)))
