@@ -12,7 +12,8 @@ import (
 // walking all COUNT occurrences of a dense rule nor the centuries of a sparse
 // one:
 //
-//   - sub-daily rules of the "days x times" strategy count per day: a day's
+//   - sub-daily rules of the "days x times" strategy, and DAILY rules
+//     (dailyDays), count per day: a day's
 //     occurrences follow from its grid phase alone (dayCount, memoized per
 //     phase), and days are walked with integer calendar arithmetic;
 //   - other rules enumerate their occurrences, at most maxCountSteps of
@@ -21,7 +22,7 @@ import (
 // Either walk covers at most one 400-year Gregorian cycle from DTSTART. When
 // COUNT runs longer and the rule repeats with the calendar (its period
 // divides the cycle), the cycle's count is multiplied out; otherwise the rule
-// is refused (errCountCostly), as it is when the enumeration would exceed
+// is refused (a countCostlyError), as it is when the enumeration would exceed
 // maxCountSteps.
 
 // cycleDays is the Gregorian calendar's period: 400 years, a whole number of
@@ -117,7 +118,7 @@ func (e *engine) calendarPeriodic() bool {
 }
 
 // enumerate returns the rule's first k occurrences before limit (fewer when
-// there are not that many), or errCountCostly when that takes more than
+// there are not that many), or a countCostlyError when that takes more than
 // maxCountSteps. It restarts the engine's iterator where a search window
 // ends (see shiftYears).
 func (e *engine) enumerate(k int, limit time.Time, w *countWork) ([]time.Time, error) {
