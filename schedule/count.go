@@ -13,9 +13,9 @@ import (
 // one:
 //
 //   - sub-daily rules of the "days x times" strategy, and DAILY rules
-//     (dailyDays), count per day: a day's
-//     occurrences follow from its grid phase alone (dayCount, memoized per
-//     phase), and days are walked with integer calendar arithmetic;
+//     (dailyDays), count per day: a day's occurrences follow from its grid
+//     phase alone (dayCount, memoized per phase), and days are walked with
+//     integer calendar arithmetic;
 //   - other rules enumerate their occurrences, at most maxCountSteps of
 //     them.
 //
