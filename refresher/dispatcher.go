@@ -32,6 +32,8 @@ type dispatcher struct {
 	// jobs and starts are the batch in hand, reused from pass to pass.
 	jobs   []redisio.Job
 	starts []started
+	// claimed is how many rows the pass in hand claimed.
+	claimed int
 	// holds are the throttle groups held in the pass in hand (see throttle),
 	// read with the pauses (readPauses).
 	holds  map[string]time.Time
@@ -160,38 +162,38 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 		d.metrics.ThrottledGroups.WithLabelValues(k.Name).Set(float64(len(d.holds)))
 	}
 
-	claimed := 0
-	err = d.store.Tx(bctx, func(tx models.Tx) error {
-		// Cleared, so that the last batch's rows and payloads can be freed.
-		clear(d.jobs[:cap(d.jobs)])
-		clear(d.starts[:cap(d.starts)])
-		d.jobs, d.starts = d.jobs[:0], d.starts[:0]
-		d.tally.reset()
-		now := d.clock.Now()
-		if !d.cursor.IsZero() && now.Sub(d.cursorSince) > cursorReset {
-			d.cursor = time.Time{}
-		}
-		rows, err := tx.ClaimDue(bctx, k.Table, now, d.cursor, d.cfg.BatchSize)
-		if err != nil {
-			return err
-		}
-		claimed = len(rows)
-		if claimed == d.cfg.BatchSize {
-			if d.cursor.IsZero() {
-				d.cursorSince = now
+	// The claimed rows' own rules are parsed, and their next occurrences
+	// computed, with no lock held: a transaction that claims rows whose
+	// rules are not parsed yet rolls back at once, the rules are parsed,
+	// and it claims again (see schedules.prepare).
+	now := d.clock.Now()
+	if !d.cursor.IsZero() && now.Sub(d.cursorSince) > cursorReset {
+		d.cursor = time.Time{}
+	}
+	for round := 1; ; round++ {
+		var pending []keyRule
+		err = d.store.Tx(bctx, func(tx models.Tx) error {
+			rows, err := tx.ClaimDue(bctx, k.Table, now, d.cursor, d.cfg.BatchSize)
+			if err != nil {
+				return err
 			}
-			d.cursor = rows[claimed-1].State.RefreshAt
-		} else {
-			d.cursor = time.Time{}
+			if round < maxPrepareRounds {
+				if pending = d.schedules.unprepared(rows, now, d.asksSchedule(now)); len(pending) > 0 {
+					return errUnprepared
+				}
+			}
+			return d.claimTx(bctx, tx, rows, now)
+		})
+		if !errors.Is(err, errUnprepared) {
+			break
 		}
-		for i := range rows {
-			d.decide(&rows[i], now)
-		}
-		return tx.Save(bctx, k.Table, rows)
-	})
+		d.schedules.prepare(pending, now)
+	}
 	if err != nil {
 		return 0, false, false, fmt.Errorf("claim due rows of %s: %w", k.Table.Name, err)
 	}
+	claimed := d.claimed
+
 	d.tally.flush(d.metrics, d.activity, k.Name) // committed: counted once
 	if n := d.tally.timeouts; n > 0 {
 		// Timeouts are failures for the incident guard: a dead worker fleet
@@ -223,6 +225,41 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	d.metrics.Started.WithLabelValues(k.Name).Add(float64(len(jobs)))
 	d.activity.addStarted(len(jobs))
 	return len(jobs), full, false, nil
+}
+
+// asksSchedule returns whether policy.Due asks a claimed row's schedule
+// for an occurrence at now: to time its attempt out, or to skip a misfire.
+// A row it starts needs no occurrence, so its rule need only be parsed.
+func (d *dispatcher) asksSchedule(now time.Time) func(policy.State) bool {
+	c := d.incident.policy(d.kind.Policy).WithDefaults().Catchup
+	return func(s policy.State) bool {
+		m, misfired := c.Misfired(s, now)
+		return s.Running() || (misfired && m == policy.MisfireSkip)
+	}
+}
+
+// claimTx decides the claimed rows of one pass (timeouts, starts) and
+// saves them, in the claim's transaction; it advances the claim cursor
+// after a full batch.
+func (d *dispatcher) claimTx(ctx context.Context, tx models.Tx, rows []models.Row, now time.Time) error {
+	// Cleared, so that the last batch's rows and payloads can be freed.
+	clear(d.jobs[:cap(d.jobs)])
+	clear(d.starts[:cap(d.starts)])
+	d.jobs, d.starts = d.jobs[:0], d.starts[:0]
+	d.tally.reset()
+	d.claimed = len(rows)
+	if d.claimed == d.cfg.BatchSize {
+		if d.cursor.IsZero() {
+			d.cursorSince = now
+		}
+		d.cursor = rows[d.claimed-1].State.RefreshAt
+	} else {
+		d.cursor = time.Time{}
+	}
+	for i := range rows {
+		d.decide(&rows[i], now)
+	}
+	return tx.Save(ctx, d.kind.Table, rows)
 }
 
 // throttled reports whether the input list holds MaxQueued jobs or more. It

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/refresher/refresher/internal/redact"
@@ -384,7 +386,28 @@ func countValid(msgs []redisio.Message) int {
 // applyBatch applies msgs in one transaction and counts them once it
 // commits. It returns the messages for the dead-letter list (undecodable, or
 // naming no row) and the earliest refresh_at it planned.
+//
+// The rows' own rules are parsed, and their next occurrences computed,
+// with no lock held: a transaction that locks rows whose rules this poller
+// has not parsed yet rolls back at once, the rules are parsed, and it runs
+// again (see schedules.prepare). `now` is read before, so that the
+// occurrences computed then are the ones the transaction uses.
 func (p *poller) applyBatch(ctx context.Context, msgs []redisio.Message) (dead []redisio.Message, earliest time.Time, err error) {
+	now := p.clock.Now()
+	for round := 1; ; round++ {
+		var pending []keyRule
+		dead, earliest, pending, err = p.applyTx(ctx, msgs, now, round < maxPrepareRounds)
+		if !errors.Is(err, errUnprepared) {
+			return dead, earliest, err
+		}
+		p.schedules.prepare(pending, now)
+	}
+}
+
+// applyTx is one transaction of applyBatch. With prepared, it rolls back
+// with errUnprepared, returning the rows to prepare, as soon as it has
+// locked rows whose rules are not parsed yet.
+func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.Time, prepared bool) (dead []redisio.Message, earliest time.Time, pending []keyRule, err error) {
 	var holds map[string]time.Time // allocated for the first hold only
 	err = p.store.Tx(ctx, func(tx models.Tx) error {
 		dead, earliest = dead[:0], time.Time{}
@@ -399,7 +422,11 @@ func (p *poller) applyBatch(ctx context.Context, msgs []redisio.Message) (dead [
 		if err != nil {
 			return err
 		}
-		now := p.clock.Now()
+		if prepared {
+			if pending = p.schedules.unprepared(slices.Collect(maps.Values(rows)), now, nil); len(pending) > 0 {
+				return errUnprepared
+			}
+		}
 		pol := p.incident.policy(p.kind.Policy)
 		holds = nil
 		changed := make(map[string]struct{}, len(rows))
@@ -452,7 +479,7 @@ func (p *poller) applyBatch(ctx context.Context, msgs []redisio.Message) (dead [
 		return nil
 	})
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, time.Time{}, pending, err
 	}
 	p.tally.flush(p.metrics, p.activity, p.kind.Name) // committed: counted once
 	if p.holds == nil {
@@ -463,7 +490,7 @@ func (p *poller) applyBatch(ctx context.Context, msgs []redisio.Message) (dead [
 			p.holds[g] = until
 		}
 	}
-	return dead, earliest, nil
+	return dead, earliest, nil, nil
 }
 
 // applyEach applies msgs one transaction each, after the database refused

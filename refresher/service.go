@@ -191,9 +191,10 @@ func (s *Service) Run(ctx context.Context) error {
 		wake := make(chan struct{}, 1)
 		dr := *r // the dispatcher's store skips claims when nothing is due
 		dr.store = &dueGate{Store: s.store, table: k.Table, clock: s.cfg.Clock}
-		d := &dispatcher{kindRunner: &dr, wake: wake, schedules: newSchedules(k), watch: watch}
+		sched := newSchedules(k) // one parse cache for both
+		d := &dispatcher{kindRunner: &dr, wake: wake, schedules: sched, watch: watch}
 		p := &poller{kindRunner: r, wake: wake, drain: s.rdb.Drain(k.Lists, s.cfg.InstanceID, s.cfg.Heartbeat),
-			schedules: newSchedules(k)}
+			schedules: sched}
 		dispatchers.Go(guard("kind "+k.Name+": dispatcher", func() { d.loop(runCtx) }))
 		pollers.Go(guard("kind "+k.Name+": poller", func() { p.loop(pollCtx) }))
 		dispatchers.Go(guard("kind "+k.Name+": activity log", func() { r.activity.loop(runCtx, r.log, s.cfg.LogInterval) }))

@@ -62,6 +62,11 @@ type engine struct {
 	isHour  [24]bool
 	isMin   [60]bool
 	isSec   [60]bool
+	fine    []int // fineOffsets, for counting COUNT's occurrences
+	// countDays is set on DAILY rules: their days and times are set up as
+	// a days x times rule of one unit a day, for counting COUNT (count.go)
+	// only; iter still walks them with rrule-go.
+	countDays bool
 }
 
 func allInts(n int) []int {
@@ -147,6 +152,9 @@ func newEngine(spec *ruleSpec, start time.Time) (*engine, error) {
 	}
 	e.explicit = x
 
+	if r.freq == rrule.DAILY {
+		e.dailyDays(r, x)
+	}
 	if r.freq < rrule.HOURLY {
 		return e, nil
 	}
@@ -169,6 +177,7 @@ func newEngine(spec *ruleSpec, start time.Time) (*engine, error) {
 			e.seconds = []int{start.Second()}
 		}
 	}
+	e.fine = e.fineOffsets()
 	units := secondsPerDay / e.unit
 	idx0 := e.index(start.Hour(), start.Minute(), start.Second())
 	e.units = units

@@ -34,6 +34,7 @@ var documentedLimits = []string{
 	"whole BYMINUTE x BYSECOND combinations", // BYSETPOS splitting an HOURLY rule's minute x second pairs
 	"no occurrence within",                   // occurrences further apart than the cost bound allows
 	"BYEASTER cannot be combined",            // BYEASTER (not RFC 5545) with BYWEEKNO, BYYEARDAY, BYSETPOS or a numbered BYDAY
+	"use UNTIL instead of COUNT",             // a COUNT that cannot be counted within the cost bound
 }
 
 const goldenFormat = "20060102T150405Z"

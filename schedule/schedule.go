@@ -48,7 +48,9 @@ type Schedule struct {
 //
 // Rules that rrule-go would panic or loop forever on, schedules whose whole
 // set is empty, and rules beyond the engine's limits (docs/schedules.md,
-// "Limits") are rejected. The error text says what is wrong and
+// "Limits") are rejected, among them a COUNT whose last occurrence
+// cannot be found within the cost bound (count.go): the error then says to
+// use UNTIL instead. The error text says what is wrong and
 // how to fix it, in words suitable after "Invalid refresh schedule: ".
 //
 // Parse does not cache; a caller that parses the same texts again and again
@@ -80,8 +82,9 @@ func parse(text string) (*Schedule, error) {
 	}
 	if ruleErr != nil {
 		var far *tooFarError
-		if len(s.rdates) == 0 || errors.As(ruleErr, &far) {
-			return nil, ruleErr
+		var costly *countCostlyError
+		if len(s.rdates) == 0 || errors.As(ruleErr, &far) || errors.As(ruleErr, &costly) {
+			return nil, ruleErr // a limit, not an empty rule: RDATEs do not replace it
 		}
 		// The set is the RDATEs alone (RFC 5545 section 3.8.5).
 		s.eng, s.endWall = nil, time.Time{}
@@ -114,7 +117,6 @@ func (s *Schedule) measureRule(p *parsed) error {
 		return inst, !s.excluded(inst), false
 	}
 	kept := false // an occurrence that no EXDATE removes
-	var last time.Time
 	n := 0
 	for {
 		w, ok := it.next()
@@ -126,23 +128,22 @@ func (s *Schedule) measureRule(p *parsed) error {
 			break
 		}
 		n++
-		last = w
 		kept = kept || in
-		if p.rule.count > 0 {
-			if n == p.rule.count {
-				break
-			}
-			continue
+		if p.rule.count > 0 && n == p.rule.count {
+			break // every occurrence COUNT allows is excluded, or one is kept
 		}
-		// Without COUNT, stop once some occurrence is kept; EXDATEs can
-		// remove at most maxDates of them.
+		// Stop once some occurrence is kept; EXDATEs can remove at most
+		// maxDates of them.
 		if kept || n > maxDates {
 			kept = true
 			break
 		}
 	}
 	if p.rule.count > 0 && n > 0 {
-		s.endWall = last
+		var err error
+		if s.endWall, err = s.eng.countEnd(p.rule.count, &countWork{}); err != nil {
+			return err
+		}
 	}
 	switch {
 	case n == 0 && it.tooFar && s.eng.anyDayPasses():

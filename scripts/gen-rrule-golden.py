@@ -533,6 +533,27 @@ def special_cases():
                       ]:
         out.append(hand("limit", D(2024, 1, 1, 12), rule, U(2024, 1, 1), refuse=why))
     out.append(hand("limit", D(1899, 12, 31), "FREQ=DAILY", U(1900, 1, 1), refuse="year 1899 is out of range"))
+    # COUNT over centuries and on filtered sub-daily grids: the engine counts
+    # them per day and per 400-year cycle, never by walking every occurrence.
+    secs58 = ints_text(range(59))
+    for start, rule, frm, kind, zone in [
+        (D(1900, 1, 1), "FREQ=SECONDLY;INTERVAL=7;BYHOUR=23;BYMINUTE=59;BYSECOND=59;COUNT=100000", U(2026, 11, 20), "utc", None),
+        (D(1920, 1, 1), "FREQ=HOURLY;COUNT=5000;BYMONTH=2;BYMONTHDAY=29", U(2026, 11, 26), "utc", None),
+        (D(1920, 1, 1), "FREQ=HOURLY;COUNT=5000;BYMONTH=2;BYMONTHDAY=29", U(2776, 2, 29, 4), "utc", None),
+        (D(2026, 11, 26), "FREQ=SECONDLY;COUNT=100000;BYSECOND=" + secs58, U(2026, 11, 27, 4, 14, 30), "utc", None),
+        (D(1900, 1, 1), "FREQ=DAILY;COUNT=100000", U(2173, 10, 10), "utc", None),
+        (D(1900, 1, 1, 9), "FREQ=DAILY;COUNT=60000;BYDAY=MO,TH;BYHOUR=9,17;BYSETPOS=1,-1", U(2026, 11, 26), "utc", None),
+        (D(1950, 1, 2, 9), "FREQ=MINUTELY;INTERVAL=15;BYHOUR=9;BYDAY=MO;COUNT=100000", U(2026, 11, 26), "utc", None),
+        (D(1950, 1, 2, 9), "FREQ=MINUTELY;INTERVAL=15;BYHOUR=9;BYDAY=MO;COUNT=100000", U(2429, 2, 1), "utc", None),
+        (D(1900, 1, 1), "FREQ=HOURLY;INTERVAL=5;BYMONTHDAY=13;BYDAY=FR;COUNT=2000", U(2026, 11, 26), "utc", None),
+        (D(1950, 1, 1, 9), "FREQ=HOURLY;BYHOUR=9,17;COUNT=100000", U(2026, 11, 26), "tz", "America/New_York"),
+        (D(1950, 1, 1, 9), "FREQ=HOURLY;BYHOUR=9,17;COUNT=100000", U(2086, 11, 15), "tz", "America/New_York"),
+        (D(1900, 1, 1), "FREQ=YEARLY;COUNT=5000", U(2026, 11, 26), "utc", None),
+    ]:
+        out.append(hand("count", start, rule, frm, kind, zone, horizon=40))
+    for rule in ["FREQ=MONTHLY;COUNT=100000;BYMONTHDAY=1,2,3,4,5,6,7,8,9,10",
+                 "FREQ=DAILY;INTERVAL=11;COUNT=100000;BYMONTH=2;BYMONTHDAY=29"]:
+        out.append(hand("count", D(1900, 1, 1), rule, U(2026, 11, 26), refuse="use UNTIL instead of COUNT"))
     return out
 
 
