@@ -23,7 +23,7 @@ type dispatcher struct {
 	// models.Tx.ClaimDue); zero scans from the start of the index. It is
 	// advanced after a full batch and reset after a short one and every
 	// cursorReset, so rows whose refresh_at moved earlier are not missed.
-	cursor      time.Time
+	cursor      models.Cursor
 	cursorSince time.Time
 	// queued is the input list's length as last seen (by LLEN, or returned
 	// by the last RPUSH) at queuedAt (wall clock); see throttled.
@@ -147,7 +147,7 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 
 	if g, ok := d.store.(*dueGate); ok {
 		if due, err := g.Due(bctx); err != nil || !due {
-			d.cursor = time.Time{} // as after a short batch
+			d.cursor = models.Cursor{} // as after a short batch
 			return 0, false, false, err
 		}
 	}
@@ -167,8 +167,8 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	// rules are not parsed yet rolls back at once, the rules are parsed,
 	// and it claims again (see schedules.prepare).
 	now := d.clock.Now()
-	if !d.cursor.IsZero() && now.Sub(d.cursorSince) > cursorReset {
-		d.cursor = time.Time{}
+	if !d.cursor.At.IsZero() && now.Sub(d.cursorSince) > cursorReset {
+		d.cursor = models.Cursor{}
 	}
 	for round := 1; ; round++ {
 		var pending []keyRule
@@ -249,12 +249,12 @@ func (d *dispatcher) claimTx(ctx context.Context, tx models.Tx, rows []models.Ro
 	d.tally.reset()
 	d.claimed = len(rows)
 	if d.claimed == d.cfg.BatchSize {
-		if d.cursor.IsZero() {
+		if d.cursor.At.IsZero() {
 			d.cursorSince = now
 		}
-		d.cursor = rows[d.claimed-1].State.RefreshAt
+		d.cursor = models.CursorAfter(rows[d.claimed-1])
 	} else {
-		d.cursor = time.Time{}
+		d.cursor = models.Cursor{}
 	}
 	for i := range rows {
 		d.decide(&rows[i], now)
