@@ -212,7 +212,10 @@ func (tx *Tx) claimScan(ctx context.Context, q compiled, index, filter string, a
 	var b strings.Builder
 	b.WriteString(q.selectFrom)
 	if index != "" {
-		// When much of the table is due, the optimizer prefers a full scan
+		// ORDER BY refresh_at alone: with the index forced and its first
+		// column fixed by the filter, MariaDB walks it in order and stops
+		// at limit (EXPLAIN: range, no filesort); ordered by both columns
+		// it sorts, and locks every row it reads. When much of the table is due, the optimizer prefers a full scan
 		// and a filesort of every due row to return the first `limit`;
 		// walking the index returns them in order and stops at limit.
 		idx, err := quoteIdent(index)

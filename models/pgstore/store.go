@@ -130,7 +130,7 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now time.Time, from 
 	}
 	var rows []models.Row
 	if !q.meta.prioritized() {
-		rows, err = tx.claimScan(ctx, q, "", nil, now, from.At, limit)
+		rows, err = tx.claimScan(ctx, q, "", "", nil, now, from.At, limit)
 		for i := range rows {
 			rows[i].Priority = models.Priority{Level: t.Priority}
 		}
@@ -140,11 +140,11 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now time.Time, from 
 			Claim: func(s models.Priority, start time.Time, n int) ([]models.Row, error) {
 				switch s.Source {
 				case models.PriorityOnce:
-					return tx.claimScan(ctx, q, `"refresh_priority_once" = $1 AND `, []any{s.Level}, now, start, n)
+					return tx.claimScan(ctx, q, models.ColPriorityOnce, `"refresh_priority_once" = $1 AND `, []any{s.Level}, now, start, n)
 				case models.PriorityRow:
-					return tx.claimScan(ctx, q, `"refresh_priority" = $1 AND "refresh_priority_once" IS NULL AND `, []any{s.Level}, now, start, n)
+					return tx.claimScan(ctx, q, models.ColPriority, `"refresh_priority" = $1 AND "refresh_priority_once" IS NULL AND `, []any{s.Level}, now, start, n)
 				}
-				return tx.claimScan(ctx, q, `"refresh_priority" IS NULL AND "refresh_priority_once" IS NULL AND `, nil, now, start, n)
+				return tx.claimScan(ctx, q, models.ColPriority, `"refresh_priority" IS NULL AND "refresh_priority_once" IS NULL AND `, nil, now, start, n)
 			},
 			ClearOnce: func(keys []string) error { return tx.setOnce(ctx, q, keys, nil) },
 		})
@@ -158,7 +158,7 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now time.Time, from 
 // claimScan is one range scan of the claim: the due rows matching filter
 // (conditions on $1..$len(args), followed by " AND ", or ""), from
 // refresh_at >= from when from is not zero.
-func (tx *Tx) claimScan(ctx context.Context, q compiled, filter string, args []any, now, from time.Time, limit int) ([]models.Row, error) {
+func (tx *Tx) claimScan(ctx context.Context, q compiled, lead, filter string, args []any, now, from time.Time, limit int) ([]models.Row, error) {
 	var b strings.Builder
 	b.WriteString(q.selectFrom)
 	args = append(args, now.UTC())
@@ -167,8 +167,20 @@ func (tx *Tx) claimScan(ctx context.Context, q compiled, filter string, args []a
 		args = append(args, from.UTC())
 		fmt.Fprintf(&b, ` AND "refresh_at" >= $%d`, len(args))
 	}
-	fmt.Fprintf(&b, ` AND %s IS NOT NULL ORDER BY "refresh_at" LIMIT %d FOR UPDATE SKIP LOCKED`, q.key, limit)
+	fmt.Fprintf(&b, ` AND %s IS NOT NULL ORDER BY %s"refresh_at" LIMIT %d FOR UPDATE SKIP LOCKED`, q.key, leadOrder(lead), limit)
 	return tx.query(ctx, q, b.String(), args, limit, true)
+}
+
+// leadOrder is the ORDER BY term of a scan's leading index column ("" for
+// none). PostgreSQL has no index hint: with "refresh_priority IS NULL"
+// and ORDER BY refresh_at alone it may walk the refresh_at index and filter
+// out the rows of other priorities, however many; ordered by the
+// composite index's columns it walks that index's range.
+func leadOrder(lead string) string {
+	if lead == "" {
+		return ""
+	}
+	return `"` + lead + `", `
 }
 
 // probe returns the smallest value of the priority column col above after

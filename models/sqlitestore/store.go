@@ -138,7 +138,7 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now time.Time, from 
 	}
 	var rows []models.Row
 	if q.meta.priorityIndex == "" || q.meta.priorityOnceIndex == "" {
-		rows, err = tx.claimScan(ctx, q, q.meta.refreshIndex, "", nil, now, from.At, limit)
+		rows, err = tx.claimScan(ctx, q, q.meta.refreshIndex, "", "", nil, now, from.At, limit)
 		for i := range rows {
 			rows[i].Priority = models.Priority{Level: t.Priority}
 		}
@@ -148,11 +148,11 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now time.Time, from 
 			Claim: func(s models.Priority, start time.Time, n int) ([]models.Row, error) {
 				switch s.Source {
 				case models.PriorityOnce:
-					return tx.claimScan(ctx, q, q.meta.priorityOnceIndex, `"refresh_priority_once" = ? AND `, []any{s.Level}, now, start, n)
+					return tx.claimScan(ctx, q, q.meta.priorityOnceIndex, models.ColPriorityOnce, `"refresh_priority_once" = ? AND `, []any{s.Level}, now, start, n)
 				case models.PriorityRow:
-					return tx.claimScan(ctx, q, q.meta.priorityIndex, `"refresh_priority" = ? AND "refresh_priority_once" IS NULL AND `, []any{s.Level}, now, start, n)
+					return tx.claimScan(ctx, q, q.meta.priorityIndex, models.ColPriority, `"refresh_priority" = ? AND "refresh_priority_once" IS NULL AND `, []any{s.Level}, now, start, n)
 				}
-				return tx.claimScan(ctx, q, q.meta.priorityIndex, `"refresh_priority" IS NULL AND "refresh_priority_once" IS NULL AND `, nil, now, start, n)
+				return tx.claimScan(ctx, q, q.meta.priorityIndex, models.ColPriority, `"refresh_priority" IS NULL AND "refresh_priority_once" IS NULL AND `, nil, now, start, n)
 			},
 			ClearOnce: func(keys []string) error { return tx.setOnce(ctx, q, keys, nil) },
 		})
@@ -166,7 +166,7 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now time.Time, from 
 // claimScan is one range scan of the claim: the due rows matching filter
 // (a condition followed by " AND ", or "") along index, from refresh_at >=
 // from when from is not zero.
-func (tx *Tx) claimScan(ctx context.Context, q compiled, index, filter string, args []any, now, from time.Time, limit int) ([]models.Row, error) {
+func (tx *Tx) claimScan(ctx context.Context, q compiled, index, lead, filter string, args []any, now, from time.Time, limit int) ([]models.Row, error) {
 	var b strings.Builder
 	b.WriteString(q.selectFrom)
 	if index != "" {
@@ -180,8 +180,17 @@ func (tx *Tx) claimScan(ctx context.Context, q compiled, index, filter string, a
 		b.WriteString(` AND "refresh_at" >= ?`)
 		args = append(args, fromBound(from))
 	}
-	fmt.Fprintf(&b, ` AND %s IS NOT NULL ORDER BY "refresh_at" LIMIT %d`, q.key, limit)
+	fmt.Fprintf(&b, ` AND %s IS NOT NULL ORDER BY %s"refresh_at" LIMIT %d`, q.key, leadOrder(lead), limit)
 	return query(ctx, tx.tx, q, b.String(), args, limit, true)
+}
+
+// leadOrder is the ORDER BY term of a scan's leading index column ("" for
+// none): it makes the order that of the index the scan walks.
+func leadOrder(lead string) string {
+	if lead == "" {
+		return ""
+	}
+	return `"` + lead + `", `
 }
 
 // probe returns the smallest value of the priority column col above after
