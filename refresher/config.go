@@ -50,6 +50,11 @@ type Kind struct {
 	// ThrottleGroup is the payload column (one of Table.Payload) whose
 	// value is a row's throttle group; "" for none (see throttle).
 	ThrottleGroup string
+	// Lanes are the priority levels more urgent than the kind's
+	// (Table.Priority) whose jobs go to a list of their own
+	// (Lists.PriorityInput), ascending; workers pop them first. None: every
+	// job goes to Lists.Input.
+	Lanes []int
 }
 
 // Config configures a Service.
@@ -157,6 +162,9 @@ func (c Config) validate() error {
 		}
 		if err := k.Policy.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("kind %q: %w", k.Name, err))
+		}
+		if err := checkLanes(k); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	errs = append(errs, redisio.CheckDistinct(names, lists)...)

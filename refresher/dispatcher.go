@@ -29,8 +29,10 @@ type dispatcher struct {
 	// by the last RPUSH) at queuedAt (wall clock); see throttled.
 	queued   int64
 	queuedAt time.Time
-	// jobs and starts are the batch in hand, reused from pass to pass.
+	// jobs and starts are the batch in hand, reused from pass to pass;
+	// lists[i] is the list of jobs[i] (Kind.inputList).
 	jobs   []redisio.Job
+	lists  []string
 	starts []started
 	// claimed is how many rows the pass in hand claimed.
 	claimed int
@@ -210,7 +212,7 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	if d.hooks.BeforePush != nil {
 		d.hooks.BeforePush(k.Name)
 	}
-	queued, err := d.rdb.Push(bctx, k.Lists.Input, jobs)
+	queued, list, err := d.push(bctx)
 	if err != nil {
 		d.metrics.PushFailures.WithLabelValues(k.Name).Inc()
 		// The undo gets its own time: the failed push may have used up the
@@ -219,12 +221,39 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 		undone, uerr := d.undo(uctx, d.starts)
 		ucancel()
 		return 0, false, false, errors.Join(
-			fmt.Errorf("push %d jobs to %s (undid %d attempts): %w", len(jobs), k.Lists.Input, undone, err), uerr)
+			fmt.Errorf("push %d jobs to %s (undid %d attempts): %w", len(jobs), list, undone, err), uerr)
 	}
-	d.setQueued(queued)
+	if queued > 0 {
+		d.setQueued(queued)
+	}
 	d.metrics.Started.WithLabelValues(k.Name).Add(float64(len(jobs)))
 	d.activity.addStarted(len(jobs))
 	return len(jobs), full, false, nil
+}
+
+// push pushes the batch's jobs, one RPUSH per run of jobs bound for the
+// same list: the claim returns rows by priority, so a batch is at most one
+// run per lane and one for the input list, most urgent first. It returns
+// the input list's length after its push (0 when the batch had no job for
+// it), and the list of a push that failed. Jobs pushed before a failed
+// push stay queued while their attempts are undone: their results then
+// come back stale, and the rows are claimed again.
+func (d *dispatcher) push(ctx context.Context) (queued int64, list string, err error) {
+	for i := 0; i < len(d.jobs); {
+		j := i + 1
+		for j < len(d.jobs) && d.lists[j] == d.lists[i] {
+			j++
+		}
+		n, err := d.rdb.Push(ctx, d.lists[i], d.jobs[i:j])
+		if err != nil {
+			return 0, d.lists[i], err
+		}
+		if d.lists[i] == d.kind.Lists.Input {
+			queued = n
+		}
+		i = j
+	}
+	return queued, "", nil
 }
 
 // asksSchedule returns whether policy.Due asks a claimed row's schedule
@@ -245,7 +274,7 @@ func (d *dispatcher) claimTx(ctx context.Context, tx models.Tx, rows []models.Ro
 	// Cleared, so that the last batch's rows and payloads can be freed.
 	clear(d.jobs[:cap(d.jobs)])
 	clear(d.starts[:cap(d.starts)])
-	d.jobs, d.starts = d.jobs[:0], d.starts[:0]
+	d.jobs, d.lists, d.starts = d.jobs[:0], d.lists[:0], d.starts[:0]
 	d.tally.reset()
 	d.claimed = len(rows)
 	if d.claimed == d.cfg.BatchSize {
@@ -309,6 +338,7 @@ func (d *dispatcher) decide(row *models.Row, now time.Time) {
 		before.State = dec.BeforeStart
 		d.starts = append(d.starts, started{before: before, uid: dec.AttemptUID})
 		d.jobs = append(d.jobs, d.job(*row))
+		d.lists = append(d.lists, d.kind.inputList(row.Priority))
 	}
 }
 

@@ -1,0 +1,69 @@
+package refresher
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/redisio"
+)
+
+func TestInputListLanes(t *testing.T) {
+	t.Parallel()
+	k := Kind{Name: "k", Table: models.Table{Priority: 10}, Lists: redisio.Lists{Input: "in"}, Lanes: []int{0, 5}}
+	for level, want := range map[int]string{-3: "in:p0", 0: "in:p0", 3: "in:p0", 5: "in:p5", 9: "in:p5", 10: "in", 20: "in"} {
+		require.Equal(t, want, k.inputList(models.Priority{Level: level}), "level %d", level)
+	}
+	k.Lanes = nil
+	require.Equal(t, "in", k.inputList(models.Priority{Level: 0}), "no lanes")
+	require.Error(t, checkLanes(Kind{Table: models.Table{Priority: 10}, Lanes: []int{5, 0}}))
+	require.Error(t, checkLanes(Kind{Table: models.Table{Priority: 10}, Lanes: []int{0, 10}}))
+	require.NoError(t, checkLanes(Kind{Table: models.Table{Priority: 10}, Lanes: []int{-1, 9}}))
+}
+
+// TestDispatchPushesByPriority: the dispatcher claims the rows by priority
+// and pushes each job to its priority's list; a one-shot priority serves
+// one attempt and is cleared.
+func TestDispatchPushesByPriority(t *testing.T) {
+	t.Parallel()
+	forEachStore(t, allStores, func(t *testing.T, store string) {
+		b := setup(t, setupOpts{store: store})
+		b.kind.Table.Priority = 10
+		b.kind.Lanes = []int{0, 5}
+		b.cfg.Kinds = []Kind{b.kind}
+		for i := range 25 {
+			b.insert(fmt.Sprintf("n%02d", i))
+		}
+		b.insert("once", "own3", "own5", "own20")
+		b.exec("UPDATE items SET refresh_priority = 20, refresh_priority_once = 0 WHERE uid = 'once'")
+		b.exec("UPDATE items SET refresh_priority = 3 WHERE uid = 'own3'")
+		b.exec("UPDATE items SET refresh_priority = 5 WHERE uid = 'own5'")
+		b.exec("UPDATE items SET refresh_priority = 20 WHERE uid = 'own20'")
+		b.start(func(c *Config) { c.BatchSize = 10 })
+		ctx := context.Background()
+		uids := func(list string) []string {
+			raws, err := b.rdb.LRange(ctx, list, 0, -1).Result()
+			require.NoError(t, err)
+			var out []string
+			for _, raw := range raws {
+				var j redisio.Job
+				require.NoError(t, json.Unmarshal([]byte(raw), &j))
+				out = append(out, j.UID)
+			}
+			return out
+		}
+		require.Eventually(t, func() bool { return len(uids(b.kind.Lists.Input)) == 26 }, 10*time.Second, 10*time.Millisecond)
+		require.Equal(t, []string{"once", "own3"}, uids(b.kind.Lists.PriorityInput(0)))
+		require.Equal(t, []string{"own5"}, uids(b.kind.Lists.PriorityInput(5)))
+		in := uids(b.kind.Lists.Input)
+		require.Equal(t, "own20", in[len(in)-1], "the least urgent last")
+		var once *int
+		require.NoError(t, b.db.QueryRow("SELECT refresh_priority_once FROM items WHERE uid = 'once'").Scan(&once))
+		require.Nil(t, once, "one-shot priority cleared")
+	})
+}
