@@ -39,13 +39,13 @@ func (k *Kind) Lists() redisio.Lists {
 // ModelsTable is the kind's table as the store reads it: its name, key and
 // payload columns.
 func (k *Kind) ModelsTable() models.Table {
-	return models.Table{Name: k.Table, Key: k.Key, Payload: k.Payload}
+	return models.Table{Name: k.Table, Key: k.Key, Payload: k.Payload, Priority: k.PriorityLevel}
 }
 
 // Service is the kind as the service runs it.
 func (k *Kind) Service() refresher.Kind {
 	return refresher.Kind{Name: k.Name, Table: k.ModelsTable(), Lists: k.Lists(), Schedule: k.ScheduleParsed,
-		Policy: k.Policy(), MaxQueued: k.MaxQueued, ThrottleGroup: k.ThrottleGroup}
+		Policy: k.Policy(), MaxQueued: k.MaxQueued, ThrottleGroup: k.ThrottleGroup, Lanes: k.Lanes}
 }
 
 // Operator is the kind as the dashboard and the API show it.
