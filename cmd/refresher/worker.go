@@ -17,6 +17,7 @@ import (
 
 	"github.com/refresher/refresher/config"
 	"github.com/refresher/refresher/internal/redact"
+	"github.com/refresher/refresher/redisio"
 	"github.com/refresher/refresher/worker"
 )
 
@@ -47,6 +48,10 @@ type workerSettings struct {
 	// ThrottleGroup is the kind's throttle_group (a payload column), from
 	// the config file only.
 	ThrottleGroup string
+	// Lanes are the kind's priority lanes (levels more urgent than its
+	// priority:, whose jobs have lists of their own), from the config file
+	// or --lanes.
+	Lanes []int
 }
 
 // workerDefaults are the settings when nothing else is given.
@@ -102,9 +107,13 @@ func (s workerSettings) overlay(o workerSettings) workerSettings {
 		AllowPrivateNetworks: o.AllowPrivateNetworks || s.AllowPrivateNetworks,
 		AllowNetworks:        s.AllowNetworks,
 		ThrottleGroup:        cmp.Or(o.ThrottleGroup, s.ThrottleGroup),
+		Lanes:                s.Lanes,
 	}
 	if o.AllowNetworks != nil {
 		r.AllowNetworks = o.AllowNetworks
+	}
+	if o.Lanes != nil {
+		r.Lanes = o.Lanes
 	}
 	return r
 }
@@ -198,6 +207,7 @@ wins over the file.`,
 	f.StringVar(&flags.Kind, "kind", "", "kind whose jobs to do, e.g. big_tables (required)")
 	f.StringVar(&flags.RedisURL, "redis", "", `Redis URL (default $REFRESHER_REDIS, else "redis://127.0.0.1:6379/0")`)
 	f.StringVar(&flags.Input, "input", "", `list to pop jobs from (default "<kind>-input")`)
+	f.IntSliceVar(&flags.Lanes, "lanes", nil, `the kind's priority lanes, most urgent first: their lists "<input>:p<N>" are popped before the input list (default: from --config, the levels more urgent than the kind's priority)`)
 	f.StringVar(&flags.Output, "output", "", `list to push results to (default "<kind>-output")`)
 	f.IntVar(&flags.Concurrency, "concurrency", 0, fmt.Sprintf("jobs done at once (default %d)", worker.ConcurrencyDefault))
 	f.DurationVar(&flags.HTTPTimeout, "http-timeout", 0, fmt.Sprintf("time limit of one GET, body included (default %s)", worker.HTTPTimeoutDefault))
@@ -226,7 +236,7 @@ func workerFile(path, kind string) (workerSettings, error) {
 		return workerSettings{}, fmt.Errorf("worker: %s: worker.allow_networks: %w", path, err)
 	}
 	return workerSettings{RedisURL: c.Redis, Input: k.Input, Output: k.Output, MaxBodyBytes: c.Worker.MaxBodyBytes,
-		AllowPrivateNetworks: c.Worker.AllowPrivateNetworks, AllowNetworks: nets, ThrottleGroup: k.ThrottleGroup}, nil
+		AllowPrivateNetworks: c.Worker.AllowPrivateNetworks, AllowNetworks: nets, ThrottleGroup: k.ThrottleGroup, Lanes: k.Lanes}, nil
 }
 
 // logSources says which Redis and lists the worker uses and where each
@@ -271,10 +281,13 @@ func runWorker(ctx context.Context, s workerSettings, log *slog.Logger) error {
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("worker: connect to Redis at %s: %w (is redis-server running? check `redis:` in the config or REFRESHER_REDIS)", opt.Addr, err)
 	}
+	input := cmp.Or(s.Input, s.Kind+"-input")
+	inputs := redisio.Lists{Input: input}.Inputs(s.Lanes)
 	w, err := worker.New(worker.Config{
 		Kind:                 s.Kind,
 		Redis:                rdb,
-		Input:                s.Input,
+		Input:                input,
+		PriorityInputs:       inputs[:len(inputs)-1],
 		Output:               s.Output,
 		Concurrency:          s.Concurrency,
 		HTTPTimeout:          s.HTTPTimeout,
