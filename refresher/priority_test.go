@@ -67,3 +67,43 @@ func TestDispatchPushesByPriority(t *testing.T) {
 		require.Nil(t, once, "one-shot priority cleared")
 	})
 }
+
+// TestTriggerAtPriority: "refresh now" at a priority makes the row due with
+// a one-shot priority, so its job goes to the priority's lane ahead of the
+// backlog; a running attempt is left alone and gets none.
+func TestTriggerAtPriority(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	b.kind.Table.Priority = 10
+	b.kind.Lanes = []int{0}
+	b.cfg.Kinds = []Kind{b.kind}
+	for i := range 20 {
+		b.insert(fmt.Sprintf("n%02d", i))
+	}
+	b.insert("user", "busy")
+	b.exec("UPDATE items SET refresh_at = ? WHERE uid = 'user'", t0.Add(time.Hour))
+	b.exec("UPDATE items SET refresh_attempt_uid = 'x', refresh_timeout_at = ?, refresh_at = ? WHERE uid = 'busy'", t0.Add(time.Hour), t0.Add(time.Hour))
+	zero := 0
+	changes, err := NewAdmin(b.store, nil).TriggerAt(&zero)(context.Background(), b.kind.Table, []string{"user", "busy"}, t0)
+	require.NoError(t, err)
+	require.Equal(t, "refresh due now at priority 0", changes[0].Note)
+	require.Contains(t, changes[1].Note, "left alone")
+	once := func(uid string) *int {
+		var v *int
+		require.NoError(t, b.db.QueryRow("SELECT refresh_priority_once FROM items WHERE uid = ?", uid).Scan(&v))
+		return v
+	}
+	require.Equal(t, &zero, once("user"))
+	require.Nil(t, once("busy"))
+
+	b.start(func(c *Config) { c.BatchSize = 5 })
+	require.Eventually(t, func() bool {
+		n, err := b.rdb.LLen(context.Background(), b.kind.Lists.Input).Result()
+		return err == nil && n == 20
+	}, 10*time.Second, 10*time.Millisecond)
+	lane, err := b.rdb.LRange(context.Background(), b.kind.Lists.PriorityInput(0), 0, -1).Result()
+	require.NoError(t, err)
+	require.Len(t, lane, 1)
+	require.Contains(t, lane[0], `"uid":"user"`)
+	require.Nil(t, once("user"), "cleared by the claim")
+}
