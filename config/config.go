@@ -208,6 +208,8 @@ type Kind struct {
 	// urgent than it, ascending (refresher.Kind.Lanes); set by Validate.
 	PriorityLevel int   `yaml:"-"`
 	Lanes         []int `yaml:"-"`
+	// priorityLevels are the configured levels by name, for the operator.
+	priorityLevels map[string]int
 }
 
 // Duration is a time.Duration written as "90s", "5m" or "2h" in YAML.

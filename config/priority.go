@@ -115,6 +115,10 @@ func (c *Config) validatePriorities(bad func(format string, args ...any)) {
 		k := &c.Kinds[i]
 		p, ok := c.Priorities[k.Priority]
 		k.PriorityLevel, k.Lanes = p.Level, c.lanes(p.Level)
+		k.priorityLevels = map[string]int{}
+		for name, p := range c.Priorities {
+			k.priorityLevels[name] = p.Level
+		}
 		if !ok {
 			names := make([]string, 0, len(c.Priorities))
 			for _, p := range c.PriorityLevels() {

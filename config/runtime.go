@@ -51,7 +51,8 @@ func (k *Kind) Service() refresher.Kind {
 // Operator is the kind as the dashboard and the API show it.
 func (k *Kind) Operator() operator.Kind {
 	return operator.Kind{Name: k.Name, Table: k.ModelsTable(), Lists: k.Lists(), Schedule: k.ScheduleParsed,
-		Policy: k.Policy(), LateAfter: k.LateAfter.D(), Priority: k.Priority, ThrottleGroup: k.ThrottleGroup}
+		Policy: k.Policy(), LateAfter: k.LateAfter.D(), Priority: k.Priority, ThrottleGroup: k.ThrottleGroup,
+		PriorityLevels: k.priorityLevels}
 }
 
 // Gauge is the kind as the alert gauges count it.

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -445,7 +448,30 @@ func (s *Server) apiTrigger(w http.ResponseWriter, r *http.Request, k *Kind) {
 	if s.refusePaused(w, r, k, "a refresh now") {
 		return
 	}
-	s.change(w, r, k, "trigger", s.admin().Trigger)
+	fn := s.admin().Trigger
+	if p := r.URL.Query().Get("priority"); p != "" {
+		level, err := priorityLevel(k, p)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		fn = s.admin().TriggerAt(&level)
+	}
+	s.change(w, r, k, "trigger", fn)
+}
+
+// priorityLevel reads the priority of a trigger: a level's name or a
+// number (-32768 to 32767).
+func priorityLevel(k *Kind, p string) (int, error) {
+	if level, ok := k.PriorityLevels[p]; ok {
+		return level, nil
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil || n < math.MinInt16 || n > math.MaxInt16 {
+		names := slices.Sorted(maps.Keys(k.PriorityLevels))
+		return 0, fmt.Errorf("priority=%q: use a level of priorities: (%s) or a number from -32768 to 32767", p, strings.Join(names, ", "))
+	}
+	return n, nil
 }
 
 type changeFunc func(context.Context, models.Table, []string, time.Time) ([]refresher.Change, error)

@@ -100,6 +100,13 @@ func TestActionsNeedToken(t *testing.T) {
 	if st := f.do("POST", "/api/v1/kinds/items/models/ok-1/trigger", testToken, nil, &c); st != 200 || c.Note != "refresh due now" {
 		t.Fatalf("trigger: %d %+v", st, c)
 	}
+	if st := f.do("POST", "/api/v1/kinds/items/models/ok-1/trigger?priority=interactive", testToken, nil, &c); st != 200 || c.Note != "refresh due now at priority 0" {
+		t.Fatalf("trigger at a priority: %d %+v", st, c)
+	}
+	if st := f.do("POST", "/api/v1/kinds/items/models/ok-1/trigger?priority=soon", testToken, nil, &e); st != 400 ||
+		e["error"] != `priority="soon": use a level of priorities: (eventual, interactive) or a number from -32768 to 32767` {
+		t.Fatalf("trigger at a bad priority: %d %v", st, e)
+	}
 	if st := f.do("POST", "/api/v1/kinds/items/models/nope/trigger", testToken, nil, &e); st != 404 {
 		t.Fatalf("trigger missing: %d %v", st, e)
 	}
