@@ -51,9 +51,16 @@ func (p Priority) before(q Priority) bool {
 // Cursor is where a claim starts (see Tx.ClaimDue): in the scan At.Scan,
 // at refresh_at >= At; every other scan starts at its beginning. The zero
 // Cursor starts every scan at its beginning.
+//
+// UrgentOnly stops the claim before the kind's level (Table.Priority): it
+// claims only rows more urgent than the kind's, and nothing from a table
+// without the priority columns. The dispatcher claims so while the input
+// list is full, so that "refresh now" at a high priority does not wait for
+// the backlog to drain.
 type Cursor struct {
-	Scan Priority
-	At   time.Time
+	Scan       Priority
+	At         time.Time
+	UrgentOnly bool
 }
 
 // CursorAfter is the cursor after a full batch whose last row is last.
@@ -110,11 +117,11 @@ func ClaimByPriority(def int, from Cursor, limit int, sc PriorityScans) ([]Row, 
 				s, found = c.p, true
 			}
 		}
-		if !found {
+		if !found || (from.UrgentOnly && s.Level >= def) {
 			break
 		}
 		var start time.Time
-		if from.Scan == s {
+		if from.Scan == s && !from.At.IsZero() {
 			start = from.At
 		}
 		rows, err := sc.Claim(s, start, limit-len(out))

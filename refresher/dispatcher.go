@@ -29,6 +29,8 @@ type dispatcher struct {
 	// by the last RPUSH) at queuedAt (wall clock); see throttled.
 	queued   int64
 	queuedAt time.Time
+	// fullLogged is when the dispatcher last logged a full input list.
+	fullLogged time.Time
 	// jobs and starts are the batch in hand, reused from pass to pass;
 	// lists[i] is the list of jobs[i] (Kind.inputList).
 	jobs   []redisio.Job
@@ -53,6 +55,12 @@ const queuedRecheck = time.Second
 // cursorReset is how long the claim cursor may be used before the scan
 // starts from the beginning of the index again.
 const cursorReset = 5 * time.Second
+
+// urgentPoll is how often a throttled dispatcher of a kind with priority
+// lanes claims the rows more urgent than the kind's: a few index lookups
+// and an LLEN each time, so that "refresh now" at a high priority starts
+// well within a second while the input list is full.
+const urgentPoll = 100 * time.Millisecond
 
 // minSleep is the shortest wait after a pass that came back short. Rows
 // can be due and yet not claimable by this dispatcher (another instance
@@ -79,8 +87,12 @@ func (d *dispatcher) loop(ctx context.Context) {
 			backoff = min(max(2*backoff, 100*time.Millisecond), 5*d.cfg.MaxSleep)
 			wait = backoff
 		case throttled:
-			// The input list is full: workers are down or behind.
+			// The input list is full: workers are down or behind. A kind
+			// with lanes looks again sooner, for urgent rows (see runOnce).
 			wait = d.cfg.MaxSleep
+			if len(d.kind.Lanes) > 0 {
+				wait = min(wait, urgentPoll)
+			}
 		case full:
 			backoff = 0
 		default:
@@ -156,8 +168,14 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	if paused, err := d.readPauses(bctx); err != nil || paused { // a paused kind waits as a throttled one
 		return 0, false, paused, err
 	}
+	from := d.cursor
 	if throttled, err := d.throttled(bctx); err != nil || throttled {
-		return 0, false, throttled, err
+		if err != nil || len(k.Lanes) == 0 {
+			return 0, false, throttled, err
+		}
+		// The input list is full, the lanes are not: claim the rows more
+		// urgent than the kind's, whose jobs workers pop first.
+		from = models.Cursor{UrgentOnly: true}
 	}
 
 	if d.throttle != nil && d.throttle.column != "" {
@@ -169,13 +187,13 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	// rules are not parsed yet rolls back at once, the rules are parsed,
 	// and it claims again (see schedules.prepare).
 	now := d.clock.Now()
-	if !d.cursor.At.IsZero() && now.Sub(d.cursorSince) > cursorReset {
-		d.cursor = models.Cursor{}
+	if !from.UrgentOnly && !d.cursor.At.IsZero() && now.Sub(d.cursorSince) > cursorReset {
+		d.cursor, from = models.Cursor{}, models.Cursor{}
 	}
 	for round := 1; ; round++ {
 		var pending []keyRule
 		err = d.store.Tx(bctx, func(tx models.Tx) error {
-			rows, err := tx.ClaimDue(bctx, k.Table, now, d.cursor, d.cfg.BatchSize)
+			rows, err := tx.ClaimDue(bctx, k.Table, now, from, d.cfg.BatchSize)
 			if err != nil {
 				return err
 			}
@@ -184,7 +202,7 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 					return errUnprepared
 				}
 			}
-			return d.claimTx(bctx, tx, rows, now)
+			return d.claimTx(bctx, tx, rows, now, from.UrgentOnly)
 		})
 		if !errors.Is(err, errUnprepared) {
 			break
@@ -205,9 +223,11 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 		}
 	}
 	full = claimed == d.cfg.BatchSize
+	// An urgent-only pass is a throttled one that may have claimed rows.
+	throttled = from.UrgentOnly && !full
 	jobs := d.jobs
 	if len(jobs) == 0 {
-		return 0, full, false, nil
+		return 0, full, throttled, nil
 	}
 	if d.hooks.BeforePush != nil {
 		d.hooks.BeforePush(k.Name)
@@ -228,7 +248,7 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	}
 	d.metrics.Started.WithLabelValues(k.Name).Add(float64(len(jobs)))
 	d.activity.addStarted(len(jobs))
-	return len(jobs), full, false, nil
+	return len(jobs), full, throttled, nil
 }
 
 // push pushes the batch's jobs, one RPUSH per run of jobs bound for the
@@ -269,15 +289,17 @@ func (d *dispatcher) asksSchedule(now time.Time) func(policy.State) bool {
 
 // claimTx decides the claimed rows of one pass (timeouts, starts) and
 // saves them, in the claim's transaction; it advances the claim cursor
-// after a full batch.
-func (d *dispatcher) claimTx(ctx context.Context, tx models.Tx, rows []models.Row, now time.Time) error {
+// after a full batch, unless the claim was of urgent rows only.
+func (d *dispatcher) claimTx(ctx context.Context, tx models.Tx, rows []models.Row, now time.Time, urgentOnly bool) error {
 	// Cleared, so that the last batch's rows and payloads can be freed.
 	clear(d.jobs[:cap(d.jobs)])
 	clear(d.starts[:cap(d.starts)])
 	d.jobs, d.lists, d.starts = d.jobs[:0], d.lists[:0], d.starts[:0]
 	d.tally.reset()
 	d.claimed = len(rows)
-	if d.claimed == d.cfg.BatchSize {
+	if urgentOnly {
+		// The cursor stays where the full claims left it.
+	} else if d.claimed == d.cfg.BatchSize {
 		if d.cursor.At.IsZero() {
 			d.cursorSince = now
 		}
@@ -309,7 +331,11 @@ func (d *dispatcher) throttled(ctx context.Context) (bool, error) {
 		d.setQueued(n)
 	}
 	if d.queued >= int64(k.MaxQueued) {
-		d.log.Warn("input list is full, not dispatching", "queued", d.queued, "max_queued", k.MaxQueued)
+		// At most once a MaxSleep: a kind with lanes looks more often.
+		if now := time.Now(); now.Sub(d.fullLogged) >= d.cfg.MaxSleep { // pacing only
+			d.fullLogged = now
+			d.log.Warn("input list is full, not dispatching", "queued", d.queued, "max_queued", k.MaxQueued)
+		}
 		return true, nil
 	}
 	return false, nil

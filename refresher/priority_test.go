@@ -107,3 +107,40 @@ func TestTriggerAtPriority(t *testing.T) {
 	require.Contains(t, lane[0], `"uid":"user"`)
 	require.Nil(t, once("user"), "cleared by the claim")
 }
+
+// TestThrottledDispatcherClaimsUrgentRows: while the input list is full, a
+// kind with lanes still claims and pushes the rows more urgent than its own
+// level, within a fraction of a second.
+func TestThrottledDispatcherClaimsUrgentRows(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	b.kind.Table.Priority = 10
+	b.kind.Lanes = []int{0}
+	b.kind.MaxQueued = 5
+	b.cfg.Kinds = []Kind{b.kind}
+	for i := range 30 {
+		b.insert(fmt.Sprintf("n%02d", i))
+	}
+	b.insert("user")
+	b.exec("UPDATE items SET refresh_at = ? WHERE uid = 'user'", t0.Add(time.Hour))
+	b.start(func(c *Config) { c.BatchSize = 5; c.MaxSleep = 5 * time.Second })
+	ctx := context.Background()
+	require.Eventually(t, func() bool {
+		n, err := b.rdb.LLen(ctx, b.kind.Lists.Input).Result()
+		return err == nil && n >= 5
+	}, 10*time.Second, 10*time.Millisecond)
+	b.passes.wait(t, 2) // throttled passes
+
+	zero := 0
+	_, err := NewAdmin(b.store, nil).TriggerAt(&zero)(ctx, b.kind.Table, []string{"user"}, t0)
+	require.NoError(t, err)
+	start := time.Now()
+	require.Eventually(t, func() bool {
+		n, err := b.rdb.LLen(ctx, b.kind.Lists.PriorityInput(0)).Result()
+		return err == nil && n == 1
+	}, 3*time.Second, 5*time.Millisecond)
+	require.Less(t, time.Since(start), time.Second, "pushed while the input list was full, before MaxSleep")
+	n, err := b.rdb.LLen(ctx, b.kind.Lists.Input).Result()
+	require.NoError(t, err)
+	require.Equal(t, int64(5), n, "no more jobs for the full input list")
+}

@@ -130,6 +130,9 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now time.Time, from 
 	}
 	var rows []models.Row
 	if !q.meta.prioritized() {
+		if from.UrgentOnly {
+			return nil, nil // no priorities: nothing is more urgent than the kind
+		}
 		rows, err = tx.claimScan(ctx, q, "", "", nil, now, from.At, limit)
 		for i := range rows {
 			rows[i].Priority = models.Priority{Level: t.Priority}

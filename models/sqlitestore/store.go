@@ -138,6 +138,9 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now time.Time, from 
 	}
 	var rows []models.Row
 	if q.meta.priorityIndex == "" || q.meta.priorityOnceIndex == "" {
+		if from.UrgentOnly {
+			return nil, nil // no priorities: nothing is more urgent than the kind
+		}
 		rows, err = tx.claimScan(ctx, q, q.meta.refreshIndex, "", "", nil, now, from.At, limit)
 		for i := range rows {
 			rows[i].Priority = models.Priority{Level: t.Priority}

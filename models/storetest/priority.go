@@ -107,3 +107,11 @@ func testSetPriorityOnce(t *testing.T, h Harness) {
 	eq(t, rows[0].Priority, models.Priority{Level: -10, Source: models.PriorityOnce}, "n2's")
 	eq(t, keysOf(ClaimFrom(t, env.Store, tbl, base, models.Cursor{}, 100)), []string{"neg", "p0", "p5a", "p5b", "p10", "n1", "n2", "p20", "once"}, "cleared")
 }
+
+// testClaimUrgentOnly: an urgent-only claim stops before the kind's level.
+func testClaimUrgentOnly(t *testing.T, h Harness) {
+	env := h.New(t)
+	tbl, _ := priorityRows(t, env)
+	eq(t, keysOf(ClaimFrom(t, env.Store, tbl, base, models.Cursor{UrgentOnly: true}, 100)), []string{"neg", "once", "p0", "p5a", "p5b"}, "urgent only")
+	eq(t, keysOf(ClaimFrom(t, env.Store, tbl, base, models.Cursor{UrgentOnly: true}, 2)), []string{"neg", "p0"}, "urgent only, limit")
+}

@@ -24,6 +24,7 @@ func Run(t *testing.T, h Harness) {
 		{"ClaimPrioritySources", testClaimPrioritySources},
 		{"ClaimPriorityCursor", testClaimPriorityCursor},
 		{"SetPriorityOnce", testSetPriorityOnce},
+		{"ClaimUrgentOnly", testClaimUrgentOnly},
 		{"ConcurrentClaimersNeverShareARow", testConcurrentClaimers},
 		{"SaveEveryColumnRoundTrip", testSaveRoundTrip},
 		{"SaveLimitsAndDuplicates", testSaveLimits},
