@@ -24,6 +24,7 @@ kinds:
 	require.Equal(t, 20, svc.Kinds[1].Table.Priority)
 	require.Equal(t, []int{0, 10}, svc.Kinds[1].Lanes)
 	require.Empty(t, svc.Kinds[2].Lanes, "nothing is more urgent than interactive")
+	require.Equal(t, 8, svc.ClaimConnections, "half the default 16 connections, handed out by priority")
 	require.Equal(t, 2, c.Priorities["interactive"].AlertMaxAttempts)
 	require.Equal(t, 150*time.Minute, c.Priorities["eventual"].AlertMaxAge.D())
 	for in, want := range map[string]int{"interactive": 0, "eventual": 20, "-3": -3, "7": 7} {

@@ -1,9 +1,11 @@
 package config
 
 import (
+	"cmp"
 	"log/slog"
 
 	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/models/stores"
 	"github.com/refresher/refresher/operator"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
@@ -67,5 +69,16 @@ func (c *Config) Service(log *slog.Logger) refresher.Config {
 		kinds[i] = c.Kinds[i].Service()
 	}
 	return refresher.Config{Kinds: kinds, InstanceID: c.InstanceID, BatchSize: c.BatchSize,
-		MaxSleep: c.MaxSleep.D(), Heartbeat: c.Heartbeat.D(), Logger: log}
+		MaxSleep: c.MaxSleep.D(), Heartbeat: c.Heartbeat.D(), Logger: log, ClaimConnections: c.claimConnections()}
+}
+
+// claimConnections is the service's refresher.Config.ClaimConnections: with
+// several kinds, half the database connections (at least one) for claims,
+// handed out by the kinds' priority; the other half for the pollers'
+// applies and the rest. One kind needs no order.
+func (c *Config) claimConnections() int {
+	if len(c.Kinds) < 2 {
+		return 0
+	}
+	return max(cmp.Or(c.MaxConnections, stores.DefaultMaxConnections)/2, 1)
 }

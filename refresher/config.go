@@ -71,6 +71,12 @@ type Config struct {
 	// idle kind's dispatcher parks instead, and the service's due watch
 	// looks for all parked kinds every MaxSleep (see dueWatch).
 	MaxSleep time.Duration
+	// ClaimConnections caps how many dispatchers run a claim transaction
+	// at once; when more want to, the dispatcher of the most urgent kind
+	// (lowest Table.Priority) goes first. Set it below the database pool's
+	// size, so that the order is decided here and not by the pool's queue.
+	// Default 0: no cap.
+	ClaimConnections int
 	// FetchBlock is how long the poller blocks on an empty list. Default 1s.
 	// After a fetch that found nothing it blocks longer, up to Heartbeat/3
 	// (at most 5s); a result arriving wakes it at once either way.

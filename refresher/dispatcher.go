@@ -45,6 +45,9 @@ type dispatcher struct {
 	// watch looks for due rows while the kind is idle (see dueWatch); nil:
 	// the dispatcher looks itself every MaxSleep.
 	watch *dueWatch
+	// gate orders the kinds' claims by priority when connections are
+	// short (Config.ClaimConnections); nil: no gate.
+	gate *claimGate
 }
 
 // queuedRecheck is how long the dispatcher trusts the input list length it
@@ -189,6 +192,12 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	now := d.clock.Now()
 	if !from.UrgentOnly && !d.cursor.At.IsZero() && now.Sub(d.cursorSince) > cursorReset {
 		d.cursor, from = models.Cursor{}, models.Cursor{}
+	}
+	if d.gate != nil {
+		if err := d.gate.acquire(bctx, k.Table.Priority); err != nil {
+			return 0, false, false, fmt.Errorf("wait for a database connection: %w", err)
+		}
+		defer d.gate.release()
 	}
 	for round := 1; ; round++ {
 		var pending []keyRule

@@ -178,6 +178,10 @@ func (s *Service) Run(ctx context.Context) error {
 
 	var dispatchers, pollers sync.WaitGroup
 	watch := newDueWatch(s.store, s.cfg)
+	var gate *claimGate
+	if s.cfg.ClaimConnections > 0 {
+		gate = newClaimGate(s.cfg.ClaimConnections)
+	}
 	dispatchers.Go(guard("due watch", func() { watch.loop(runCtx) }))
 	for _, k := range s.cfg.Kinds {
 		r := &kindRunner{
@@ -192,7 +196,7 @@ func (s *Service) Run(ctx context.Context) error {
 		dr := *r // the dispatcher's store skips claims when nothing is due
 		dr.store = &dueGate{Store: s.store, table: k.Table, clock: s.cfg.Clock}
 		sched := newSchedules(k) // one parse cache for both
-		d := &dispatcher{kindRunner: &dr, wake: wake, schedules: sched, watch: watch}
+		d := &dispatcher{kindRunner: &dr, wake: wake, schedules: sched, watch: watch, gate: gate}
 		p := &poller{kindRunner: r, wake: wake, drain: s.rdb.Drain(k.Lists, s.cfg.InstanceID, s.cfg.Heartbeat),
 			schedules: sched}
 		dispatchers.Go(guard("kind "+k.Name+": dispatcher", func() { d.loop(runCtx) }))
