@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -154,5 +155,51 @@ func ClaimByPriority(def int, from Cursor, limit int, sc PriorityScans) ([]Row, 
 			return nil, fmt.Errorf("clear %s: %w", ColPriorityOnce, err)
 		}
 	}
+	return out, nil
+}
+
+// LevelCount is how many due rows one priority level holds.
+type LevelCount struct {
+	Level int   `json:"level"`
+	Due   int64 `json:"due"`
+}
+
+// CountByPriority counts the due rows of each priority level for
+// Inspector.Backlog: count(s) counts the due rows of scan s (for
+// PriorityRow without regard to refresh_priority_once, so that each count
+// is an index-only range count; a row triggered at a one-shot priority
+// thus counts at both levels until its claim). The levels come from
+// probe, as in ClaimByPriority. The kind's level def is always in the
+// result; other levels only with due rows. Sorted by level.
+func CountByPriority(def int, probe func(col string, after int, first bool) (int, bool, error), count func(s Priority) (int64, error)) ([]LevelCount, error) {
+	due := map[int]int64{}
+	n, err := count(Priority{Level: def, Source: PriorityKind})
+	if err != nil {
+		return nil, err
+	}
+	due[def] = n
+	for _, c := range []struct {
+		col string
+		src PrioritySource
+	}{{ColPriorityOnce, PriorityOnce}, {ColPriority, PriorityRow}} {
+		level, ok, err := probe(c.col, 0, true)
+		for ; ok && err == nil; level, ok, err = probe(c.col, level, false) {
+			var n int64
+			if n, err = count(Priority{Level: level, Source: c.src}); err != nil {
+				break
+			}
+			due[level] += n
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	out := make([]LevelCount, 0, len(due))
+	for level, n := range due {
+		if n > 0 || level == def {
+			out = append(out, LevelCount{Level: level, Due: n})
+		}
+	}
+	slices.SortFunc(out, func(a, b LevelCount) int { return a.Level - b.Level })
 	return out, nil
 }

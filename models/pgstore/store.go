@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -189,13 +190,17 @@ func leadOrder(lead string) string {
 // probe returns the smallest value of the priority column col above after
 // (any value when first): one lookup in its index.
 func (tx *Tx) probe(ctx context.Context, q compiled, col string, after int, first bool) (level int, ok bool, err error) {
+	return probeLevel(ctx, tx.tx, q, col, after, first)
+}
+
+func probeLevel(ctx context.Context, qr querier, q compiled, col string, after int, first bool) (level int, ok bool, err error) {
 	query := `SELECT "` + col + `" FROM ` + q.table + ` WHERE "` + col + `" IS NOT NULL ORDER BY "` + col + `" LIMIT 1`
 	var args []any
 	if !first {
 		query = `SELECT "` + col + `" FROM ` + q.table + ` WHERE "` + col + `" > $1 ORDER BY "` + col + `" LIMIT 1`
 		args = []any{after}
 	}
-	err = tx.tx.QueryRow(ctx, query, args...).Scan(&level)
+	err = qr.QueryRow(ctx, query, args...).Scan(&level)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, false, nil
 	}
@@ -203,6 +208,41 @@ func (tx *Tx) probe(ctx context.Context, q compiled, col string, after int, firs
 		return 0, false, fmt.Errorf("find the next %s: %w", col, err)
 	}
 	return level, true, nil
+}
+
+// Backlog counts the due rows of t by priority level (models.Inspector),
+// each level a range count of its index.
+func (s *Store) Backlog(ctx context.Context, t models.Table, now time.Time) ([]models.LevelCount, error) {
+	q, err := s.compile(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	count := func(filter string, args ...any) (n int64, err error) {
+		args = append(args, now.UTC())
+		err = s.pool.QueryRow(ctx, "SELECT COUNT(*) FROM "+q.table+" WHERE "+filter+`"refresh_at" <= $`+strconv.Itoa(len(args)), args...).Scan(&n)
+		return n, err
+	}
+	var out []models.LevelCount
+	if !q.meta.prioritized() {
+		n, cerr := count("")
+		out, err = []models.LevelCount{{Level: t.Priority, Due: n}}, cerr
+	} else {
+		out, err = models.CountByPriority(t.Priority,
+			func(col string, after int, first bool) (int, bool, error) { return probeLevel(ctx, s.pool, q, col, after, first) },
+			func(sc models.Priority) (int64, error) {
+				switch sc.Source {
+				case models.PriorityOnce:
+					return count(`"refresh_priority_once" = $1 AND `, sc.Level)
+				case models.PriorityRow:
+					return count(`"refresh_priority" = $1 AND `, sc.Level)
+				}
+				return count(`"refresh_priority" IS NULL AND `)
+			})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("count the backlog of %s by priority: %w", q.table, err)
+	}
+	return out, nil
 }
 
 // SetPriorityOnce sets refresh_priority_once of the rows with these keys

@@ -115,3 +115,20 @@ func testClaimUrgentOnly(t *testing.T, h Harness) {
 	eq(t, keysOf(ClaimFrom(t, env.Store, tbl, base, models.Cursor{UrgentOnly: true}, 100)), []string{"neg", "once", "p0", "p5a", "p5b"}, "urgent only")
 	eq(t, keysOf(ClaimFrom(t, env.Store, tbl, base, models.Cursor{UrgentOnly: true}, 2)), []string{"neg", "p0"}, "urgent only, limit")
 }
+
+// testBacklog: the due rows by priority level, the kind's level always.
+func testBacklog(t *testing.T, h Harness) {
+	env := h.New(t)
+	tbl, _ := priorityRows(t, env)
+	got, err := env.Store.Backlog(context.Background(), tbl, base)
+	must(t, err)
+	// once (20, once 0) counts at 0 and at 20 until its claim; future is
+	// not due; the NULL key row counts (its one-shot level -5).
+	eq(t, got, []models.LevelCount{{Level: -5, Due: 1}, {Level: -3, Due: 1}, {Level: 0, Due: 2}, {Level: 5, Due: 2},
+		{Level: 10, Due: 4}, {Level: 20, Due: 2}}, "backlog")
+	tbl.Priority = 30
+	env.Exec(t, "UPDATE items SET refresh_at = NULL WHERE refresh_priority IS NULL")
+	got, err = env.Store.Backlog(context.Background(), tbl, base)
+	must(t, err)
+	eq(t, got[len(got)-1], models.LevelCount{Level: 30, Due: 0}, "the kind's level, empty")
+}

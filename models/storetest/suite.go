@@ -25,6 +25,7 @@ func Run(t *testing.T, h Harness) {
 		{"ClaimPriorityCursor", testClaimPriorityCursor},
 		{"SetPriorityOnce", testSetPriorityOnce},
 		{"ClaimUrgentOnly", testClaimUrgentOnly},
+		{"Backlog", testBacklog},
 		{"ConcurrentClaimersNeverShareARow", testConcurrentClaimers},
 		{"SaveEveryColumnRoundTrip", testSaveRoundTrip},
 		{"SaveLimitsAndDuplicates", testSaveLimits},
