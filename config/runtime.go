@@ -62,6 +62,16 @@ func (k *Kind) Gauge() refresher.GaugeKind {
 	return refresher.GaugeKind{Name: k.Name, Table: k.ModelsTable(), Lists: k.Lists(), LateAfter: k.LateAfter.D(), Priority: k.Priority}
 }
 
+// GaugePriorities are the priority levels with their alert thresholds, as
+// the gauges export them.
+func (c *Config) GaugePriorities() []refresher.GaugePriority {
+	var out []refresher.GaugePriority
+	for _, p := range c.PriorityLevels() {
+		out = append(out, refresher.GaugePriority{Name: p.Name, Level: p.Level, MaxAttempts: p.AlertMaxAttempts, MaxAge: p.AlertMaxAge.D()})
+	}
+	return out
+}
+
 // Service is the service's configuration, logging to log.
 func (c *Config) Service(log *slog.Logger) refresher.Config {
 	kinds := make([]refresher.Kind, len(c.Kinds))

@@ -138,8 +138,8 @@ func operatorServer(ctx context.Context, gauges *sync.WaitGroup, c *config.Confi
 	for i := range c.Kinds {
 		kinds[i], gk[i] = c.Kinds[i].Operator(), c.Kinds[i].Gauge()
 	}
-	g := refresher.NewGauges(svc.Metrics().Registry, refresher.GaugeConfig{Kinds: gk, Inspector: store, Redis: redisio.New(rdb),
-		Interval: c.GaugeInterval.D(), Logger: log})
+	g := refresher.NewGauges(svc.Metrics().Registry, refresher.GaugeConfig{Kinds: gk, Priorities: c.GaugePriorities(),
+		Inspector: store, Redis: redisio.New(rdb), Interval: c.GaugeInterval.D(), Logger: log})
 	gauges.Go(func() { g.Run(ctx) })
 	return operator.New(withAccess(c, operator.Options{Kinds: kinds, Store: store, Redis: rdb, Gatherer: svc.Metrics().Registry,
 		Logger: log, SearchBudget: c.SearchScanBudget}))
