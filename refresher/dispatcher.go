@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/xid"
@@ -29,8 +30,6 @@ type dispatcher struct {
 	// by the last RPUSH) at queuedAt (wall clock); see throttled.
 	queued   int64
 	queuedAt time.Time
-	// fullLogged is when the dispatcher last logged a full input list.
-	fullLogged time.Time
 	// jobs and starts are the batch in hand, reused from pass to pass;
 	// lists[i] is the list of jobs[i] (Kind.inputList).
 	jobs   []redisio.Job
@@ -48,6 +47,35 @@ type dispatcher struct {
 	// gate orders the kinds' claims by priority when connections are
 	// short (Config.ClaimConnections); nil: no gate.
 	gate *claimGate
+	// urgent makes this the kind's urgent dispatcher (urgentLoop): it
+	// claims only the rows more urgent than the kind's.
+	urgent bool
+	// backlog is shared by a kind's dispatcher, which sets it, and its
+	// urgent dispatcher, which runs only while it is set; nil without lanes.
+	backlog *backlogSignal
+}
+
+// backlogSignal says whether a kind's dispatcher has a backlog: its last
+// pass was full, or the input list was full.
+type backlogSignal struct {
+	busy atomic.Bool
+	wake chan struct{} // signalled when busy turns true
+}
+
+func newBacklogSignal() *backlogSignal { return &backlogSignal{wake: make(chan struct{}, 1)} }
+
+func (b *backlogSignal) set(busy bool) {
+	if b == nil {
+		return
+	}
+	if !busy {
+		b.busy.Store(false)
+	} else if !b.busy.Swap(true) {
+		select {
+		case b.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // queuedRecheck is how long the dispatcher trusts the input list length it
@@ -59,10 +87,9 @@ const queuedRecheck = time.Second
 // starts from the beginning of the index again.
 const cursorReset = 5 * time.Second
 
-// urgentPoll is how often a throttled dispatcher of a kind with priority
-// lanes claims the rows more urgent than the kind's: a few index lookups
-// and an LLEN each time, so that "refresh now" at a high priority starts
-// well within a second while the input list is full.
+// urgentPoll is how often the urgent dispatcher of a kind with priority
+// lanes claims the rows more urgent than the kind's (see urgentLoop): two
+// index lookups when there are none.
 const urgentPoll = 100 * time.Millisecond
 
 // minSleep is the shortest wait after a pass that came back short. Rows
@@ -79,6 +106,7 @@ func (d *dispatcher) loop(ctx context.Context) {
 	backoff := time.Duration(0)
 	for {
 		started, full, throttled, err := d.runOnce(ctx)
+		d.backlog.set(err == nil && (full || throttled))
 		if d.hooks.AfterDispatch != nil {
 			d.hooks.AfterDispatch(d.kind.Name, started)
 		}
@@ -90,12 +118,8 @@ func (d *dispatcher) loop(ctx context.Context) {
 			backoff = min(max(2*backoff, 100*time.Millisecond), 5*d.cfg.MaxSleep)
 			wait = backoff
 		case throttled:
-			// The input list is full: workers are down or behind. A kind
-			// with lanes looks again sooner, for urgent rows (see runOnce).
+			// The input list is full: workers are down or behind.
 			wait = d.cfg.MaxSleep
-			if len(d.kind.Lanes) > 0 {
-				wait = min(wait, urgentPoll)
-			}
 		case full:
 			backoff = 0
 		default:
@@ -124,6 +148,59 @@ func (d *dispatcher) loop(ctx context.Context) {
 			t.Stop()
 		} else if ctx.Err() != nil {
 			return
+		}
+	}
+}
+
+// urgentLoop runs the passes of a kind's urgent dispatcher until ctx is
+// cancelled: while the kind's dispatcher has a backlog (d.backlog), every
+// urgentPoll, and at once after a full batch, it claims the rows more
+// urgent than the kind's (models.Cursor.UrgentOnly) and pushes them to
+// their lanes. A row triggered "refresh now" at a high priority thus starts
+// within about urgentPoll, whatever the backlog, the batch size or a full
+// input list; without a backlog the kind's dispatcher claims it first in
+// its next pass, and the urgent one costs nothing. SKIP LOCKED keeps the
+// two from claiming a row twice (on SQLite they take turns). Only passes
+// that start attempts fire Hooks.AfterDispatch.
+func (d *dispatcher) urgentLoop(ctx context.Context) {
+	backoff := time.Duration(0)
+	for {
+		if !d.backlog.busy.Load() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-d.backlog.wake:
+			}
+			continue
+		}
+		started, full, _, err := d.runOnce(ctx)
+		if started > 0 && d.hooks.AfterDispatch != nil {
+			d.hooks.AfterDispatch(d.kind.Name, started)
+		}
+		wait := urgentPoll
+		switch {
+		case err != nil:
+			d.metrics.Errors.WithLabelValues(d.kind.Name, "dispatch").Inc()
+			d.log.Error("urgent dispatch pass failed", "err", err)
+			backoff = min(max(2*backoff, 100*time.Millisecond), 5*d.cfg.MaxSleep)
+			wait = backoff
+		case full:
+			backoff, wait = 0, 0
+		default:
+			backoff = 0
+		}
+		if wait == 0 {
+			if ctx.Err() != nil {
+				return
+			}
+			continue
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
 		}
 	}
 }
@@ -172,13 +249,11 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 		return 0, false, paused, err
 	}
 	from := d.cursor
-	if throttled, err := d.throttled(bctx); err != nil || throttled {
-		if err != nil || len(k.Lanes) == 0 {
-			return 0, false, throttled, err
-		}
-		// The input list is full, the lanes are not: claim the rows more
-		// urgent than the kind's, whose jobs workers pop first.
+	if d.urgent {
+		// The lanes are not bounded by MaxQueued: a few urgent jobs.
 		from = models.Cursor{UrgentOnly: true}
+	} else if throttled, err := d.throttled(bctx); err != nil || throttled {
+		return 0, false, throttled, err
 	}
 
 	if d.throttle != nil && d.throttle.column != "" {
@@ -232,11 +307,9 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 		}
 	}
 	full = claimed == d.cfg.BatchSize
-	// An urgent-only pass is a throttled one that may have claimed rows.
-	throttled = from.UrgentOnly && !full
 	jobs := d.jobs
 	if len(jobs) == 0 {
-		return 0, full, throttled, nil
+		return 0, full, false, nil
 	}
 	if d.hooks.BeforePush != nil {
 		d.hooks.BeforePush(k.Name)
@@ -257,7 +330,7 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	}
 	d.metrics.Started.WithLabelValues(k.Name).Add(float64(len(jobs)))
 	d.activity.addStarted(len(jobs))
-	return len(jobs), full, throttled, nil
+	return len(jobs), full, false, nil
 }
 
 // push pushes the batch's jobs, one RPUSH per run of jobs bound for the
@@ -340,11 +413,7 @@ func (d *dispatcher) throttled(ctx context.Context) (bool, error) {
 		d.setQueued(n)
 	}
 	if d.queued >= int64(k.MaxQueued) {
-		// At most once a MaxSleep: a kind with lanes looks more often.
-		if now := time.Now(); now.Sub(d.fullLogged) >= d.cfg.MaxSleep { // pacing only
-			d.fullLogged = now
-			d.log.Warn("input list is full, not dispatching", "queued", d.queued, "max_queued", k.MaxQueued)
-		}
+		d.log.Warn("input list is full, not dispatching", "queued", d.queued, "max_queued", k.MaxQueued)
 		return true, nil
 	}
 	return false, nil

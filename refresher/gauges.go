@@ -47,8 +47,8 @@ type GaugeConfig struct {
 	// Priorities are the configured priority levels with their alert
 	// thresholds.
 	Priorities []GaugePriority
-	Inspector models.Inspector
-	Redis     *redisio.Client
+	Inspector  models.Inspector
+	Redis      *redisio.Client
 	// Interval is how often the gauges are computed, by all instances
 	// together: one instance counts a kind once per Interval (at most every
 	// 0.9 Interval, see Tick). Default 15s.

@@ -129,7 +129,7 @@ func TestThrottledDispatcherClaimsUrgentRows(t *testing.T) {
 		n, err := b.rdb.LLen(ctx, b.kind.Lists.Input).Result()
 		return err == nil && n >= 5
 	}, 10*time.Second, 10*time.Millisecond)
-	b.passes.wait(t, 2) // throttled passes
+	b.passes.wait(t, 1) // a throttled pass: the dispatcher has a backlog
 
 	zero := 0
 	_, err := NewAdmin(b.store, nil).TriggerAt(&zero)(ctx, b.kind.Table, []string{"user"}, t0)

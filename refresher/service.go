@@ -200,6 +200,12 @@ func (s *Service) Run(ctx context.Context) error {
 		p := &poller{kindRunner: r, wake: wake, drain: s.rdb.Drain(k.Lists, s.cfg.InstanceID, s.cfg.Heartbeat),
 			schedules: sched}
 		dispatchers.Go(guard("kind "+k.Name+": dispatcher", func() { d.loop(runCtx) }))
+		if len(k.Lanes) > 0 {
+			ur := *r // not the gate of dr: it serves one goroutine
+			d.backlog = newBacklogSignal()
+			u := &dispatcher{kindRunner: &ur, schedules: sched, gate: gate, urgent: true, backlog: d.backlog}
+			dispatchers.Go(guard("kind "+k.Name+": urgent dispatcher", func() { u.urgentLoop(runCtx) }))
+		}
 		pollers.Go(guard("kind "+k.Name+": poller", func() { p.loop(pollCtx) }))
 		dispatchers.Go(guard("kind "+k.Name+": activity log", func() { r.activity.loop(runCtx, r.log, s.cfg.LogInterval) }))
 	}

@@ -282,7 +282,9 @@ func (s *Store) Backlog(ctx context.Context, t models.Table, now time.Time) ([]m
 		out, err = []models.LevelCount{{Level: t.Priority, Due: n}}, cerr
 	} else {
 		out, err = models.CountByPriority(t.Priority,
-			func(col string, after int, first bool) (int, bool, error) { return probeLevel(ctx, s.db, q, col, after, first) },
+			func(col string, after int, first bool) (int, bool, error) {
+				return probeLevel(ctx, s.db, q, col, after, first)
+			},
 			func(sc models.Priority) (int64, error) {
 				switch sc.Source {
 				case models.PriorityOnce:
