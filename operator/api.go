@@ -104,6 +104,9 @@ type KindSummary struct {
 	Running  int64  `json:"running"`
 	Failing  int64  `json:"failing"`
 	Disabled int64  `json:"disabled"`
+	// Backlog is the due rows by priority level (models.Inspector.Backlog):
+	// the kind's level always, the others with due rows; lower runs first.
+	Backlog []models.LevelCount `json:"backlog"`
 	// Paused is the number of models an operator paused.
 	Paused int64 `json:"paused"`
 	// Pause is the kind's own pause; nil when it is not paused.
@@ -204,6 +207,13 @@ func (s *Server) Overview(ctx context.Context, now time.Time) ([]KindSummary, er
 				ks.OldestDue = &t
 				ks.OldestDueAgeSeconds = max(0, now.Sub(t).Seconds())
 			}
+		}
+		if ks.Backlog, err = s.o.Store.Backlog(ctx, k.Table, now); err != nil {
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			s.o.Logger.Error("operator: backlog by priority", "kind", k.Name, "err", err)
+			ks.Error = "cannot count the backlog by priority of table " + k.Table.Name + "; the service log has the detail"
 		}
 		if ks.Lists, ks.Paused, ks.Pause, err = s.listLens(ctx, k); err != nil {
 			if ctx.Err() != nil {

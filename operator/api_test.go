@@ -4,8 +4,11 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/refresher/refresher/models"
 )
 
 func TestKindsCounts(t *testing.T) {
@@ -18,8 +21,8 @@ func TestKindsCounts(t *testing.T) {
 	k.OldestDue = nil
 	want := KindSummary{Name: "items", Priority: "interactive", Table: "items", Total: 10, Due: 3, Late: 2, Running: 1,
 		Failing: 1, Disabled: 4, OldestDueAgeSeconds: 600, MaxAttemptNo: 3, LateAfterSeconds: 60,
-		Lists: ListLens{Input: 2, Output: 0, Dead: 3}}
-	if k != want {
+		Lists: ListLens{Input: 2, Output: 0, Dead: 3}, Backlog: []models.LevelCount{{Level: 0, Due: 3}}}
+	if !reflect.DeepEqual(k, want) {
 		t.Fatalf("kinds:\n got %+v\nwant %+v", k, want)
 	}
 }
