@@ -203,3 +203,26 @@ func CountByPriority(def int, probe func(col string, after int, first bool) (int
 	slices.SortFunc(out, func(a, b LevelCount) int { return a.Level - b.Level })
 	return out, nil
 }
+
+// AnyUrgentDue reports whether a row of a level below def (more urgent
+// than the kind's) is due, for Store.UrgentDue: it probes the levels of
+// both priority columns below def in order and asks due(s) of each (one
+// index lookup each). With no such level it costs two index lookups.
+func AnyUrgentDue(def int, probe func(col string, after int, first bool) (int, bool, error), due func(s Priority) (bool, error)) (bool, error) {
+	for _, c := range []struct {
+		col string
+		src PrioritySource
+	}{{ColPriorityOnce, PriorityOnce}, {ColPriority, PriorityRow}} {
+		level, ok, err := probe(c.col, 0, true)
+		for ; ok && err == nil && level < def; level, ok, err = probe(c.col, level, false) {
+			var yes bool
+			if yes, err = due(Priority{Level: level, Source: c.src}); err != nil || yes {
+				return yes, err
+			}
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}

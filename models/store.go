@@ -95,6 +95,12 @@ type Store interface {
 	// MaxSleep, not 200. An error of one table (dropped, not readable)
 	// fails the whole call.
 	NextDueMany(ctx context.Context, tables []Table) (next []Next, err error)
+	// UrgentDue reports whether a row more urgent than the kind's (of a
+	// priority level below t.Priority) is due at now, without a
+	// transaction: a few index lookups (see AnyUrgentDue). False for a
+	// table without the priority columns. The urgent dispatcher asks it
+	// before it claims.
+	UrgentDue(ctx context.Context, t Table, now time.Time) (bool, error)
 	// Check verifies that t's table has its key column (with a unique
 	// index), its payload columns and every refresh column. The error names
 	// everything missing and how to fix it.

@@ -88,8 +88,8 @@ const queuedRecheck = time.Second
 const cursorReset = 5 * time.Second
 
 // urgentPoll is how often the urgent dispatcher of a kind with priority
-// lanes claims the rows more urgent than the kind's (see urgentLoop): two
-// index lookups when there are none.
+// lanes looks for rows more urgent than the kind's (see urgentLoop): two
+// index lookups when there are none (Store.UrgentDue).
 const urgentPoll = 100 * time.Millisecond
 
 // minSleep is the shortest wait after a pass that came back short. Rows
@@ -173,7 +173,15 @@ func (d *dispatcher) urgentLoop(ctx context.Context) {
 			}
 			continue
 		}
-		started, full, _, err := d.runOnce(ctx)
+		// A few index lookups, no transaction nor Redis, while nothing
+		// urgent is due; on an error the pass meets it.
+		cctx, cancel := d.batchContext(ctx)
+		due, err := d.store.UrgentDue(cctx, d.kind.Table, d.clock.Now())
+		cancel()
+		started, full := 0, false
+		if err != nil || due {
+			started, full, _, err = d.runOnce(ctx)
+		}
 		if started > 0 && d.hooks.AfterDispatch != nil {
 			d.hooks.AfterDispatch(d.kind.Name, started)
 		}

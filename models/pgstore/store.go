@@ -210,6 +210,38 @@ func probeLevel(ctx context.Context, qr querier, q compiled, col string, after i
 	return level, true, nil
 }
 
+// UrgentDue reports whether a row more urgent than the kind's is due at
+// now (models.Store), with a few index lookups and no transaction.
+func (s *Store) UrgentDue(ctx context.Context, t models.Table, now time.Time) (bool, error) {
+	q, err := s.compile(ctx, t)
+	if err != nil {
+		return false, err
+	}
+	if !q.meta.prioritized() {
+		return false, nil
+	}
+	due, err := models.AnyUrgentDue(t.Priority,
+		func(col string, after int, first bool) (int, bool, error) {
+			return probeLevel(ctx, s.pool, q, col, after, first)
+		},
+		func(sc models.Priority) (bool, error) {
+			filter := `"refresh_priority" = $1 AND `
+			if sc.Source == models.PriorityOnce {
+				filter = `"refresh_priority_once" = $1 AND `
+			}
+			var one int
+			err := s.pool.QueryRow(ctx, "SELECT 1 FROM "+q.table+" WHERE "+filter+`"refresh_at" <= $2 LIMIT 1`, sc.Level, now.UTC()).Scan(&one)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return false, nil
+			}
+			return err == nil, err
+		})
+	if err != nil {
+		return false, fmt.Errorf("look for urgent due rows of %s: %w", q.table, err)
+	}
+	return due, nil
+}
+
 // Backlog counts the due rows of t by priority level (models.Inspector),
 // each level a range count of its index.
 func (s *Store) Backlog(ctx context.Context, t models.Table, now time.Time) ([]models.LevelCount, error) {

@@ -219,6 +219,38 @@ func probeLevel(ctx context.Context, db queryer, q compiled, col string, after i
 	return level, true, nil
 }
 
+// UrgentDue reports whether a row more urgent than the kind's is due at
+// now (models.Store), with a few index lookups and no transaction.
+func (s *Store) UrgentDue(ctx context.Context, t models.Table, now time.Time) (bool, error) {
+	q, err := s.compile(ctx, s.db, t)
+	if err != nil {
+		return false, err
+	}
+	if q.meta.priorityIndex == "" || q.meta.priorityOnceIndex == "" {
+		return false, nil
+	}
+	due, err := models.AnyUrgentDue(t.Priority,
+		func(col string, after int, first bool) (int, bool, error) {
+			return probeLevel(ctx, s.db, q, col, after, first)
+		},
+		func(sc models.Priority) (bool, error) {
+			filter := `"refresh_priority" = ? AND `
+			if sc.Source == models.PriorityOnce {
+				filter = `"refresh_priority_once" = ? AND `
+			}
+			var one int
+			err := s.db.QueryRowContext(ctx, "SELECT 1 FROM "+q.table+" WHERE "+filter+`"refresh_at" <= ? LIMIT 1`, sc.Level, dbTime(now)).Scan(&one)
+			if errors.Is(err, sql.ErrNoRows) {
+				return false, nil
+			}
+			return err == nil, err
+		})
+	if err != nil {
+		return false, fmt.Errorf("look for urgent due rows of %s: %w", q.table, err)
+	}
+	return due, nil
+}
+
 // Backlog counts the due rows of t by priority level (models.Inspector),
 // each level a range count of its index.
 func (s *Store) Backlog(ctx context.Context, t models.Table, now time.Time) ([]models.LevelCount, error) {

@@ -132,3 +132,24 @@ func testBacklog(t *testing.T, h Harness) {
 	must(t, err)
 	eq(t, got[len(got)-1], models.LevelCount{Level: 30, Due: 0}, "the kind's level, empty")
 }
+
+// testUrgentDue: whether a row more urgent than the kind's is due.
+func testUrgentDue(t *testing.T, h Harness) {
+	env := h.New(t)
+	tbl, _ := priorityRows(t, env)
+	urgent := func(tbl models.Table, now time.Time) bool {
+		yes, err := env.Store.UrgentDue(context.Background(), tbl, now)
+		must(t, err)
+		return yes
+	}
+	eq(t, urgent(tbl, base), true, "neg, p0, p5a, p5b and the one-shot rows are due")
+	tbl.Priority = -10
+	eq(t, urgent(tbl, base), false, "nothing below -10")
+	tbl.Priority = -4
+	eq(t, urgent(tbl, base), true, "the NULL key row's one-shot -5")
+	env.Exec(t, "UPDATE items SET refresh_priority_once = NULL WHERE k IS NULL")
+	eq(t, urgent(tbl, base), false, "nothing below -4 now")
+	tbl.Priority = 0
+	eq(t, urgent(tbl, base.Add(-2*time.Hour)), false, "neg (-3) is not due yet two hours earlier")
+	eq(t, urgent(tbl, base), true, "neg (-3) is due")
+}
