@@ -75,7 +75,7 @@ func TestGrafanaDashboard(t *testing.T) {
 		}
 	}
 	all := strings.Join(exprs, "\n")
-	for _, metric := range []string{"refresher_oldest_due_age_seconds", "refresher_max_attempt_no", "refresher_models", "refresher_list_length", "refresher_kind_paused"} {
+	for _, metric := range []string{"refresher_oldest_due_age_seconds", "refresher_max_attempt_no", "refresher_models", "refresher_list_length", "refresher_kind_paused", "refresher_backlog"} {
 		if !strings.Contains(all, metric) {
 			t.Errorf("no panel draws %s", metric)
 		}
