@@ -208,6 +208,8 @@ func TestServiceConfig(t *testing.T) {
 	secret = strongTokens(t, secret, keys)
 	cfg, err := loadAs(t, m, p, *c, secret)
 	require.NoError(t, err, "the service's configuration with real tokens")
+	require.Equal(t, secret["database-url"], cfg.Database, "%s: the Secret's database", p.owner)
+	require.Equal(t, secret["redis-url"], cfg.Redis, "%s: the Secret's Redis", p.owner)
 
 	addr := cfg.HTTPAddr()
 	require.NotEmpty(t, addr, "the HTTP server is on: the probes and the Service need it")
