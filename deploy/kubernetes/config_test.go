@@ -163,6 +163,9 @@ func TestEnvironmentIsRead(t *testing.T) {
 			for _, msg := range checkEnv(p.owner, c) {
 				t.Error(msg)
 			}
+			for _, e := range c.Env {
+				require.NotEqual(t, config.EnvPrefix+"INSTANCE_ID", e.Name, "%s: every replica would share one instance_id; leave the default (the pod's name and a random suffix)", p.owner)
+			}
 		}
 		// Kubernetes would otherwise set REFRESHER_SERVICE_HOST,
 		// REFRESHER_PORT... for the Service "refresher", in the
@@ -172,9 +175,11 @@ func TestEnvironmentIsRead(t *testing.T) {
 	}
 }
 
-// TestConfigMapHoldsNoSecret: the database URL, the Redis URL and the
-// tokens come from the Secret only.
-func TestConfigMapHoldsNoSecret(t *testing.T) {
+// TestConfigMapKeys: the database URL, the Redis URL and the tokens come
+// from the Secret only; and the file, which every pod shares, sets no
+// instance_id, which must differ from one process to the next (the default
+// is the pod's name and a random suffix).
+func TestConfigMapKeys(t *testing.T) {
 	t.Parallel()
 	m := loadManifests(t)
 	for name, cm := range m.configMaps {
@@ -184,6 +189,7 @@ func TestConfigMapHoldsNoSecret(t *testing.T) {
 			for _, secretKey := range []string{"database", "redis", "api_tokens"} {
 				require.NotContains(t, top, secretKey, "ConfigMap %s, %s: %s belongs in the Secret", name, key, secretKey)
 			}
+			require.NotContains(t, top, "instance_id", "ConfigMap %s, %s: every pod would share one instance_id", name, key)
 		}
 	}
 }
