@@ -165,7 +165,8 @@ func configFile(t *testing.T, m *manifests, p pod, c corev1.Container) (string, 
 	require.True(t, i > 0 && i+1 < len(c.Args), "%s: args %v: --config names the mounted configuration", p.owner, c.Args)
 	path := c.Args[i+1]
 	for _, vm := range c.VolumeMounts {
-		if vm.MountPath+"/" != path[:min(len(path), len(vm.MountPath)+1)] {
+		key, under := strings.CutPrefix(path, vm.MountPath+"/")
+		if !under || vm.SubPath != "" {
 			continue
 		}
 		require.True(t, vm.ReadOnly, "%s: mount %s is read-only", p.owner, vm.MountPath)
@@ -175,7 +176,6 @@ func configFile(t *testing.T, m *manifests, p pod, c corev1.Container) (string, 
 			}
 			cm, ok := m.configMaps[v.ConfigMap.Name]
 			require.True(t, ok, "%s: volume %s names the ConfigMap %q, which the manifests lack", p.owner, v.Name, v.ConfigMap.Name)
-			key := path[len(vm.MountPath)+1:]
 			text, ok := cm.Data[key]
 			require.True(t, ok, "%s: --config %s: the ConfigMap %s has no key %q", p.owner, path, cm.Name, key)
 			return path, text
