@@ -75,7 +75,7 @@ func TestRunReturnsTheFatalError(t *testing.T) {
 	b := setup(t, setupOpts{})
 	b.insert("m1")
 	cfg := b.cfg
-	cfg.Hooks.AfterDispatch = func(string, int) { panic("boom in the dispatcher") }
+	cfg.Observer.AfterDispatch = func(string, int) { panic("boom in the dispatcher") }
 	svc, err := New(cfg, b.store, b.rio)
 	require.NoError(t, err)
 	err = runFor(t, svc)

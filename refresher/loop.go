@@ -1,0 +1,60 @@
+package refresher
+
+import (
+	"context"
+	"math"
+	"time"
+)
+
+// This file holds what the service's loops share to wait between passes:
+// sleep (a duration, a wake signal or the end of the context, whichever
+// comes first) and backoff (the growing wait after failed passes). The
+// dispatcher, the poller, the due watch and the start-up check use them;
+// the two periodic loops (the activity log and the alert gauges) tick on a
+// time.Ticker, which neither wakes nor backs off.
+
+// forever is a sleep that only a wake signal or the context ends; it sets
+// no timer, so a parked loop costs nothing while it waits.
+const forever time.Duration = math.MaxInt64
+
+// sleep waits until d has passed, wake signals (a nil wake never does), or
+// ctx is done, and reports whether ctx is still live. A d of zero or less
+// does not wait (and leaves a pending wake signal for the next sleep).
+func sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	var timeout <-chan time.Time
+	if d != forever {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-ctx.Done():
+	case <-wake:
+	case <-timeout:
+	}
+	return ctx.Err() == nil
+}
+
+// minBackoff is the wait after the first of consecutive failures.
+const minBackoff = 100 * time.Millisecond
+
+// backoff is the wait of a loop after consecutive failed passes, so that a
+// database or Redis that is down is not hammered: minBackoff, doubled after
+// each further failure up to limit, and back to minBackoff after a pass
+// that succeeds (reset). The zero value of cur starts there.
+type backoff struct {
+	limit time.Duration
+	cur   time.Duration
+}
+
+// failed returns the wait after one more failure.
+func (b *backoff) failed() time.Duration {
+	b.cur = min(max(2*b.cur, minBackoff), b.limit)
+	return b.cur
+}
+
+// reset starts over after a pass that succeeded.
+func (b *backoff) reset() { b.cur = 0 }
