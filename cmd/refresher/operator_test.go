@@ -25,7 +25,6 @@ func TestOperatorRefusesOpenListenerWithoutToken(t *testing.T) {
 	}
 }
 
-
 // TestAnnounceReadOnly: the log says read_only=true when no token may act,
 // e.g. when the only token has role read, and says whether reads need a
 // token (off loopback, without http_public_read).
