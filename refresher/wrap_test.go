@@ -56,3 +56,21 @@ func TestFetchErrorIsWrappedOnce(t *testing.T) {
 	require.Contains(t, line, "WRONGTYPE")
 	require.Equal(t, 1, strings.Count(line, b.kind.Lists.Output), line)
 }
+
+// A failed push is logged with redisio's words once ("push 3 messages to" the
+// input list), and the undo the dispatcher adds.
+func TestPushErrorIsWrappedOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{timeout: time.Hour})
+	var log testenv.SyncBuffer
+	b.cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	b.insertN(3, t0)
+	proxy, rio := redisVia(t)
+	b.runOn(t.Context(), b.store, rio, func(c *Config) {
+		c.faults.beforePush = func(string) { proxy.Cut() }
+	})
+	line := failedPass(t, &log, "dispatch pass failed")
+	require.Equal(t, 1, strings.Count(line, "push 3 "), line)
+	require.Equal(t, 1, strings.Count(line, b.kind.Lists.Input), line)
+	require.Contains(t, line, "undid 3 attempts")
+}
