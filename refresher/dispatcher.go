@@ -92,7 +92,7 @@ func (d *dispatcher) loop(ctx context.Context) {
 			d.watch.park(d)
 			wait = forever
 		}
-		live := sleep(ctx, wait, d.wake)
+		live := sleepOrWake(ctx, wait, d.wake)
 		if park {
 			d.watch.unpark(d)
 		}

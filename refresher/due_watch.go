@@ -85,12 +85,12 @@ func (w *dueWatch) loop(ctx context.Context) {
 		idle := len(w.parked) == 0
 		w.mu.Unlock()
 		if idle {
-			if !sleep(ctx, forever, w.kick) {
+			if !sleepOrWake(ctx, forever, w.kick) {
 				return
 			}
 			wait = w.interval
 		}
-		if !sleep(ctx, wait, nil) {
+		if !sleep(ctx, wait) {
 			return
 		}
 		start := time.Now() // pacing only

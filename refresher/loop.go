@@ -7,20 +7,28 @@ import (
 )
 
 // This file holds what the service's loops share to wait between passes:
-// sleep (a duration, a wake signal or the end of the context, whichever
-// comes first) and backoff (the growing wait after failed passes). The
-// dispatcher, the poller, the due watch and the start-up check use them;
-// the two periodic loops (the activity log and the alert gauges) tick on a
-// time.Ticker, which neither wakes nor backs off.
+// sleepOrWake (a duration, a wake signal or the end of the context,
+// whichever comes first), sleep (the same without a wake) and backoff (the growing wait after failed passes). The
+// dispatcher, the poller, the due watch and the start-up check use both;
+// the two periodic loops (the activity log and the alert gauges) sleep
+// until their time.Ticker's next tick, so that the time a pass takes does
+// not shift the next one.
 
 // forever is a sleep that only a wake signal or the context ends; it sets
 // no timer, so a parked loop costs nothing while it waits.
 const forever time.Duration = math.MaxInt64
 
-// sleep waits until d has passed, wake signals (a nil wake never does), or
-// ctx is done, and reports whether ctx is still live. A d of zero or less
-// does not wait (and leaves a pending wake signal for the next sleep).
-func sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
+// sleep waits until d has passed or ctx is done, and reports whether ctx
+// is still live. A d of zero or less does not wait.
+func sleep(ctx context.Context, d time.Duration) bool {
+	return sleepOrWake[struct{}](ctx, d, nil)
+}
+
+// sleepOrWake waits until d has passed, wake signals (a nil wake never
+// does), or ctx is done, and reports whether ctx is still live. A d of
+// zero or less does not wait (and leaves a pending wake signal for the
+// next sleep). wake is a signal channel or a time.Ticker's.
+func sleepOrWake[T any](ctx context.Context, d time.Duration, wake <-chan T) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
 	}

@@ -27,20 +27,20 @@ func TestBackoffDoublesUpToItsLimitAndResets(t *testing.T) {
 func TestSleepEndsOnTimeoutWakeOrContext(t *testing.T) {
 	ctx := t.Context()
 	start := time.Now()
-	require.True(t, sleep(ctx, 30*time.Millisecond, nil))
+	require.True(t, sleep(ctx, 30*time.Millisecond))
 	require.GreaterOrEqual(t, time.Since(start), 30*time.Millisecond)
 
 	wake := make(chan struct{}, 1)
 	wake <- struct{}{}
-	require.True(t, sleep(ctx, 0, wake), "no wait")
+	require.True(t, sleepOrWake(ctx, 0, wake), "no wait")
 	require.Len(t, wake, 1, "a sleep of zero leaves the wake signal for the next one")
 	start = time.Now()
-	require.True(t, sleep(ctx, forever, wake), "woken")
+	require.True(t, sleepOrWake(ctx, forever, wake), "woken")
 	require.Less(t, time.Since(start), time.Second)
 	require.Empty(t, wake)
 
 	cctx, cancel := context.WithCancel(ctx)
 	time.AfterFunc(20*time.Millisecond, cancel)
-	require.False(t, sleep(cctx, forever, wake), "a cancelled context ends a sleep without a timer")
-	require.False(t, sleep(cctx, 0, nil), "and is reported without a wait")
+	require.False(t, sleepOrWake(cctx, forever, wake), "a cancelled context ends a sleep without a timer")
+	require.False(t, sleep(cctx, 0), "and is reported without a wait")
 }

@@ -172,7 +172,7 @@ func (p *poller) recoverOthers(ctx context.Context) error {
 func (p *poller) fail(ctx context.Context, what string, err error, retry *backoff) {
 	p.metrics.Errors.WithLabelValues(p.kind.Name, "poll").Inc()
 	p.log.Error(what+" pass failed", "err", err)
-	sleep(ctx, retry.failed(), nil)
+	sleep(ctx, retry.failed())
 }
 
 // runOnce takes one batch of results (the one fetched ahead, or a new

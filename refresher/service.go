@@ -126,7 +126,7 @@ func (s *Service) checkAtStart(ctx context.Context) error {
 		}
 		wait := retry.failed()
 		s.cfg.Logger.Error("database does not answer; retrying the start-up check", "err", pingErr, "retry_in", wait)
-		if !sleep(ctx, wait, nil) {
+		if !sleep(ctx, wait) {
 			return nil
 		}
 	}
