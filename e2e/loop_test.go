@@ -40,7 +40,7 @@ func (c *clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// passes counts the dispatcher's passes (Hooks.AfterDispatch), so a test
+// passes counts the dispatcher's passes (Observer.AfterDispatch), so a test
 // waits for passes instead of sleeping.
 type passes struct {
 	mu   sync.Mutex
@@ -162,7 +162,7 @@ func wholeLoop(t *testing.T, storeName string) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	dispatched := &passes{next: make(chan struct{})}
 	svc, err := refresher.New(refresher.Config{
-		Hooks: refresher.Hooks{AfterDispatch: dispatched.pass},
+		Observer: refresher.Observer{AfterDispatch: dispatched.pass},
 		Kinds: []refresher.Kind{{
 			Name:     "big_tables",
 			Table:    models.Table{Name: "big_tables", Key: "uid", Payload: []string{"input_url"}},

@@ -147,9 +147,9 @@ func (s *Server) overviewCached(ctx context.Context) ([]KindSummary, time.Time, 
 	now := s.o.Now()
 	if s.overview != nil {
 		sums, at := s.overview, s.cachedAt
-		if (now.Sub(at) >= overviewTTL || now.Before(at)) && !s.counting {
+		if (now.Sub(at) >= overviewTTL || now.Before(at)) && !s.counting && !s.closed {
 			s.counting = true
-			go s.recount()
+			s.recounts.Go(s.recount)
 		}
 		s.mu.Unlock()
 		return sums, at, nil
@@ -165,9 +165,9 @@ func (s *Server) overviewCached(ctx context.Context) ([]KindSummary, time.Time, 
 	return sums, now, nil
 }
 
-// recount refreshes the cached overview in the background.
+// recount refreshes the cached overview in the background, until Close.
 func (s *Server) recount() {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(s.recountCtx, 30*time.Second)
 	defer cancel()
 	now := s.o.Now()
 	sums, err := s.Overview(ctx, now)

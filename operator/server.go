@@ -111,6 +111,13 @@ type Server struct {
 	overview []KindSummary // last counts; nil after an action
 	cachedAt time.Time
 	counting bool // a recount runs
+	closed   bool // Close was called: no recount starts
+
+	// recounts is the background recount (see overviewCached), run with
+	// recountCtx; Close cancels it and waits for it.
+	recounts    sync.WaitGroup
+	recountCtx  context.Context
+	stopRecount context.CancelFunc
 }
 
 // New returns a Server; Handler serves it.
@@ -127,6 +134,7 @@ func New(o Options) (*Server, error) {
 	o.PageTimeout = cmp.Or(o.PageTimeout, 5*time.Second)
 	o.CheckTimeout = cmp.Or(o.CheckTimeout, 2*time.Second)
 	s := &Server{o: o, kinds: map[string]*Kind{}}
+	s.recountCtx, s.stopRecount = context.WithCancel(context.Background())
 	for i := range o.Kinds {
 		k := o.Kinds[i]
 		k.LateAfter = cmp.Or(k.LateAfter, models.DefaultLateAfter)
@@ -140,6 +148,18 @@ func New(o Options) (*Server, error) {
 	s.auth = newAuthenticator(o.Tokens, o.ReadTokens, cmp.Or(o.AuthFailureBurst, 10), cmp.Or(o.AuthFailureEvery, 6*time.Second))
 	s.handler = s.routes()
 	return s, nil
+}
+
+// Close stops the background recount of the overview, if one runs, and
+// waits for it, so that it does not outlive the database and Redis clients
+// its caller closes next. Close the HTTP server first: a request after
+// Close answers with the counts it has, and counts only when it has none.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.stopRecount()
+	s.recounts.Wait()
 }
 
 // ReadOnly reports whether no token may act: every state-changing request

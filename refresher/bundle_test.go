@@ -50,7 +50,7 @@ func (c *testClock) Advance(d time.Duration) time.Time {
 }
 
 // passSignal counts events of the loops (e.g. the dispatcher's passes,
-// Hooks.AfterDispatch) and lets a test wait for the next ones without
+// Observer.AfterDispatch) and lets a test wait for the next ones without
 // sleeping.
 type passSignal struct {
 	mu   sync.Mutex
@@ -224,15 +224,15 @@ func (b *testBundle) config(mod func(*Config)) Config {
 	if mod != nil {
 		mod(&cfg)
 	}
-	dispatched, applied := cfg.Hooks.AfterDispatch, cfg.Hooks.AfterApply
-	cfg.Hooks.AfterDispatch = func(kind string, started int) {
+	dispatched, applied := cfg.Observer.AfterDispatch, cfg.Observer.AfterApply
+	cfg.Observer.AfterDispatch = func(kind string, started int) {
 		b.passes.pass()
 		loopEvents.pass()
 		if dispatched != nil {
 			dispatched(kind, started)
 		}
 	}
-	cfg.Hooks.AfterApply = func(kind string, fetched int) {
+	cfg.Observer.AfterApply = func(kind string, fetched int) {
 		loopEvents.pass()
 		if applied != nil {
 			applied(kind, fetched)

@@ -83,8 +83,14 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics counts. Default a fresh NewMetrics().
 	Metrics *Metrics
-	// Hooks are test signals; the zero value costs nothing.
-	Hooks Hooks
+	// Observer is told of the loops' passes (tests and benchmarks); the
+	// zero value costs nothing.
+	Observer Observer
+	// Gauges are the alert gauges Run updates while it runs (see
+	// Service); nil for none.
+	Gauges *Gauges
+	// faults are failures injected by this package's tests.
+	faults faults
 	// LogInterval is how often each kind logs one line of its activity
 	// (attempts started, results applied, failures, ...), when it had any.
 	// Default 1m.

@@ -16,6 +16,10 @@ import (
 // dispatcher starts the attempts of one kind's due rows.
 type dispatcher struct {
 	*kindRunner
+	// gate is the store as the dispatcher claims through it: a pass with
+	// nothing due skips its claim transaction (see dueGate). The claims and
+	// NextDue go through it, never through kindRunner.store.
+	gate      *dueGate
 	wake      chan struct{} // the poller planned a row earlier than the next pass
 	schedules schedules
 	tally     tally // the counts of the batch in hand
@@ -63,49 +67,36 @@ const minSleep = 20 * time.Millisecond
 // when woken. When nothing is due within MaxSleep it parks at the watch,
 // which then looks for it (see dueWatch) and wakes it in time.
 func (d *dispatcher) loop(ctx context.Context) {
-	backoff := time.Duration(0)
+	retry := backoff{limit: 5 * d.cfg.MaxSleep}
 	for {
 		started, full, throttled, err := d.runOnce(ctx)
-		if d.hooks.AfterDispatch != nil {
-			d.hooks.AfterDispatch(d.kind.Name, started)
+		if d.observer.AfterDispatch != nil {
+			d.observer.AfterDispatch(d.kind.Name, started)
 		}
 		wait, park := time.Duration(0), false
 		switch {
 		case err != nil:
 			d.metrics.Errors.WithLabelValues(d.kind.Name, "dispatch").Inc()
 			d.log.Error("dispatch pass failed", "err", err)
-			backoff = min(max(2*backoff, 100*time.Millisecond), 5*d.cfg.MaxSleep)
-			wait = backoff
+			wait = retry.failed()
 		case throttled:
 			// The input list is full: workers are down or behind.
 			wait = d.cfg.MaxSleep
 		case full:
-			backoff = 0
+			retry.reset()
 		default:
-			backoff = 0
+			retry.reset()
 			wait, park = d.sleepFor(ctx)
 		}
 		if park {
 			d.watch.park(d)
-			select {
-			case <-ctx.Done():
-			case <-d.wake:
-			}
+			wait = forever
+		}
+		live := sleepOrWake(ctx, wait, d.wake)
+		if park {
 			d.watch.unpark(d)
-			if ctx.Err() != nil {
-				return
-			}
-		} else if wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-d.wake:
-			case <-t.C:
-			}
-			t.Stop()
-		} else if ctx.Err() != nil {
+		}
+		if !live {
 			return
 		}
 	}
@@ -117,7 +108,7 @@ func (d *dispatcher) loop(ctx context.Context) {
 func (d *dispatcher) sleepFor(ctx context.Context) (wait time.Duration, park bool) {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
 	defer cancel()
-	next, ok, err := d.store.NextDue(ctx, d.kind.Table)
+	next, ok, err := d.gate.NextDue(ctx)
 	if err != nil {
 		return d.cfg.MaxSleep, false
 	}
@@ -145,11 +136,9 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	bctx, cancel := d.batchContext(ctx)
 	defer cancel()
 
-	if g, ok := d.store.(*dueGate); ok {
-		if due, err := g.Due(bctx); err != nil || !due {
-			d.cursor = time.Time{} // as after a short batch
-			return 0, false, false, err
-		}
+	if due, err := d.gate.Due(bctx); err != nil || !due {
+		d.cursor = time.Time{} // as after a short batch
+		return 0, false, false, err
 	}
 	if paused, err := d.readPauses(bctx); err != nil || paused { // a paused kind waits as a throttled one
 		return 0, false, paused, err
@@ -172,7 +161,7 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	}
 	for round := 1; ; round++ {
 		var pending []keyRule
-		err = d.store.Tx(bctx, func(tx models.Tx) error {
+		err = d.gate.Tx(bctx, func(tx models.Tx) error {
 			rows, err := tx.ClaimDue(bctx, k.Table, now, d.cursor, d.cfg.BatchSize)
 			if err != nil {
 				return err
@@ -190,7 +179,7 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 		d.schedules.prepare(pending, now)
 	}
 	if err != nil {
-		return 0, false, false, fmt.Errorf("claim due rows of %s: %w", k.Table.Name, err)
+		return 0, false, false, err // the store's error names the step and the table
 	}
 	claimed := d.claimed
 
@@ -207,8 +196,8 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	if len(jobs) == 0 {
 		return 0, full, false, nil
 	}
-	if d.hooks.BeforePush != nil {
-		d.hooks.BeforePush(k.Name)
+	if d.faults.beforePush != nil {
+		d.faults.beforePush(k.Name)
 	}
 	queued, err := d.rdb.Push(bctx, k.Lists.Input, jobs)
 	if err != nil {
@@ -218,8 +207,7 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 		uctx, ucancel := d.batchContext(ctx)
 		undone, uerr := d.undo(uctx, d.starts)
 		ucancel()
-		return 0, false, false, errors.Join(
-			fmt.Errorf("push %d jobs to %s (undid %d attempts): %w", len(jobs), k.Lists.Input, undone, err), uerr)
+		return 0, false, false, errors.Join(fmt.Errorf("%w (undid %d attempts)", err, undone), uerr)
 	}
 	d.setQueued(queued)
 	d.metrics.Started.WithLabelValues(k.Name).Add(float64(len(jobs)))
@@ -275,7 +263,7 @@ func (d *dispatcher) throttled(ctx context.Context) (bool, error) {
 	if time.Since(d.queuedAt) >= queuedRecheck || d.queued >= int64(k.MaxQueued-d.cfg.BatchSize) {
 		n, err := d.rdb.Len(ctx, k.Lists.Input)
 		if err != nil {
-			return false, fmt.Errorf("read input list length: %w", err)
+			return false, err
 		}
 		d.setQueued(n)
 	}

@@ -18,8 +18,10 @@
 //     the dead-letter list, and removes the batch from Redis only after the
 //     commit.
 //
-// Ownership and shutdown: Run owns both loops of every kind. Cancelling Run's
-// context stops each loop between batches; the batch in hand finishes with a
+// Ownership and shutdown: Run owns both loops of every kind, the due watch,
+// the activity logs and the alert gauges (Config.Gauges), and waits for all
+// of them before it returns. Cancelling Run's context stops each loop
+// between batches; the batch in hand finishes with a
 // context that is not cancelled (bounded by OpTimeout). A process killed at
 // any instant loses nothing: jobs belong to committed attempts (a job lost
 // with its process times out and is retried), and results stay in Redis

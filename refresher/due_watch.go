@@ -30,16 +30,16 @@ import (
 // database down) and reports and backs off as it does for any error, and
 // the others park again.
 //
-// Each look counts as a pass of the kinds that stay parked: Hooks.AfterDispatch
-// fires for each with 0 attempts started, so tests that wait for passes see
-// the idle kind's looks.
+// Each look counts as a pass of the kinds that stay parked:
+// Observer.AfterDispatch fires for each with 0 attempts started, so tests
+// that wait for passes see the idle kind's looks.
 type dueWatch struct {
 	store    models.Store
 	clock    Clock
 	interval time.Duration // MaxSleep
 	timeout  time.Duration // OpTimeout, for one look
 	log      *slog.Logger
-	hooks    Hooks
+	observer Observer
 
 	mu     sync.Mutex
 	parked map[*dispatcher]struct{}
@@ -48,7 +48,7 @@ type dueWatch struct {
 
 func newDueWatch(store models.Store, cfg Config) *dueWatch {
 	return &dueWatch{store: store, clock: cfg.Clock, interval: cfg.MaxSleep, timeout: cfg.OpTimeout,
-		log: cfg.Logger, hooks: cfg.Hooks, parked: map[*dispatcher]struct{}{}, kick: make(chan struct{}, 1)}
+		log: cfg.Logger, observer: cfg.Observer, parked: map[*dispatcher]struct{}{}, kick: make(chan struct{}, 1)}
 }
 
 // park hands d's looks to the watch until the watch wakes d (through
@@ -79,26 +79,19 @@ func (w *dueWatch) unpark(d *dispatcher) {
 // just looked itself, so the first look after a quiet spell comes one
 // interval after the kick.
 func (w *dueWatch) loop(ctx context.Context) {
-	t := time.NewTimer(w.interval)
-	defer t.Stop()
 	wait := w.interval
 	for {
 		w.mu.Lock()
 		idle := len(w.parked) == 0
 		w.mu.Unlock()
 		if idle {
-			select {
-			case <-ctx.Done():
+			if !sleepOrWake(ctx, forever, w.kick) {
 				return
-			case <-w.kick:
 			}
 			wait = w.interval
 		}
-		t.Reset(wait)
-		select {
-		case <-ctx.Done():
+		if !sleep(ctx, wait) {
 			return
-		case <-t.C:
 		}
 		start := time.Now() // pacing only
 		w.look(ctx)
@@ -140,8 +133,8 @@ func (w *dueWatch) look(ctx context.Context) {
 			// Called with the lock held, so that it never overlaps the
 			// kind's own pass: a woken dispatcher unparks (takes the lock)
 			// before it runs one.
-			if w.hooks.AfterDispatch != nil {
-				w.hooks.AfterDispatch(d.kind.Name, 0)
+			if w.observer.AfterDispatch != nil {
+				w.observer.AfterDispatch(d.kind.Name, 0)
 			}
 			continue
 		}

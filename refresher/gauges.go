@@ -132,10 +132,8 @@ func (g *Gauges) Run(ctx context.Context) {
 		if _, err := g.Tick(ctx); err != nil && ctx.Err() == nil {
 			g.cfg.Logger.Warn("alert gauges not updated", "err", err)
 		}
-		select {
-		case <-ctx.Done():
+		if !sleepOrWake(ctx, forever, t.C) {
 			return
-		case <-t.C:
 		}
 	}
 }

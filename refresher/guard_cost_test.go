@@ -152,7 +152,7 @@ func TestIncidentCountsABatchThatComesBackOnce(t *testing.T) {
 	b.insert("s1", "s2")
 	var failed atomic.Bool
 	svc, stop := stoppable(t, b, func(c *Config) {
-		c.Hooks.BeforeAck = func(string) error {
+		c.faults.beforeAck = func(string) error {
 			if failed.CompareAndSwap(false, true) {
 				return errors.New("Redis lost the Ack")
 			}

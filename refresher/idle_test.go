@@ -122,7 +122,7 @@ func TestParkedDispatcherWakes(t *testing.T) {
 	store := &nextDueCount{Store: b.store}
 	var log passLog
 	b.runOn(context.Background(), store, b.rio, func(c *Config) {
-		c.Hooks.AfterDispatch = log.hook
+		c.Observer.AfterDispatch = log.hook
 	})
 	parked := func() {
 		t.Helper()

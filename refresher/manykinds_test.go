@@ -109,7 +109,7 @@ func newManyKinds(t *testing.T, kinds, perKind, maxConns int) *manyKinds {
 		Kinds: ks, InstanceID: "many", Heartbeat: 30 * time.Second,
 		Clock: &testClock{now: t0}, Rand: func() float64 { return 0 },
 		Logger: slog.New(slog.NewTextHandler(m.logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Hooks: Hooks{AfterApply: func(kind string, n int) {
+		Observer: Observer{AfterApply: func(kind string, n int) {
 			m.apply.Add(int64(n))
 			m.mu.Lock()
 			defer m.mu.Unlock()
@@ -244,7 +244,7 @@ func idleCPU(t *testing.T, kinds int) float64 {
 	// when every dispatcher has made 3 passes.
 	var passes sync.Map // kind -> *atomic.Int32
 	var started atomic.Int32
-	m.cfg.Hooks.AfterDispatch = func(kind string, _ int) {
+	m.cfg.Observer.AfterDispatch = func(kind string, _ int) {
 		n, _ := passes.LoadOrStore(kind, new(atomic.Int32))
 		if n.(*atomic.Int32).Add(1) == 3 {
 			started.Add(1)

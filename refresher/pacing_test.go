@@ -70,7 +70,7 @@ func TestDispatcherDoesNotSpinOnUnclaimableRows(t *testing.T) {
 			var log passLog
 			b.start(func(c *Config) {
 				c.MaxSleep = 100 * time.Millisecond
-				c.Hooks.AfterDispatch = log.hook
+				c.Observer.AfterDispatch = log.hook
 			})
 			b.passes.wait(t, 6)
 			at, started := log.since(0)
@@ -91,7 +91,7 @@ func TestBackpressure(t *testing.T) {
 	b.start(func(c *Config) {
 		c.MaxSleep = 100 * time.Millisecond
 		c.Kinds[0].MaxQueued = 2
-		c.Hooks.AfterDispatch = log.hook
+		c.Observer.AfterDispatch = log.hook
 	})
 	pollList(t, func() bool { return b.llen(b.kind.Lists.Input) >= 3 }, "first batch pushed")
 	b.passes.wait(t, 1) // the pass that pushed has ended

@@ -14,9 +14,6 @@ import (
 	"github.com/refresher/refresher/redisio"
 )
 
-// errCrashed stops a poller as if its process had died (Hooks.BeforeCommit).
-var errCrashed = errors.New("poller stopped by test hook before commit")
-
 // poller applies the results of one kind.
 type poller struct {
 	*kindRunner
@@ -59,7 +56,7 @@ func idleFetchBlock(cfg Config) time.Duration {
 // results of dead instances once per heartbeat period.
 func (p *poller) loop(ctx context.Context) {
 	var lastBeat, lastRecover time.Time
-	backoff := time.Duration(0)
+	retry := backoff{limit: 5 * time.Second}
 	crashed := false
 	defer func() {
 		if !crashed { // a killed process writes nothing more
@@ -82,7 +79,7 @@ func (p *poller) loop(ctx context.Context) {
 				recover = p.recoverOthers
 			}
 			if err := recover(ctx); err != nil {
-				p.fail(ctx, "recover", err, &backoff)
+				p.fail(ctx, "recover", err, &retry)
 				continue
 			}
 			lastRecover = now
@@ -96,12 +93,12 @@ func (p *poller) loop(ctx context.Context) {
 			break // a fetch cut short by shutdown
 		}
 		if err != nil {
-			p.fail(ctx, "poll", err, &backoff)
+			p.fail(ctx, "poll", err, &retry)
 			continue
 		}
-		backoff = 0
-		if n > 0 && p.hooks.AfterApply != nil {
-			p.hooks.AfterApply(p.kind.Name, n)
+		retry.reset()
+		if n > 0 && p.observer.AfterApply != nil {
+			p.observer.AfterApply(p.kind.Name, n)
 		}
 	}
 	p.release()
@@ -170,18 +167,12 @@ func (p *poller) recoverOthers(ctx context.Context) error {
 	return nil
 }
 
-// fail logs a failed pass and sleeps a growing backoff (100ms doubling up to
-// 5s) so a down database or Redis is not hammered.
-func (p *poller) fail(ctx context.Context, what string, err error, backoff *time.Duration) {
+// fail logs a failed pass and sleeps retry's next wait (up to 5s) or
+// until ctx is done.
+func (p *poller) fail(ctx context.Context, what string, err error, retry *backoff) {
 	p.metrics.Errors.WithLabelValues(p.kind.Name, "poll").Inc()
 	p.log.Error(what+" pass failed", "err", err)
-	*backoff = min(max(2**backoff, 100*time.Millisecond), 5*time.Second)
-	t := time.NewTimer(*backoff)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
+	sleep(ctx, retry.failed())
 }
 
 // runOnce takes one batch of results (the one fetched ahead, or a new
@@ -206,7 +197,7 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 		msgs, err = p.drain.Fetch(fctx, p.cfg.BatchSize, block)
 		cancel()
 		if err != nil {
-			return 0, fmt.Errorf("fetch results from %s: %w", p.kind.Lists.Output, err)
+			return 0, err // the drain's error names the list
 		}
 	}
 	p.idle = len(msgs) == 0
@@ -351,7 +342,7 @@ func (p *poller) topUp(ctx context.Context, msgs []redisio.Message) (_ []redisio
 		more, err := p.drain.Next(fctx, ask)
 		cancel()
 		if err != nil {
-			return nil, false, fmt.Errorf("top up a batch of %d results from %s: %w", len(msgs), p.kind.Lists.Output, err)
+			return nil, false, fmt.Errorf("top up a batch of %d results: %w", len(msgs), err)
 		}
 		msgs = append(msgs, more...)
 		valid += countValid(more)
@@ -362,10 +353,10 @@ func (p *poller) topUp(ctx context.Context, msgs []redisio.Message) (_ []redisio
 	return msgs, true, nil
 }
 
-// ack is Drain.Ack, unless Hooks.BeforeAck fails it first.
+// ack is Drain.Ack, unless faults.beforeAck fails it first.
 func (p *poller) ack(ctx context.Context, msgs, dead []redisio.Message) error {
-	if p.hooks.BeforeAck != nil {
-		if err := p.hooks.BeforeAck(p.kind.Name); err != nil {
+	if p.faults.beforeAck != nil {
+		if err := p.faults.beforeAck(p.kind.Name); err != nil {
 			return err
 		}
 	}
@@ -471,8 +462,8 @@ func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.T
 		if err := tx.Save(ctx, p.kind.Table, save); err != nil {
 			return err
 		}
-		if p.hooks.BeforeCommit != nil {
-			if err := p.hooks.BeforeCommit(p.kind.Name); err != nil {
+		if p.faults.beforeCommit != nil {
+			if err := p.faults.beforeCommit(p.kind.Name); err != nil {
 				return fmt.Errorf("%w: %v", errCrashed, err)
 			}
 		}

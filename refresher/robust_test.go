@@ -335,7 +335,7 @@ func TestPollerCrashBeforeCommitLosesNoResult(t *testing.T) {
 		var once sync.Once
 		a := b.runOn(context.Background(), b.store, b.rio, func(c *Config) {
 			c.InstanceID = "a"
-			c.Hooks.BeforeCommit = func(string) error {
+			c.faults.beforeCommit = func(string) error {
 				once.Do(func() { close(crashed) })
 				return errors.New("killed before commit")
 			}
@@ -404,7 +404,7 @@ func TestPollerCrashAfterCommitBeforeAck(t *testing.T) {
 			c.InstanceID = "a"
 			// Redis goes away for a right before its commit: the commit
 			// succeeds, the ack cannot, and a never talks to Redis again.
-			c.Hooks.BeforeCommit = func(string) error {
+			c.faults.beforeCommit = func(string) error {
 				once.Do(func() { proxy.Cut(); close(committing) })
 				return nil
 			}
@@ -468,7 +468,7 @@ func TestRedisDownDuringPushUndoesAttempts(t *testing.T) {
 		committed := make(chan map[string]policy.State, 1)
 		var once sync.Once
 		r := b.runOn(context.Background(), b.store, rio, func(c *Config) {
-			c.Hooks.BeforePush = func(string) {
+			c.faults.beforePush = func(string) {
 				once.Do(func() {
 					// What the dispatcher committed before the push.
 					committed <- b.states(uids)
@@ -660,7 +660,7 @@ func TestGracefulShutdownFinishesBatchInHand(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		r := b.runOn(ctx, b.store, b.rio, func(c *Config) {
-			c.Hooks.BeforePush = func(string) { cancel() }
+			c.faults.beforePush = func(string) { cancel() }
 		})
 		waitRun(t, r)
 		// Run has returned: the attempts it committed must be pushed.
@@ -684,7 +684,7 @@ func TestGracefulShutdownFinishesBatchInHand(t *testing.T) {
 		defer cancel()
 		r := b.runOn(ctx, b.store, b.rio, func(c *Config) {
 			c.InstanceID = "p"
-			c.Hooks.BeforeCommit = func(string) error { cancel(); return nil }
+			c.faults.beforeCommit = func(string) error { cancel(); return nil }
 		})
 		rs := make([]redisio.Result, len(jobs))
 		for i, j := range jobs {
@@ -721,7 +721,7 @@ func TestKeyTheColumnCannotHoldIsAnUnknownModel(t *testing.T) {
 		b.insert("m1", "m2")
 		var commits atomic.Int64
 		svc := b.start(func(c *Config) {
-			c.Hooks.BeforeCommit = func(string) error { commits.Add(1); return nil }
+			c.faults.beforeCommit = func(string) error { commits.Add(1); return nil }
 		})
 		jobs := map[string]redisio.Job{}
 		for _, j := range b.popJobs(2) {

@@ -11,7 +11,8 @@ import (
 	"github.com/refresher/refresher/redisio"
 )
 
-// Service runs the dispatcher and the poller of every configured kind.
+// Service runs the dispatcher and the poller of every configured kind, and
+// the alert gauges (Config.Gauges) if any.
 //
 // # Errors: fatal or retried
 //
@@ -38,7 +39,8 @@ import (
 // Run is the one owner of shutdown, in this order:
 //
 //  1. the signal: Run's context is cancelled (cmd/refresher cancels it on
-//     SIGINT or SIGTERM), or a loop fails fatally;
+//     SIGINT or SIGTERM), or a loop fails fatally; the alert gauges stop
+//     counting with the signal (not with a fatal error);
 //  2. the dispatchers stop: each finishes the batch in hand (commit, then
 //     push, or undo) with a context that is not cancelled, bounded by
 //     OpTimeout, and claims nothing more;
@@ -46,8 +48,9 @@ import (
 //     so that results of the last jobs that arrive meanwhile are applied;
 //     each finishes its batch in hand (apply, commit, acknowledge in Redis);
 //     a blocking fetch is cut short;
-//  4. Run returns; its caller, which opened them, closes Redis and then the
-//     database (cmd/refresher does, with defers).
+//  4. Run waits for the alert gauges' last count, then returns (also when
+//     the start-up check fails); its caller, which opened them, closes
+//     Redis and then the database (cmd/refresher does, with defers).
 //
 // Nothing is lost if the process dies at any step instead (see the package
 // doc).
@@ -106,7 +109,7 @@ func (s *Service) Check(ctx context.Context) error {
 // database does not answer (Ping fails) it retries with a backoff of up to
 // 5s: an outage at start is waited out, like one later.
 func (s *Service) checkAtStart(ctx context.Context) error {
-	backoff := time.Duration(0)
+	retry := backoff{limit: 5 * time.Second}
 	for {
 		err := s.Check(ctx)
 		if err == nil {
@@ -121,14 +124,10 @@ func (s *Service) checkAtStart(ctx context.Context) error {
 		if pingErr == nil {
 			return err
 		}
-		backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
-		s.cfg.Logger.Error("database does not answer; retrying the start-up check", "err", pingErr, "retry_in", backoff)
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		wait := retry.failed()
+		s.cfg.Logger.Error("database does not answer; retrying the start-up check", "err", pingErr, "retry_in", wait)
+		if !sleep(ctx, wait) {
 			return nil
-		case <-t.C:
 		}
 	}
 }
@@ -139,6 +138,7 @@ func (s *Service) checkAtStart(ctx context.Context) error {
 // clean shutdown, the misconfiguration Check found, or the first fatal
 // error of a loop.
 func (s *Service) Run(ctx context.Context) error {
+	defer s.runGauges(ctx)()
 	if err := s.checkAtStart(ctx); err != nil {
 		return err
 	}
@@ -182,17 +182,17 @@ func (s *Service) Run(ctx context.Context) error {
 	for _, k := range s.cfg.Kinds {
 		r := &kindRunner{
 			cfg: s.cfg, kind: k, store: s.store, rdb: s.rdb, clock: s.cfg.Clock,
-			log: s.cfg.Logger.With("kind", k.Name), metrics: s.cfg.Metrics, hooks: s.cfg.Hooks,
+			log: s.cfg.Logger.With("kind", k.Name), metrics: s.cfg.Metrics,
+			observer: s.cfg.Observer, faults: s.cfg.faults,
 			activity: &activity{},
 			fatal:    fatal,
 			throttle: newThrottle(s.rdb, k),
 		}
 		r.incident = newIncident(s.rdb, k, r.log, s.cfg.Metrics)
 		wake := make(chan struct{}, 1)
-		dr := *r // the dispatcher's store skips claims when nothing is due
-		dr.store = &dueGate{Store: s.store, table: k.Table, clock: s.cfg.Clock}
 		sched := newSchedules(k) // one parse cache for both
-		d := &dispatcher{kindRunner: &dr, wake: wake, schedules: sched, watch: watch}
+		d := &dispatcher{kindRunner: r, wake: wake, schedules: sched, watch: watch,
+			gate: &dueGate{store: s.store, table: k.Table, clock: s.cfg.Clock}}
 		p := &poller{kindRunner: r, wake: wake, drain: s.rdb.Drain(k.Lists, s.cfg.InstanceID, s.cfg.Heartbeat),
 			schedules: sched}
 		dispatchers.Go(guard("kind "+k.Name+": dispatcher", func() { d.loop(runCtx) }))
@@ -209,6 +209,22 @@ func (s *Service) Run(ctx context.Context) error {
 	mu.Lock()
 	defer mu.Unlock()
 	return firstFatal
+}
+
+// runGauges runs the alert gauges, if any, until ctx ends or the returned
+// stop is called; stop returns once they stopped, so that no count outlives
+// Run (and the Redis client its caller closes then).
+func (s *Service) runGauges(ctx context.Context) (stop func()) {
+	if s.cfg.Gauges == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { s.cfg.Gauges.Run(ctx) })
+	return func() {
+		cancel()
+		wg.Wait()
+	}
 }
 
 // RedisPoolSize is the size of the Redis connection pool a service of kinds

@@ -47,7 +47,7 @@ func TestGarbageTopsUpBatches(t *testing.T) {
 	)
 	svc := b.start(func(c *Config) {
 		c.BatchSize = 10
-		c.Hooks.AfterApply = func(_ string, n int) {
+		c.Observer.AfterApply = func(_ string, n int) {
 			mu.Lock()
 			defer mu.Unlock()
 			batches = append(batches, n)

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
@@ -57,22 +56,25 @@ func runService(ctx context.Context, c *config.Config, store models.Store, log *
 		return err
 	}
 	defer rdb.Close()
-	svc, err := refresher.New(c.Service(log), store, redisio.New(rdb))
+	cfg := c.Service(log)
+	if c.HTTPAddr() != "" {
+		// The alert gauges are served on /metrics. The service runs them
+		// and stops them before Run returns, so before Redis is closed: a
+		// start that fails (a missing table) returns its error without a
+		// gauge logging "redis: client is closed" after it.
+		cfg.Metrics = refresher.NewMetrics()
+		cfg.Gauges = alertGauges(c, store, rdb, cfg.Metrics, log)
+	}
+	svc, err := refresher.New(cfg, store, redisio.New(rdb))
 	if err != nil {
 		return err
 	}
-	// The gauges stop, and are waited for, before Redis is closed: a start
-	// that fails (a missing table) returns its error without a gauge
-	// logging "redis: client is closed" after it.
-	gaugeCtx, stopGauges := context.WithCancel(ctx)
-	var gauges sync.WaitGroup
-	defer gauges.Wait()
-	defer stopGauges()
 	if addr := c.HTTPAddr(); addr != "" {
-		op, err := operatorServer(gaugeCtx, &gauges, c, store, rdb, svc, log)
+		op, err := operatorServer(c, store, rdb, svc, log)
 		if err != nil {
 			return err
 		}
+		defer op.Close() // after the HTTP server's: no request starts a recount then
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("listen on %q: %w (change \"http:\" or REFRESHER_HTTP; \"off\" for no server)", addr, err)
@@ -122,25 +124,31 @@ func exitOnSecondSignal(sig <-chan os.Signal, done <-chan struct{}, log *slog.Lo
 	}
 }
 
+// alertGauges registers the alert gauges of c's kinds on m's registry.
+func alertGauges(c *config.Config, store models.Store, rdb *redis.Client, m *refresher.Metrics, log *slog.Logger) *refresher.Gauges {
+	gk := make([]refresher.GaugeKind, len(c.Kinds))
+	for i := range c.Kinds {
+		gk[i] = c.Kinds[i].Gauge()
+	}
+	return refresher.NewGauges(m.Registry, refresher.GaugeConfig{Kinds: gk, Inspector: store, Redis: redisio.New(rdb),
+		Interval: c.GaugeInterval.D(), Logger: log})
+}
+
 // operatorServer is the one HTTP surface: /metrics, /healthz, /readyz, the
-// API and the dashboard (package operator), and it starts the alert gauges
-// in gauges, until ctx ends. It refuses a non-loopback address without a token; there, reads need a
+// API and the dashboard (package operator); its caller closes it. It
+// refuses a non-loopback address without a token; there, reads need a
 // token too unless http_public_read says otherwise, and on loopback only
 // loopback names are served (DNS rebinding).
-func operatorServer(ctx context.Context, gauges *sync.WaitGroup, c *config.Config, store models.Store, rdb *redis.Client,
+func operatorServer(c *config.Config, store models.Store, rdb *redis.Client,
 	svc *refresher.Service, log *slog.Logger) (*operator.Server, error) {
 	addr := c.HTTPAddr()
 	if !operator.IsLoopback(addr) && len(c.APITokens) == 0 {
 		return nil, fmt.Errorf("http: %q accepts connections from other machines, but no API token is configured: %s; or listen on 127.0.0.1 only", addr, operator.NoTokenHelp)
 	}
 	kinds := make([]operator.Kind, len(c.Kinds))
-	gk := make([]refresher.GaugeKind, len(c.Kinds))
 	for i := range c.Kinds {
-		kinds[i], gk[i] = c.Kinds[i].Operator(), c.Kinds[i].Gauge()
+		kinds[i] = c.Kinds[i].Operator()
 	}
-	g := refresher.NewGauges(svc.Metrics().Registry, refresher.GaugeConfig{Kinds: gk, Inspector: store, Redis: redisio.New(rdb),
-		Interval: c.GaugeInterval.D(), Logger: log})
-	gauges.Go(func() { g.Run(ctx) })
 	return operator.New(withAccess(c, operator.Options{Kinds: kinds, Store: store, Redis: rdb, Gatherer: svc.Metrics().Registry,
 		Logger: log, SearchBudget: c.SearchScanBudget}))
 }
