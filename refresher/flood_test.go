@@ -56,6 +56,11 @@ func TestGarbageFloodAppliesEveryGoodResult(t *testing.T) {
 	if testing.Short() {
 		t.Skip("pushes 100 MB of results through the service")
 	}
+	if !strictTiming {
+		// Its 5x bounds hold beside the other tests; the strict ones
+		// want the machine to itself.
+		t.Parallel()
+	}
 	const n = 10_000
 	b := setup(t, setupOpts{timeout: 24 * time.Hour})
 	uids := b.insertN(n, t0)
