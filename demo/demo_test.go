@@ -3,6 +3,7 @@ package demo
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -52,22 +53,13 @@ func TestDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Near the end, while it runs, the API shows what the dashboard shows,
-	// and a real headless Chromium renders the dashboard.
-	time.Sleep(17 * time.Second)
+	// While it runs, the API shows what the dashboard shows, and a real
+	// headless Chromium renders the dashboard. The demo runs for its 20 s
+	// of --for in any case: the test waits for what it checks, not longer.
 	var dead struct {
 		Items []struct {
 			At string `json:"at"`
 		} `json:"items"`
-	}
-	getJSON(t, addrs.Dashboard+"api/v1/kinds/reports/dead", &dead)
-	if len(dead.Items) != 1 {
-		t.Fatalf("%d dead letters, want the one pushed", len(dead.Items))
-	}
-	at, err := time.Parse(time.RFC3339, dead.Items[0].At)
-	if demoNow := addrs.Now(); err != nil || at.After(demoNow) || demoNow.Sub(at) > 40*time.Minute {
-		t.Errorf("the dead letter's time %q is not on the demo clock (demo time now %s, real time %s)",
-			dead.Items[0].At, demoNow.Format(time.RFC3339), time.Now().UTC().Format(time.RFC3339))
 	}
 	var page struct {
 		Items []struct {
@@ -75,10 +67,26 @@ func TestDemo(t *testing.T) {
 			DisabledReason string `json:"disabled_reason"`
 		} `json:"items"`
 	}
-	getJSON(t, addrs.Dashboard+"api/v1/kinds/reports/models?state=disabled", &page)
 	apiReasons := map[string]string{}
-	for _, it := range page.Items {
-		apiReasons[it.UID] = it.DisabledReason
+	testenv.EventuallyNil(t, 18*time.Second, "the dead letter and the disabled reports in the API", func() error {
+		getJSON(t, addrs.Dashboard+"api/v1/kinds/reports/dead", &dead)
+		getJSON(t, addrs.Dashboard+"api/v1/kinds/reports/models?state=disabled", &page)
+		clear(apiReasons)
+		for _, it := range page.Items {
+			apiReasons[it.UID] = it.DisabledReason
+		}
+		if len(dead.Items) == 0 || apiReasons["missing-1"] == "" || apiReasons["down-1"] == "" {
+			return fmt.Errorf("%d dead letters; disabled: %v", len(dead.Items), apiReasons)
+		}
+		return nil
+	})
+	if len(dead.Items) != 1 {
+		t.Fatalf("%d dead letters, want the one pushed", len(dead.Items))
+	}
+	at, err := time.Parse(time.RFC3339, dead.Items[0].At)
+	if demoNow := addrs.Now(); err != nil || at.After(demoNow) || demoNow.Sub(at) > 40*time.Minute {
+		t.Errorf("the dead letter's time %q is not on the demo clock (demo time now %s, real time %s)",
+			dead.Items[0].At, demoNow.Format(time.RFC3339), time.Now().UTC().Format(time.RFC3339))
 	}
 	if r := apiReasons["missing-1"]; !strings.HasPrefix(r, "Provided URL is invalid: ") {
 		t.Errorf("the API does not show missing-1 disabled with its reason: %v", apiReasons)

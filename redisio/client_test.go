@@ -150,15 +150,16 @@ func TestRedisUnreachable(t *testing.T) {
 	t.Cleanup(func() { _ = rdb.Close() })
 	c := New(rdb)
 	lists := DefaultLists("unreachable")
-	d := c.Drain(lists, "A", 0)
 	ctx := t.Context()
+	// A drain per call: the calls run at once, and a Drain is one poller's.
+	drain := func() *Drain { return c.Drain(lists, "A", 0) }
 
 	for name, call := range map[string]func() error{
 		"Push":      func() error { _, err := c.Push(ctx, lists.Input, jobs(3)); return err },
 		"Len":       func() error { _, err := c.Len(ctx, lists.Input); return err },
-		"Fetch":     func() error { _, err := d.Fetch(ctx, 10, 5*time.Second); return err },
-		"Heartbeat": func() error { return d.Heartbeat(ctx) },
-		"Recover":   func() error { _, err := d.Recover(ctx); return err },
+		"Fetch":     func() error { _, err := drain().Fetch(ctx, 10, 5*time.Second); return err },
+		"Heartbeat": func() error { return drain().Heartbeat(ctx) },
+		"Recover":   func() error { _, err := drain().Recover(ctx); return err },
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -93,7 +93,7 @@ func TestActivityIsLogged(t *testing.T) {
 		}
 		return n
 	}
-	eventually(t, 10*time.Second, "activity logged", func() bool {
+	testenv.Eventually(t, 10*time.Second, "activity logged", func() bool {
 		return sum("started") == 1 && sum("applied") == 1 && sum("disabled") == 1
 	})
 	logs := out.String()

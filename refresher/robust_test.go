@@ -140,19 +140,6 @@ func (b *testBundle) inRedis(id string) int64 {
 	return out.Val() + proc.Val()
 }
 
-// eventually checks cond after each loop event (see untilEvent) until it
-// holds, up to limit.
-func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not happen within %s", what, limit)
-		}
-		untilEvent()
-	}
-}
-
 // redisVia returns a Redis client that talks to the test Redis through a
 // proxy the test can cut, without touching the shared server.
 func redisVia(t *testing.T) (*testenv.Proxy, *redisio.Client) {
@@ -588,7 +575,7 @@ func TestDatabaseOutageLosesNothing(t *testing.T) {
 		)
 		// Applied (counted in the transaction), committed and acknowledged.
 		waitCounter(t, results(r.svc, "success", "applied"), 2, "results applied before the outage")
-		eventually(t, 10*time.Second, "results acknowledged before the outage", func() bool { return b.inRedis("test-a") == 0 })
+		testenv.Eventually(t, 10*time.Second, "results acknowledged before the outage", func() bool { return b.inRedis("test-a") == 0 })
 
 		proxy.Cut()
 		done := b.clock.Advance(time.Minute)
@@ -845,10 +832,10 @@ func TestBusyInstanceTakesOverDeadInstance(t *testing.T) {
 			if n, err := b.rdb.LLen(ctx, b.kind.Lists.Output).Result(); err == nil && n < 2000 {
 				b.rdb.RPush(ctx, b.kind.Lists.Output, noise...)
 			}
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // the producer's pace, not a wait
 		}
 	}()
-	eventually(t, 10*time.Second, "the backlog is drained in batches", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the backlog is drained in batches", func() bool {
 		return toFloat(svc.Metrics().DeadLetters.WithLabelValues("items")) > 100
 	})
 

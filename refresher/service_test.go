@@ -90,12 +90,12 @@ func TestRunReturnsTheFatalError(t *testing.T) {
 func TestRunReturnsNilOnCancel(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
-	svc, err := New(b.cfg, b.store, b.rio)
+	svc, err := New(b.config(nil), b.store, b.rio)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(ctx) }()
-	time.Sleep(200 * time.Millisecond)
+	b.passes.wait(t, 1) // running
 	cancel()
 	select {
 	case err := <-done:

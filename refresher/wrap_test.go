@@ -1,6 +1,7 @@
 package refresher
 
 import (
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -15,7 +16,7 @@ import (
 func failedPass(t *testing.T, log *testenv.SyncBuffer, msg string) string {
 	t.Helper()
 	var line string
-	require.Eventually(t, func() bool {
+	testenv.Eventually(t, 10*time.Second, fmt.Sprintf("%q in the log", msg), func() bool {
 		for l := range strings.Lines(log.String()) {
 			if strings.Contains(l, msg) {
 				line = l
@@ -23,7 +24,7 @@ func failedPass(t *testing.T, log *testenv.SyncBuffer, msg string) string {
 			}
 		}
 		return false
-	}, 10*time.Second, 10*time.Millisecond, "no %q in the log", msg)
+	})
 	return line
 }
 
