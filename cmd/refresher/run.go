@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/refresher/refresher/config"
-	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/models/stores"
 	"github.com/refresher/refresher/operator"
 	"github.com/refresher/refresher/redisio"
@@ -37,27 +36,31 @@ way: unapplied results stay in Redis, unanswered attempts time out).
 Configuration comes from --config and the REFRESHER_* environment variables.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, store, err := loadAndOpen(cmd.Context(), path, stores.Options{})
+			c, dbs, err := loadAndOpen(cmd.Context(), path, stores.Options{})
 			if err != nil {
 				return err
 			}
-			defer store.Close()
+			defer dbs.Close()
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			return runService(cmd.Context(), c, store, log)
+			return runService(cmd.Context(), c, dbs, log)
 		},
 	}
 	configFlag(cmd, &path)
 	return cmd
 }
 
-func runService(ctx context.Context, c *config.Config, store models.Store, log *slog.Logger) error {
+func runService(ctx context.Context, c *config.Config, dbs *databases, log *slog.Logger) error {
 	// Each kind's poller holds a connection while it blocks on its list.
 	rdb, err := openRedis(ctx, c.Redis, refresher.RedisPoolSize(len(c.Kinds)))
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
-	svc, err := refresher.New(c.Service(log), store, redisio.New(rdb))
+	cfg := c.Service(log)
+	for i := range cfg.Kinds {
+		cfg.Kinds[i].Store = dbs.Of(&c.Kinds[i])
+	}
+	svc, err := refresher.New(cfg, nil, redisio.New(rdb))
 	if err != nil {
 		return err
 	}
@@ -69,7 +72,7 @@ func runService(ctx context.Context, c *config.Config, store models.Store, log *
 	defer gauges.Wait()
 	defer stopGauges()
 	if addr := c.HTTPAddr(); addr != "" {
-		op, err := operatorServer(gaugeCtx, &gauges, c, store, rdb, svc, log)
+		op, err := operatorServer(gaugeCtx, &gauges, c, dbs, rdb, svc, log)
 		if err != nil {
 			return err
 		}
@@ -127,7 +130,7 @@ func exitOnSecondSignal(sig <-chan os.Signal, done <-chan struct{}, log *slog.Lo
 // in gauges, until ctx ends. It refuses a non-loopback address without a token; there, reads need a
 // token too unless http_public_read says otherwise, and on loopback only
 // loopback names are served (DNS rebinding).
-func operatorServer(ctx context.Context, gauges *sync.WaitGroup, c *config.Config, store models.Store, rdb *redis.Client,
+func operatorServer(ctx context.Context, gauges *sync.WaitGroup, c *config.Config, dbs *databases, rdb *redis.Client,
 	svc *refresher.Service, log *slog.Logger) (*operator.Server, error) {
 	addr := c.HTTPAddr()
 	if !operator.IsLoopback(addr) && len(c.APITokens) == 0 {
@@ -137,11 +140,13 @@ func operatorServer(ctx context.Context, gauges *sync.WaitGroup, c *config.Confi
 	gk := make([]refresher.GaugeKind, len(c.Kinds))
 	for i := range c.Kinds {
 		kinds[i], gk[i] = c.Kinds[i].Operator(), c.Kinds[i].Gauge()
+		kinds[i].Store = dbs.Of(&c.Kinds[i])
+		gk[i].Inspector = kinds[i].Store
 	}
-	g := refresher.NewGauges(svc.Metrics().Registry, refresher.GaugeConfig{Kinds: gk, Inspector: store, Redis: redisio.New(rdb),
+	g := refresher.NewGauges(svc.Metrics().Registry, refresher.GaugeConfig{Kinds: gk, Redis: redisio.New(rdb),
 		Interval: c.GaugeInterval.D(), Logger: log})
 	gauges.Go(func() { g.Run(ctx) })
-	return operator.New(withAccess(c, operator.Options{Kinds: kinds, Store: store, Redis: rdb, Gatherer: svc.Metrics().Registry,
+	return operator.New(withAccess(c, operator.Options{Kinds: kinds, Redis: rdb, Gatherer: svc.Metrics().Registry,
 		Logger: log, SearchBudget: c.SearchScanBudget}))
 }
 
