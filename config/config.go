@@ -27,7 +27,8 @@ const MaxMaxResultBytes = 16 << 20
 
 // Config is the whole configuration of one refresher process.
 type Config struct {
-	// Database names the database and its driver by URL:
+	// Database names the database of the kinds that name none of their
+	// own (Kind.Database), and its driver, by URL:
 	// mysql://user:pass@host:3306/app (MySQL 8.0.1+ or MariaDB 10.6+),
 	// postgres://user:pass@host:5432/app or sqlite:///path/app.db. A
 	// go-sql-driver DSN without a scheme ("user:pass@tcp(host:3306)/app")

@@ -203,6 +203,9 @@ func (g *Gauges) count(ctx context.Context, k GaugeKind, now time.Time) (gaugeKi
 	if in == nil {
 		in = g.cfg.Inspector
 	}
+	if in == nil {
+		return v, fmt.Errorf("gauges of kind %s: no Inspector (set GaugeKind.Inspector or GaugeConfig.Inspector)", k.Name)
+	}
 	c, err := in.Counts(ctx, k.Table, now, cmp.Or(k.LateAfter, models.DefaultLateAfter))
 	if err != nil {
 		return v, err
