@@ -237,15 +237,19 @@ type database struct {
 	store models.Store
 }
 
-// databases lists the kinds' distinct stores, in the order of their first
-// kind: "the database" when there is one, else "the database of kinds a,
-// b" (never its URL, which may name hosts).
+// databases lists Options.Store and the kinds' distinct stores, in the
+// order of their first kind: "the database" when there is one, else "the
+// database of kinds a, b" (never its URL, which may name hosts).
 func (s *Server) databases() []database {
 	var (
 		out   []database
 		kinds [][]string
 	)
 	at := map[models.Store]int{}
+	if s.o.Store != nil {
+		at[s.o.Store] = 0
+		out, kinds = append(out, database{store: s.o.Store}), append(kinds, nil)
+	}
 	for _, name := range s.order {
 		k := s.kinds[name]
 		i, ok := at[k.Store]
@@ -258,8 +262,12 @@ func (s *Server) databases() []database {
 		kinds[i] = append(kinds[i], k.Name)
 	}
 	for i := range out {
-		out[i].name = "the database"
-		if len(out) > 1 {
+		switch {
+		case len(out) == 1:
+			out[i].name = "the database"
+		case len(kinds[i]) == 0:
+			out[i].name = "the top-level database"
+		default:
 			out[i].name = "the database of kinds " + strings.Join(kinds[i], ", ")
 		}
 	}
