@@ -36,8 +36,9 @@ type Kind struct {
 	// Table is the application's table with its key and payload columns.
 	Table models.Table
 	// Store is the database that holds Table. Default: the store given to
-	// New. Kinds on one database share one Store (its connections); the
-	// due watch asks each store about its own kinds.
+	// New. Kinds on one database share one Store (its connections): kinds
+	// whose Stores are equal (==, as pointers are) are on one database,
+	// and the due watch asks each store about its own kinds.
 	Store models.Store
 	// Lists are the Redis lists and their limits (MaxDead, default 10000;
 	// MaxResultBytes, default 64 KiB). An empty name defaults to the one of
