@@ -2,6 +2,9 @@ package refresher
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -18,12 +21,13 @@ import (
 	"github.com/refresher/refresher/schedule"
 )
 
-// TestKindsOnTwoStores: one service, kind a on MariaDB and kind b on
-// PostgreSQL, each with its own Kind.Store (the store given to New is
-// nil). Both idle, their dispatchers park, and the due watch asks each
-// database about its own kind only (a table asked of the other database
-// would fail the look, logged as a warning); a row each application then
-// sets due is found and dispatched, each from its own database.
+// TestKindsOnTwoStores: two instances of a service with kind a on MariaDB
+// and kind b on PostgreSQL, each with its own Kind.Store (the store given
+// to New is nil). Both idle, their dispatchers park, and the due watch
+// asks each database about its own kind only (a table asked of the other
+// database would fail the look, logged as a warning); the rows each
+// application then sets due are found and dispatched from their own
+// database, each exactly once although both instances claim.
 func TestKindsOnTwoStores(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -44,26 +48,45 @@ func TestKindsOnTwoStores(t *testing.T) {
 			Lists: redisio.DefaultLists(prefix + name), Schedule: sched, Policy: policy.Policy{Timeout: time.Hour}}
 	}
 	var logs testenv.SyncBuffer
-	svc, err := New(Config{Kinds: []Kind{kind("a", myCount), kind("b", pgCount)}, InstanceID: "two-stores",
-		MaxSleep: 20 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, nil, redisio.New(rdb))
-	require.NoError(t, err)
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	var runErr error
-	wg.Go(func() { runErr = svc.Run(runCtx) })
+	runErrs := make([]error, 2)
+	for i := range runErrs { // two instances share both kinds
+		svc, err := New(Config{Kinds: []Kind{kind("a", myCount), kind("b", pgCount)}, InstanceID: fmt.Sprintf("two-stores-%d", i),
+			MaxSleep: 20 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, nil, redisio.New(rdb))
+		require.NoError(t, err)
+		wg.Go(func() { runErrs[i] = svc.Run(runCtx) })
+	}
 	t.Cleanup(func() { stop(); wg.Wait() })
 
 	// Parked: each database is asked by the due watch.
 	eventually(t, 10*time.Second, "the due watch looks at both databases", func() bool {
 		return myCount.many.Load() >= 3 && pgCount.many.Load() >= 3
 	})
+	// Rows each application sets due: each dispatched once, by either
+	// instance (SKIP LOCKED on each database).
+	const rows = 200
 	due := time.Now().UTC().Add(-time.Second)
-	my.Exec(t, "INSERT INTO a (uid, refresh_at) VALUES ('a1', ?)", due)
-	pg.Exec(t, "INSERT INTO b (uid, refresh_at) VALUES ('b1', ?)", due)
+	for i := range rows {
+		my.Exec(t, "INSERT INTO a (uid, refresh_at) VALUES (?, ?)", fmt.Sprintf("a%d", i), due)
+		pg.Exec(t, "INSERT INTO b (uid, refresh_at) VALUES (?, ?)", fmt.Sprintf("b%d", i), due)
+	}
 	for _, k := range []string{"a", "b"} {
-		res, err := rdb.BLPop(ctx, 10*time.Second, redisio.DefaultLists(prefix+k).Input).Result()
-		require.NoError(t, err, "kind %s: no job; log:\n%s", k, logs.String())
-		require.Contains(t, res[1], `"uid":"`+k+`1"`)
+		input := redisio.DefaultLists(prefix + k).Input
+		seen := map[string]bool{}
+		for len(seen) < rows {
+			res, err := rdb.BLPop(ctx, 10*time.Second, input).Result()
+			require.NoError(t, err, "kind %s: %d jobs of %d; log:\n%s", k, len(seen), rows, logs.String())
+			var job redisio.Job
+			require.NoError(t, json.Unmarshal([]byte(res[1]), &job))
+			require.False(t, seen[job.UID], "kind %s: %s dispatched twice", k, job.UID)
+			require.Regexp(t, "^"+k+"[0-9]+$", job.UID)
+			seen[job.UID] = true
+		}
+		time.Sleep(200 * time.Millisecond) // 10 passes
+		extra, err := rdb.LLen(ctx, input).Result()
+		require.NoError(t, err)
+		require.Zero(t, extra, "kind %s: more jobs than rows", k)
 	}
 	require.NotContains(t, logs.String(), "cannot look for due rows")
 
@@ -73,5 +96,5 @@ func TestKindsOnTwoStores(t *testing.T) {
 
 	stop()
 	wg.Wait()
-	require.NoError(t, runErr)
+	require.NoError(t, errors.Join(runErrs...))
 }
