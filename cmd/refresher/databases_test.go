@@ -210,3 +210,29 @@ func httpGet(t *testing.T, url string) (int, string) {
 	require.NoError(t, err)
 	return resp.StatusCode, string(body)
 }
+
+// With kinds on several databases, an error of one names its kinds: a
+// database that cannot be opened, and a migration that fails there (the
+// other database's kinds are migrated first, in the order of the kinds).
+func TestKindDatabaseErrorsNameTheKinds(t *testing.T) {
+	t.Parallel()
+	my, pg := teststore.Open(t, teststore.MySQL), teststore.Open(t, teststore.Postgres)
+	my.Exec(t, "CREATE TABLE reports (id BIGINT AUTO_INCREMENT PRIMARY KEY, uid CHAR(20) NOT NULL UNIQUE)")
+	config := func(pagesDB string) string {
+		path := filepath.Join(t.TempDir(), "refresher.yml")
+		require.NoError(t, os.WriteFile(path, fmt.Appendf(nil, `
+database: %q
+kinds:
+  - {name: reports, key: uid, schedule: "RRULE:FREQ=DAILY"}
+  - {name: pages, key: uid, schedule: "RRULE:FREQ=DAILY", database: %q}
+`, my.URL, pagesDB), 0o600))
+		return path
+	}
+	b := commandBundle{}
+	_, err := b.run(t, "migrate", "--config", config("postgres://postgres@127.0.0.1:1/nowhere?sslmode=disable"))
+	require.ErrorContains(t, err, "database of kinds pages: connect to PostgreSQL at 127.0.0.1")
+
+	out, err := b.run(t, "migrate", "--config", config(pg.URL))
+	require.ErrorContains(t, err, "database of kinds pages: ")
+	require.Contains(t, out, "-- the database of kinds reports\nreports: applied 0001_refresh_columns")
+}
