@@ -21,8 +21,10 @@ import (
 // insensitively: TiDB's version reads like "8.0.11-TiDB-v7.5.0" and its
 // comment "TiDB Server ..."; vtgate answers with its own version, ending in
 // "-Vitess" (older releases: "5.7.9-vitess-10.0.0"), whatever the MySQL
-// behind it. Anything else (MySQL, MariaDB, Percona, managed services) is
-// accepted and named from the same strings.
+// behind it (a vtgate told to announce a version without "Vitess" is not
+// recognized: it then fails at its first save instead). Anything else
+// (MySQL, MariaDB, Percona, managed services) is accepted and named from
+// the same strings.
 
 // engineVersionQuery reads what classifyEngine needs, in one round trip.
 const engineVersionQuery = "SELECT @@version, @@version_comment"
