@@ -63,9 +63,13 @@ kinds:
 `, my.URL, testenv.RedisURL(), reports.Input, reports.Output, reports.Dead, pg.URL, pages.Input, pages.Output, pages.Dead), 0o600))
 	b := commandBundle{path: path}
 	refreshColumns := func(d *teststore.DB, table string) int {
+		schema := "current_schema()" // PostgreSQL: information_schema shows this database only
+		if d == my {
+			schema = "DATABASE()" // MariaDB: every database of the server
+		}
 		var n int
 		require.NoError(t, d.QueryRow(`SELECT COUNT(*) FROM information_schema.columns
-			WHERE table_name = ? AND column_name LIKE 'refresh%'`, table).Scan(&n))
+			WHERE table_schema = `+schema+` AND table_name = ? AND column_name LIKE 'refresh%'`, table).Scan(&n))
 		return n
 	}
 
