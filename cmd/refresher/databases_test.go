@@ -124,7 +124,9 @@ kinds:
 	var logs testenv.SyncBuffer
 	var runErr error
 	wg.Go(func() { runErr = run(runCtx, []string{"run", "--config", path}, &logs, &logs) })
-	wg.Go(func() { answer(runCtx, t, rdb, map[string]string{reports.Input: reports.Output, pages.Input: pages.Output}) })
+	wg.Go(func() {
+		answer(runCtx, t, rdb, map[string]string{reports.Input: reports.Output, pages.Input: pages.Output})
+	})
 	t.Cleanup(func() { stop(); wg.Wait() })
 
 	lastSuccess := func(d *teststore.DB, table, uid string) (at *time.Time) {

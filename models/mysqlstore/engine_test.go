@@ -15,7 +15,7 @@ func TestClassifyEngine(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		version, comment, name string
-		refused               []string // in the message; none: accepted
+		refused                []string // in the message; none: accepted
 	}{
 		{"8.0.36", "MySQL Community Server - GPL", "MySQL", nil},
 		{"8.4.2-2", "Percona Server (GPL), Release 2, Revision 1", "MySQL", nil},
