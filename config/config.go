@@ -27,14 +27,16 @@ const MaxMaxResultBytes = 16 << 20
 
 // Config is the whole configuration of one refresher process.
 type Config struct {
-	// Database names the database and its driver by URL:
+	// Database names the database of the kinds that name none of their
+	// own (Kind.Database), and its driver, by URL:
 	// mysql://user:pass@host:3306/app (MySQL 8.0.1+ or MariaDB 10.6+),
 	// postgres://user:pass@host:5432/app or sqlite:///path/app.db. A
 	// go-sql-driver DSN without a scheme ("user:pass@tcp(host:3306)/app")
 	// is MySQL. Default: Defaults.Database.
 	Database string `yaml:"database"`
-	// MaxConnections caps the database connections of the process, shared
-	// by every kind's loops. Default 16.
+	// MaxConnections caps the database connections of the process to each
+	// database (a kind's own Database is another), shared by the loops of
+	// the kinds on it. Default 16.
 	MaxConnections int `yaml:"max_connections"`
 	// Redis is the Redis URL. Default "redis://127.0.0.1:6379/0".
 	Redis string `yaml:"redis"`
@@ -106,6 +108,11 @@ type Kind struct {
 	Table string `yaml:"table"`
 	// Key is a unique column, sent to workers as "uid". Default "id".
 	Key string `yaml:"key"`
+	// Database is the URL of the database that holds Table, written as
+	// the top-level Database; REFRESHER_DATABASE_<NAME> overrides it (see
+	// KindDatabaseEnv). Default: the top-level Database. Kinds with the
+	// same URL share one store (see Config.KindDatabase).
+	Database string `yaml:"database"`
 	// Payload lists the columns copied into each job's payload. Default none.
 	Payload []string `yaml:"payload"`
 	// Schedule is the default RFC 5545 rule of the kind's rows; a row's

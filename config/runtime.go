@@ -1,7 +1,9 @@
 package config
 
 import (
+	"cmp"
 	"log/slog"
+	"slices"
 
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/operator"
@@ -57,6 +59,23 @@ func (k *Kind) Operator() operator.Kind {
 // Gauge is the kind as the alert gauges count it.
 func (k *Kind) Gauge() refresher.GaugeKind {
 	return refresher.GaugeKind{Name: k.Name, Table: k.ModelsTable(), Lists: k.Lists(), LateAfter: k.LateAfter.D(), Priority: k.Priority}
+}
+
+// KindDatabase is the URL of the database that holds k's table: its own
+// database, else the top-level one.
+func (c *Config) KindDatabase(k *Kind) string { return cmp.Or(k.Database, c.Database) }
+
+// Databases lists the distinct database URLs of the kinds, in the order
+// of their first kind: the service opens one store for each, shared by
+// the kinds on it.
+func (c *Config) Databases() []string {
+	var urls []string
+	for i := range c.Kinds {
+		if u := c.KindDatabase(&c.Kinds[i]); !slices.Contains(urls, u) {
+			urls = append(urls, u)
+		}
+	}
+	return urls
 }
 
 // Service is the service's configuration, logging to log.

@@ -117,18 +117,19 @@ func (c *Config) Validate() error {
 	}
 	names := make([]string, len(c.Kinds))
 	lists := make([]redisio.Lists, len(c.Kinds))
-	tables := map[string]string{} // lower-case table name: first kind
+	tables := map[[2]string]string{} // database URL and lower-case table name: first kind
 	for i, k := range c.Kinds {
 		names[i] = k.Name
 		lists[i] = k.Lists()
 		if k.Table == "" {
 			continue
 		}
-		if first, ok := tables[strings.ToLower(k.Table)]; ok {
+		at := [2]string{c.KindDatabase(&k), strings.ToLower(k.Table)}
+		if first, ok := tables[at]; ok {
 			bad("kinds %s and %s both refresh table %s: each table needs exactly one kind (two would dispatch and apply its rows twice)", first, k.Name, k.Table)
 			continue
 		}
-		tables[strings.ToLower(k.Table)] = k.Name
+		tables[at] = k.Name
 	}
 	for _, err := range redisio.CheckDistinct(names, lists) {
 		bad("kinds: %v", err)

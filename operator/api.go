@@ -189,7 +189,7 @@ func (s *Server) Overview(ctx context.Context, now time.Time) ([]KindSummary, er
 	for _, name := range s.order {
 		k := s.kinds[name]
 		ks := KindSummary{Name: k.Name, Priority: k.Priority, Table: k.Table.Name, LateAfterSeconds: k.LateAfter.Seconds()}
-		c, err := s.o.Store.Counts(ctx, k.Table, now, k.LateAfter)
+		c, err := k.Store.Counts(ctx, k.Table, now, k.LateAfter)
 		if err != nil {
 			s.o.Logger.Error("operator: count models", "kind", k.Name, "err", err)
 			ks.Error = "cannot count the models of table " + k.Table.Name + "; the service log has the detail"
@@ -224,7 +224,7 @@ func (s *Server) Overview(ctx context.Context, now time.Time) ([]KindSummary, er
 // listLens reads, in one round trip, a kind's list lengths, the number of
 // its paused models and its own pause (nil when not paused).
 func (s *Server) listLens(ctx context.Context, k *Kind) (ListLens, int64, *refresher.PauseInfo, error) {
-	st, err := s.admin().ListState(ctx, k.Lists)
+	st, err := s.admin(k).ListState(ctx, k.Lists)
 	if err != nil {
 		return ListLens{}, 0, nil, err
 	}
@@ -314,14 +314,14 @@ func (s *Server) listQuery(r *http.Request, k *Kind) (models.ListQuery, error) {
 }
 
 func (s *Server) listModels(ctx context.Context, k *Kind, q models.ListQuery) (ModelPage, error) {
-	paused, err := s.admin().PausedModels(ctx, k.Lists)
+	paused, err := s.admin(k).PausedModels(ctx, k.Lists)
 	if err != nil {
 		return ModelPage{}, err
 	}
 	if q.State == statePaused {
 		return s.listPaused(ctx, k, q, paused)
 	}
-	page, err := s.o.Store.List(ctx, k.Table, q)
+	page, err := k.Store.List(ctx, k.Table, q)
 	if err != nil {
 		return ModelPage{}, err
 	}
@@ -371,7 +371,7 @@ func (s *Server) model(ctx context.Context, k *Kind, uid string) (models.Row, er
 	if k.ThrottleGroup != "" {
 		t.Payload = []string{k.ThrottleGroup}
 	}
-	row, ok, err := s.o.Store.Get(ctx, t, uid)
+	row, ok, err := k.Store.Get(ctx, t, uid)
 	if err == nil && !ok {
 		err = errNoModel
 	}
@@ -383,7 +383,7 @@ func (s *Server) modelDetail(ctx context.Context, k *Kind, uid string) (ModelDet
 	if err != nil {
 		return ModelDetail{}, err
 	}
-	paused, err := s.admin().PausedModels(ctx, k.Lists)
+	paused, err := s.admin(k).PausedModels(ctx, k.Lists)
 	if err != nil {
 		return ModelDetail{}, err
 	}
@@ -438,14 +438,14 @@ type ChangeResult struct {
 }
 
 func (s *Server) apiEnable(w http.ResponseWriter, r *http.Request, k *Kind) {
-	s.change(w, r, k, "enable", s.admin().Enable)
+	s.change(w, r, k, "enable", s.admin(k).Enable)
 }
 
 func (s *Server) apiTrigger(w http.ResponseWriter, r *http.Request, k *Kind) {
 	if s.refusePaused(w, r, k, "a refresh now") {
 		return
 	}
-	s.change(w, r, k, "trigger", s.admin().Trigger)
+	s.change(w, r, k, "trigger", s.admin(k).Trigger)
 }
 
 type changeFunc func(context.Context, models.Table, []string, time.Time) ([]refresher.Change, error)

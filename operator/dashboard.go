@@ -181,7 +181,7 @@ func (s *Server) pageKind(w http.ResponseWriter, r *http.Request, k *Kind) {
 		s.o.Logger.Error("operator: list models", "err", err)
 		d.Error = "The models could not be listed; the service log has the detail."
 	}
-	if p, err := s.admin().KindPause(r.Context(), k.Lists); err != nil {
+	if p, err := s.admin(k).KindPause(r.Context(), k.Lists); err != nil {
 		s.o.Logger.Error("operator: read the kind's pause", "err", err)
 		d.Error = "The kind's pause could not be read; the service log has the detail."
 	} else {

@@ -35,6 +35,11 @@ type Kind struct {
 	Name string
 	// Table is the application's table with its key and payload columns.
 	Table models.Table
+	// Store is the database that holds Table. Default: the store given to
+	// New. Kinds on one database share one Store (its connections): kinds
+	// whose Stores are equal (==, as pointers are) are on one database,
+	// and the due watch asks each store about its own kinds.
+	Store models.Store
 	// Lists are the Redis lists and their limits (MaxDead, default 10000;
 	// MaxResultBytes, default 64 KiB). An empty name defaults to the one of
 	// redisio.DefaultLists(Name). Every list name must be unique across kinds
@@ -145,13 +150,18 @@ func (c Config) validate() error {
 	}
 	names := make([]string, len(c.Kinds))
 	lists := make([]redisio.Lists, len(c.Kinds))
-	tables := map[string]string{} // lower-case table name: first kind
+	type storeTable struct {
+		store models.Store
+		table string // lower case
+	}
+	tables := map[storeTable]string{} // first kind
 	for i, k := range c.Kinds {
 		names[i], lists[i] = k.Name, k.Lists
-		if first, ok := tables[strings.ToLower(k.Table.Name)]; ok && k.Table.Name != "" {
+		at := storeTable{k.Store, strings.ToLower(k.Table.Name)}
+		if first, ok := tables[at]; ok && k.Table.Name != "" {
 			errs = append(errs, fmt.Errorf("kinds %q and %q both refresh table %s: each table needs exactly one kind", first, k.Name, k.Table.Name))
 		}
-		tables[strings.ToLower(k.Table.Name)] = cmp.Or(tables[strings.ToLower(k.Table.Name)], k.Name)
+		tables[at] = cmp.Or(tables[at], k.Name)
 		if k.Lists.MaxDead < 0 || k.Lists.MaxResultBytes < 0 {
 			errs = append(errs, fmt.Errorf("kind %q: Lists.MaxDead (%d) and Lists.MaxResultBytes (%d) must not be negative (0: the defaults)", k.Name, k.Lists.MaxDead, k.Lists.MaxResultBytes))
 		}

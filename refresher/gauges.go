@@ -26,11 +26,15 @@ type GaugeKind struct {
 	LateAfter time.Duration // default 1m
 	// Priority labels the kind's gauges (free text, "" allowed).
 	Priority string
+	// Inspector counts the kind's rows: its database. Default
+	// GaugeConfig.Inspector.
+	Inspector models.Inspector
 }
 
 // GaugeConfig configures Gauges.
 type GaugeConfig struct {
-	Kinds     []GaugeKind
+	Kinds []GaugeKind
+	// Inspector counts the rows of the kinds without one of their own.
 	Inspector models.Inspector
 	Redis     *redisio.Client
 	// Interval is how often the gauges are computed, by all instances
@@ -193,7 +197,14 @@ func (g *Gauges) Tick(ctx context.Context) (computed bool, err error) {
 // count computes the gauges of kind k at now.
 func (g *Gauges) count(ctx context.Context, k GaugeKind, now time.Time) (gaugeKindValue, error) {
 	v := gaugeKindValue{At: now, Name: k.Name, Priority: k.Priority}
-	c, err := g.cfg.Inspector.Counts(ctx, k.Table, now, cmp.Or(k.LateAfter, models.DefaultLateAfter))
+	in := k.Inspector
+	if in == nil {
+		in = g.cfg.Inspector
+	}
+	if in == nil {
+		return v, fmt.Errorf("gauges of kind %s: no Inspector (set GaugeKind.Inspector or GaugeConfig.Inspector)", k.Name)
+	}
+	c, err := in.Counts(ctx, k.Table, now, cmp.Or(k.LateAfter, models.DefaultLateAfter))
 	if err != nil {
 		return v, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -55,22 +56,31 @@ import (
 // Nothing is lost if the process dies at any step instead (see the package
 // doc).
 type Service struct {
-	cfg   Config
-	store models.Store
-	rdb   *redisio.Client
+	cfg Config // each kind with its Store
+	rdb *redisio.Client
 }
 
-// New checks cfg and returns a Service on the given database and Redis.
-// An invalid Config (see Service) is an error here, before anything runs.
+// New checks cfg and returns a Service on the given database and Redis:
+// store is the database of the kinds whose Kind.Store is nil (nil when
+// every kind names its own). An invalid Config (see Service) is an error
+// here, before anything runs.
 func New(cfg Config, store models.Store, rdb *redisio.Client) (*Service, error) {
 	cfg = cfg.WithDefaults()
+	for i := range cfg.Kinds { // WithDefaults copied them
+		if cfg.Kinds[i].Store == nil {
+			cfg.Kinds[i].Store = store
+		}
+		if cfg.Kinds[i].Store == nil {
+			return nil, fmt.Errorf("refresher config: kind %q has no Store and New was given none", cfg.Kinds[i].Name)
+		}
+	}
 	if err := errors.Join(cfg.validate(), validateLists(cfg)); err != nil {
 		return nil, fmt.Errorf("refresher config: %w", err)
 	}
 	for _, k := range cfg.Kinds {
 		cfg.Metrics.initKind(k.Name)
 	}
-	return &Service{cfg: cfg, store: store, rdb: rdb}, nil
+	return &Service{cfg: cfg, rdb: rdb}, nil
 }
 
 // validateLists checks what each kind's Redis drain needs, which the drain
@@ -97,7 +107,7 @@ func (s *Service) Metrics() *Metrics { return s.cfg.Metrics }
 func (s *Service) Check(ctx context.Context) error {
 	var errs []error
 	for _, k := range s.cfg.Kinds {
-		if err := s.store.Check(ctx, k.Table); err != nil {
+		if err := k.Store.Check(ctx, k.Table); err != nil {
 			errs = append(errs, fmt.Errorf("kind %s: %w", k.Name, err))
 		}
 	}
@@ -118,9 +128,7 @@ func (s *Service) checkAtStart(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil // stopped before starting: a clean shutdown
 		}
-		pctx, cancel := context.WithTimeout(ctx, s.cfg.OpTimeout)
-		pingErr := s.store.Ping(pctx)
-		cancel()
+		pingErr := s.ping(ctx)
 		if pingErr == nil {
 			return err
 		}
@@ -130,6 +138,43 @@ func (s *Service) checkAtStart(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// ping pings every kind's database, each once, and returns the errors of
+// those that do not answer, naming their kinds.
+func (s *Service) ping(ctx context.Context) error {
+	var errs []error
+	for _, st := range s.stores() {
+		pctx, cancel := context.WithTimeout(ctx, s.cfg.OpTimeout)
+		if err := st.store.Ping(pctx); err != nil {
+			errs = append(errs, fmt.Errorf("the database of kinds %s: %w", strings.Join(st.kinds, ", "), err))
+		}
+		cancel()
+	}
+	return errors.Join(errs...)
+}
+
+// kindStore is one database of the service and the kinds on it.
+type kindStore struct {
+	store models.Store
+	kinds []string
+}
+
+// stores lists the kinds' distinct stores, in the order of their first
+// kind.
+func (s *Service) stores() []kindStore {
+	var out []kindStore
+	at := map[models.Store]int{}
+	for _, k := range s.cfg.Kinds {
+		i, ok := at[k.Store]
+		if !ok {
+			i = len(out)
+			at[k.Store] = i
+			out = append(out, kindStore{store: k.Store})
+		}
+		out[i].kinds = append(out[i].kinds, k.Name)
+	}
+	return out
 }
 
 // Run checks the kinds' tables (see Check), then runs every kind's
@@ -177,11 +222,11 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 
 	var dispatchers, pollers sync.WaitGroup
-	watch := newDueWatch(s.store, s.cfg)
+	watch := newDueWatch(s.cfg)
 	dispatchers.Go(guard("due watch", func() { watch.loop(runCtx) }))
 	for _, k := range s.cfg.Kinds {
 		r := &kindRunner{
-			cfg: s.cfg, kind: k, store: s.store, rdb: s.rdb, clock: s.cfg.Clock,
+			cfg: s.cfg, kind: k, store: k.Store, rdb: s.rdb, clock: s.cfg.Clock,
 			log: s.cfg.Logger.With("kind", k.Name), metrics: s.cfg.Metrics,
 			observer: s.cfg.Observer, faults: s.cfg.faults,
 			activity: &activity{},
@@ -192,7 +237,7 @@ func (s *Service) Run(ctx context.Context) error {
 		wake := make(chan struct{}, 1)
 		sched := newSchedules(k) // one parse cache for both
 		d := &dispatcher{kindRunner: r, wake: wake, schedules: sched, watch: watch,
-			gate: &dueGate{store: s.store, table: k.Table, clock: s.cfg.Clock}}
+			gate: &dueGate{store: k.Store, table: k.Table, clock: s.cfg.Clock}}
 		p := &poller{kindRunner: r, wake: wake, drain: s.rdb.Drain(k.Lists, s.cfg.InstanceID, s.cfg.Heartbeat),
 			schedules: sched}
 		dispatchers.Go(guard("kind "+k.Name+": dispatcher", func() { d.loop(runCtx) }))

@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/refresher/refresher/config"
-	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/models/stores"
 	"github.com/refresher/refresher/operator"
 	"github.com/refresher/refresher/redisio"
@@ -36,20 +35,20 @@ way: unapplied results stay in Redis, unanswered attempts time out).
 Configuration comes from --config and the REFRESHER_* environment variables.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, store, err := loadAndOpen(cmd.Context(), path, stores.Options{})
+			c, dbs, err := loadAndOpen(cmd.Context(), path, stores.Options{})
 			if err != nil {
 				return err
 			}
-			defer store.Close()
+			defer dbs.Close()
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			return runService(cmd.Context(), c, store, log)
+			return runService(cmd.Context(), c, dbs, log)
 		},
 	}
 	configFlag(cmd, &path)
 	return cmd
 }
 
-func runService(ctx context.Context, c *config.Config, store models.Store, log *slog.Logger) error {
+func runService(ctx context.Context, c *config.Config, dbs *databases, log *slog.Logger) error {
 	// Each kind's poller holds a connection while it blocks on its list.
 	rdb, err := openRedis(ctx, c.Redis, refresher.RedisPoolSize(len(c.Kinds)))
 	if err != nil {
@@ -57,20 +56,23 @@ func runService(ctx context.Context, c *config.Config, store models.Store, log *
 	}
 	defer rdb.Close()
 	cfg := c.Service(log)
+	for i := range cfg.Kinds {
+		cfg.Kinds[i].Store = dbs.Of(&c.Kinds[i])
+	}
 	if c.HTTPAddr() != "" {
 		// The alert gauges are served on /metrics. The service runs them
 		// and stops them before Run returns, so before Redis is closed: a
 		// start that fails (a missing table) returns its error without a
 		// gauge logging "redis: client is closed" after it.
 		cfg.Metrics = refresher.NewMetrics()
-		cfg.Gauges = alertGauges(c, store, rdb, cfg.Metrics, log)
+		cfg.Gauges = alertGauges(c, dbs, rdb, cfg.Metrics, log)
 	}
-	svc, err := refresher.New(cfg, store, redisio.New(rdb))
+	svc, err := refresher.New(cfg, nil, redisio.New(rdb))
 	if err != nil {
 		return err
 	}
 	if addr := c.HTTPAddr(); addr != "" {
-		op, err := operatorServer(c, store, rdb, svc, log)
+		op, err := operatorServer(c, dbs, rdb, svc, log)
 		if err != nil {
 			return err
 		}
@@ -124,13 +126,15 @@ func exitOnSecondSignal(sig <-chan os.Signal, done <-chan struct{}, log *slog.Lo
 	}
 }
 
-// alertGauges registers the alert gauges of c's kinds on m's registry.
-func alertGauges(c *config.Config, store models.Store, rdb *redis.Client, m *refresher.Metrics, log *slog.Logger) *refresher.Gauges {
+// alertGauges registers the alert gauges of c's kinds on m's registry; each
+// kind is counted on its own database.
+func alertGauges(c *config.Config, dbs *databases, rdb *redis.Client, m *refresher.Metrics, log *slog.Logger) *refresher.Gauges {
 	gk := make([]refresher.GaugeKind, len(c.Kinds))
 	for i := range c.Kinds {
 		gk[i] = c.Kinds[i].Gauge()
+		gk[i].Inspector = dbs.Of(&c.Kinds[i])
 	}
-	return refresher.NewGauges(m.Registry, refresher.GaugeConfig{Kinds: gk, Inspector: store, Redis: redisio.New(rdb),
+	return refresher.NewGauges(m.Registry, refresher.GaugeConfig{Kinds: gk, Redis: redisio.New(rdb),
 		Interval: c.GaugeInterval.D(), Logger: log})
 }
 
@@ -139,7 +143,7 @@ func alertGauges(c *config.Config, store models.Store, rdb *redis.Client, m *ref
 // refuses a non-loopback address without a token; there, reads need a
 // token too unless http_public_read says otherwise, and on loopback only
 // loopback names are served (DNS rebinding).
-func operatorServer(c *config.Config, store models.Store, rdb *redis.Client,
+func operatorServer(c *config.Config, dbs *databases, rdb *redis.Client,
 	svc *refresher.Service, log *slog.Logger) (*operator.Server, error) {
 	addr := c.HTTPAddr()
 	if !operator.IsLoopback(addr) && len(c.APITokens) == 0 {
@@ -148,8 +152,9 @@ func operatorServer(c *config.Config, store models.Store, rdb *redis.Client,
 	kinds := make([]operator.Kind, len(c.Kinds))
 	for i := range c.Kinds {
 		kinds[i] = c.Kinds[i].Operator()
+		kinds[i].Store = dbs.Of(&c.Kinds[i])
 	}
-	return operator.New(withAccess(c, operator.Options{Kinds: kinds, Store: store, Redis: rdb, Gatherer: svc.Metrics().Registry,
+	return operator.New(withAccess(c, operator.Options{Kinds: kinds, Redis: rdb, Gatherer: svc.Metrics().Registry,
 		Logger: log, SearchBudget: c.SearchScanBudget}))
 }
 

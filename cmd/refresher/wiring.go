@@ -10,7 +10,6 @@ import (
 
 	"github.com/refresher/refresher/config"
 	"github.com/refresher/refresher/internal/redact"
-	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/models/stores"
 )
 
@@ -21,19 +20,19 @@ func configFlag(cmd *cobra.Command, path *string) {
 }
 
 // loadAndOpen loads the configuration (file and REFRESHER_* environment) and
-// opens and pings its database, with the driver its URL names; o says how
-// a SQLite file is opened (its MaxConnections comes from the configuration).
-func loadAndOpen(ctx context.Context, path string, o stores.Options) (*config.Config, models.Store, error) {
+// opens and pings the database of every kind, with the driver its URL
+// names, each URL once; o says how a SQLite file is opened (its
+// MaxConnections comes from the configuration).
+func loadAndOpen(ctx context.Context, path string, o stores.Options) (*config.Config, *databases, error) {
 	c, err := config.Load(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	o.MaxConnections = c.MaxConnections
-	store, err := stores.Open(ctx, c.Database, o)
+	dbs, err := openDatabases(ctx, c, o)
 	if err != nil {
 		return nil, nil, err
 	}
-	return c, store, nil
+	return c, dbs, nil
 }
 
 // openRedis connects to the configured Redis and pings it, with a pool of

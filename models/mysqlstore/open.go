@@ -25,7 +25,8 @@ const openHint = `check "database:" in the config or REFRESHER_DATABASE, and tha
 //     a server-side prepare per statement, one round trip instead of three.
 //
 // It pings the server and returns an error naming the host and database and
-// where to fix the DSN when that fails.
+// where to fix the DSN when that fails. It refuses a server known to break
+// the service's guarantees (TiDB, Vitess; see classifyEngine), saying why.
 func Open(ctx context.Context, dsn string) (*sql.DB, error) {
 	dsn, err := DSN(dsn)
 	if err != nil {
@@ -55,6 +56,10 @@ func Open(ctx context.Context, dsn string) (*sql.DB, error) {
 	if err := db.PingContext(pctx); err != nil {
 		_ = db.Close()
 		return nil, redactpkg.Error(fmt.Errorf("connect to MySQL at %s (database %q): %w (%s)", cfg.Addr, cfg.DBName, err, openHint), dsn)
+	}
+	if err := checkEngine(pctx, db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("MySQL at %s (database %q): %w", cfg.Addr, cfg.DBName, err)
 	}
 	return db, nil
 }
