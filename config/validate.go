@@ -130,6 +130,13 @@ func (c *Config) Validate() error {
 		}
 		tables[strings.ToLower(k.Table)] = k.Name
 	}
+	if redisio.TopologyOf(c.Redis) == redisio.Cluster {
+		for i, l := range lists {
+			if err := l.CheckTag(); err != nil {
+				bad("kinds[%d] (%s): %v", i, names[i], err)
+			}
+		}
+	}
 	for _, err := range redisio.CheckDistinct(names, lists) {
 		bad("kinds: %v", err)
 	}

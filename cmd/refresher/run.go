@@ -118,7 +118,7 @@ func exitOnSecondSignal(sig <-chan os.Signal, done <-chan struct{}, log *slog.Lo
 // It refuses a non-loopback address without a token; there, reads need a
 // token too unless http_public_read says otherwise, and on loopback only
 // loopback names are served (DNS rebinding).
-func operatorServer(ctx context.Context, c *config.Config, store models.Store, rdb *redis.Client,
+func operatorServer(ctx context.Context, c *config.Config, store models.Store, rdb redis.UniversalClient,
 	svc *refresher.Service, log *slog.Logger) (*operator.Server, error) {
 	addr := c.HTTPAddr()
 	if !operator.IsLoopback(addr) && len(c.APITokens) == 0 {
