@@ -628,18 +628,11 @@ func (d *Drain) RecoverOthers(ctx context.Context) (int, error) {
 		return 0, d.err
 	}
 	total := 0
-	// On a Redis Cluster SCAN sees one node's keys: scan the master that
-	// owns the output list's slot, where every processing list of the drain
-	// is (they share its hash tag, see Lists.CheckTag).
-	var scanner redis.Cmdable = d.c.rdb
-	if cc, ok := d.c.rdb.(*redis.ClusterClient); ok {
-		node, err := cc.MasterForKey(ctx, d.lists.Output)
-		if err != nil {
-			return 0, fmt.Errorf("find the cluster node of %q: %w", d.lists.Output, err)
-		}
-		scanner = node
-	}
-	iter := scanner.Scan(ctx, 0, d.lists.processingPattern(), 100).Iterator()
+	// On a Redis Cluster SCAN sees one node's keys: go-redis sends a SCAN
+	// whose pattern holds a hash tag to the master of the tag's slot, where
+	// every processing list of the drain is (they share the output list's
+	// tag, see Lists.CheckTag).
+	iter := d.c.rdb.Scan(ctx, 0, d.lists.processingPattern(), 100).Iterator()
 	prefix := d.lists.Output + processingInfix
 	for iter.Next(ctx) {
 		id, ok := strings.CutPrefix(iter.Val(), prefix)

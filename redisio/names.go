@@ -78,6 +78,11 @@ func Tag(key string) string {
 // list's tag.
 func (l Lists) CheckTag() error {
 	tag := Tag(l.Input)
+	if strings.ContainsAny(tag, `*?[]\`) {
+		// Recover finds processing lists with SCAN, whose pattern escapes
+		// these: the escaped tag would name another slot.
+		return fmt.Errorf("the hash tag {%s} of the list %q may not hold * ? [ ] or \\: rename it", tag, l.Input)
+	}
 	if tag != "" && Tag(l.Output) == tag && Tag(l.Dead) == tag {
 		return nil
 	}
