@@ -109,7 +109,9 @@ func newClient(rawURL string, o Options) (redis.UniversalClient, string, error) 
 			return nil, "", err
 		}
 		opt.PoolSize = pool(opt.PoolSize)
-		return redis.NewClusterClient(opt), strings.Join(opt.Addrs, ","), nil
+		cc := redis.NewClusterClient(opt)
+		cc.AddHook(reloadOnFailure{cc})
+		return cc, strings.Join(opt.Addrs, ","), nil
 	case Sentinel:
 		opt, err := parseSentinel(rawURL)
 		if err != nil {
