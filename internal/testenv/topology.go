@@ -161,14 +161,32 @@ func serverArgs(port int) []string {
 		"--protected-mode", "no", "--daemonize", "no"}
 }
 
+// RedisServer starts one Redis server of this test's own (no
+// persistence), for comparisons with the topologies on the same machine,
+// and returns its redis:// URL.
+func RedisServer(t testing.TB) string {
+	t.Helper()
+	lookBins(t, "redis-server")
+	p := freePort(t)
+	n := startNode(t, t.TempDir(), "redis-server", p, serverArgs(p)...)
+	return "redis://" + n.Addr + "/0"
+}
+
 // RedisCluster starts a Redis Cluster of 3 masters and 3 replicas for this
 // test, whose nodes detect a failed master after 1 s (cluster-node-timeout).
 func RedisCluster(t testing.TB) *RedisTopology {
 	t.Helper()
+	return RedisClusterOf(t, 1)
+}
+
+// RedisClusterOf starts a Redis Cluster of 3 masters with replicas
+// replicas each (0 or more), as RedisCluster.
+func RedisClusterOf(t testing.TB, replicas int) *RedisTopology {
+	t.Helper()
 	lookBins(t, "redis-server", "redis-cli")
 	root := t.TempDir()
 	tp := &RedisTopology{}
-	addrs := make([]string, 6)
+	addrs := make([]string, 3*(1+replicas))
 	for i := range addrs {
 		p := freePort(t)
 		n := startNode(t, root, "redis-server", p, append(serverArgs(p), "--cluster-enabled", "yes",
@@ -176,7 +194,7 @@ func RedisCluster(t testing.TB) *RedisTopology {
 		tp.Servers = append(tp.Servers, n)
 		addrs[i] = n.Addr
 	}
-	out, err := exec.Command("redis-cli", append([]string{"--cluster", "create"}, append(addrs, "--cluster-replicas", "1", "--cluster-yes")...)...).CombinedOutput()
+	out, err := exec.Command("redis-cli", append([]string{"--cluster", "create"}, append(addrs, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
 	}
@@ -188,7 +206,7 @@ func RedisCluster(t testing.TB) *RedisTopology {
 		}, tp.Servers...)
 		waitFor(t, 20*time.Second, n.Addr+" has its replica in sync", func(ctx context.Context) bool {
 			info, err := rdb.Info(ctx, "replication").Result()
-			return err == nil && (strings.Contains(info, "role:master") && strings.Contains(info, "connected_slaves:1") ||
+			return err == nil && (strings.Contains(info, "role:master") && strings.Contains(info, "connected_slaves:"+strconv.Itoa(replicas)) ||
 				strings.Contains(info, "master_link_status:up"))
 		}, tp.Servers...)
 		_ = rdb.Close()
