@@ -27,8 +27,8 @@ func TestOnRedisCluster(t *testing.T) {
 	cc := rdb.(*redis.ClusterClient)
 	masters := map[string]bool{}
 	for _, kind := range []string{"k0", "k1", "k2", "k3", "k4", "k5"} {
-		l := DefaultLists(kind)
-		_ = l.CheckTag()
+		l := DefaultListsOn(Cluster, kind)
+		require.NoError(t, l.CheckTag())
 		node, err := cc.MasterForKey(t.Context(), l.Input)
 		require.NoError(t, err)
 		masters[node.Options().Addr] = true

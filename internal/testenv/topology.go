@@ -97,30 +97,62 @@ func freePort(t testing.TB) int {
 	return 0
 }
 
-// startNode starts bin with args in a new folder under root, logging to
-// redis.log there, and waits until it answers PING.
-func startNode(t testing.TB, root, bin string, port int, args ...string) *RedisNode {
+// startNode starts bin with the arguments args gives for a free port, in a
+// new folder under root, logging to redis.log there, and waits until it
+// answers PING with its own process ID (not another test's server that
+// took the port first; then it tries another port).
+func startNode(t testing.TB, root, bin string, args func(port int, dir string) []string) *RedisNode {
 	t.Helper()
-	dir := filepath.Join(root, strconv.Itoa(port))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
+	for try := 0; ; try++ {
+		port := freePort(t)
+		dir := filepath.Join(root, strconv.Itoa(port))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		logf, err := os.Create(filepath.Join(dir, "redis.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, args(port, dir)...)
+		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, logf, logf
+		cmd.SysProcAttr = dieWithParent()
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start %s: %v (%s)", bin, err, topologyHint)
+		}
+		n := &RedisNode{Addr: "127.0.0.1:" + strconv.Itoa(port), Dir: dir, cmd: cmd, done: make(chan struct{})}
+		go func() { _ = cmd.Wait(); _ = logf.Close(); close(n.done) }()
+		t.Cleanup(n.Kill)
+		if n.answers(cmd.Process.Pid) {
+			return n
+		}
+		n.Kill()
+		if try == 4 {
+			b, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
+			t.Fatalf("%s did not start on 5 ports; the last log:\n%s", bin, tail(string(b), 2000))
+		}
 	}
-	logf, err := os.Create(filepath.Join(dir, "redis.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v (%s)", bin, err, topologyHint)
-	}
-	n := &RedisNode{Addr: "127.0.0.1:" + strconv.Itoa(port), Dir: dir, cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); _ = logf.Close(); close(n.done) }()
-	t.Cleanup(n.Kill)
+}
+
+// answers waits up to 10 s for the node to answer PING with process ID pid
+// in INFO, and says whether it did.
+func (n *RedisNode) answers(pid int) bool {
 	rdb := redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1})
 	defer rdb.Close()
-	waitFor(t, 10*time.Second, n.Addr+" answers PING", func(ctx context.Context) bool { return rdb.Ping(ctx).Err() == nil }, n)
-	return n
+	want := "process_id:" + strconv.Itoa(pid) + "\r\n"
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		select {
+		case <-n.done:
+			return false // it exited: the port was taken
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		info, err := rdb.Info(ctx, "server").Result()
+		cancel()
+		if err == nil {
+			return strings.Contains(info, want)
+		}
+	}
+	return false
 }
 
 // waitFor polls ok until it holds, failing t after timeout with the tail
@@ -167,8 +199,7 @@ func serverArgs(port int) []string {
 func RedisServer(t testing.TB) string {
 	t.Helper()
 	lookBins(t, "redis-server")
-	p := freePort(t)
-	n := startNode(t, t.TempDir(), "redis-server", p, serverArgs(p)...)
+	n := startNode(t, t.TempDir(), "redis-server", func(p int, _ string) []string { return serverArgs(p) })
 	return "redis://" + n.Addr + "/0"
 }
 
@@ -188,9 +219,9 @@ func RedisClusterOf(t testing.TB, replicas int) *RedisTopology {
 	tp := &RedisTopology{}
 	addrs := make([]string, 3*(1+replicas))
 	for i := range addrs {
-		p := freePort(t)
-		n := startNode(t, root, "redis-server", p, append(serverArgs(p), "--cluster-enabled", "yes",
-			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000")...)
+		n := startNode(t, root, "redis-server", func(p int, _ string) []string {
+			return append(serverArgs(p), "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000")
+		})
 		tp.Servers = append(tp.Servers, n)
 		addrs[i] = n.Addr
 	}
@@ -223,10 +254,11 @@ func RedisSentinel(t testing.TB) *RedisTopology {
 	lookBins(t, "redis-server", "redis-sentinel")
 	root := t.TempDir()
 	tp := &RedisTopology{}
-	mp := freePort(t)
-	master := startNode(t, root, "redis-server", mp, serverArgs(mp)...)
-	rp := freePort(t)
-	replica := startNode(t, root, "redis-server", rp, append(serverArgs(rp), "--replicaof", "127.0.0.1", strconv.Itoa(mp))...)
+	master := startNode(t, root, "redis-server", func(p int, _ string) []string { return serverArgs(p) })
+	mp := master.Addr[strings.LastIndex(master.Addr, ":")+1:]
+	replica := startNode(t, root, "redis-server", func(p int, _ string) []string {
+		return append(serverArgs(p), "--replicaof", "127.0.0.1", mp)
+	})
 	tp.Servers = []*RedisNode{master, replica}
 	rc := redis.NewClient(&redis.Options{Addr: replica.Addr})
 	defer rc.Close()
@@ -236,19 +268,16 @@ func RedisSentinel(t testing.TB) *RedisTopology {
 	}, master, replica)
 	var addrs []string
 	for range 3 {
-		p := freePort(t)
-		dir := filepath.Join(root, "sentinel-"+strconv.Itoa(p))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		conf := filepath.Join(dir, "sentinel.conf")
-		text := fmt.Sprintf("port %d\nbind 127.0.0.1\nprotected-mode no\ndaemonize no\ndir %s\n"+
-			"sentinel monitor mymaster 127.0.0.1 %d 2\nsentinel down-after-milliseconds mymaster 1000\n"+
-			"sentinel failover-timeout mymaster 5000\nsentinel parallel-syncs mymaster 1\n", p, dir, mp)
-		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		n := startNode(t, root, "redis-sentinel", p, conf)
+		n := startNode(t, root, "redis-sentinel", func(p int, dir string) []string {
+			conf := filepath.Join(dir, "sentinel.conf")
+			text := fmt.Sprintf("port %d\nbind 127.0.0.1\nprotected-mode no\ndaemonize no\ndir %s\n"+
+				"sentinel monitor mymaster 127.0.0.1 %s 2\nsentinel down-after-milliseconds mymaster 1000\n"+
+				"sentinel failover-timeout mymaster 5000\nsentinel parallel-syncs mymaster 1\n", p, dir, mp)
+			if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return []string{conf}
+		})
 		tp.Sentinels = append(tp.Sentinels, n)
 		addrs = append(addrs, n.Addr)
 	}
