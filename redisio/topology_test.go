@@ -26,8 +26,10 @@ func TestOnRedisCluster(t *testing.T) {
 	defer rdb.Close()
 	cc := rdb.(*redis.ClusterClient)
 	masters := map[string]bool{}
+	var all []Lists
 	for _, kind := range []string{"k0", "k1", "k2", "k3", "k4", "k5"} {
 		l := DefaultListsOn(Cluster, kind)
+		all = append(all, l)
 		require.NoError(t, l.CheckTag())
 		node, err := cc.MasterForKey(t.Context(), l.Input)
 		require.NoError(t, err)
@@ -35,6 +37,17 @@ func TestOnRedisCluster(t *testing.T) {
 		exerciseKind(t, New(rdb), rdb, l)
 	}
 	require.Len(t, masters, 3, "the 6 kinds spread over the 3 masters")
+
+	// The gauges of every kind in one pipeline, across the masters.
+	c := New(rdb)
+	won, err := c.LockGauges(t.Context(), all, "other", time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, make([]bool, 6), won, "each kind's lock is held already")
+	got, err := c.ShareGauges(t.Context(), all, make([][]byte, 6), time.Minute)
+	require.NoError(t, err)
+	for i := range all {
+		require.Equal(t, "{}", string(got[i]), all[i].Input)
+	}
 }
 
 // TestOnRedisSentinel runs the same calls through Sentinel, with the
