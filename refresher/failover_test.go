@@ -55,13 +55,14 @@ func TestRedisSentinelFailover(t *testing.T) {
 	})
 }
 
-// runFailover runs two service instances and a worker on the topology,
-// 1,000 rows on a seconds schedule (MariaDB), kills the master master
-// returns once every row has been refreshed, and checks at the end that
-// every row was refreshed after the kill, that no attempt ended twice (no
-// result applied twice) and that every result the worker pushed was applied
-// or, lost with the master, ended its attempt by timeout; and none is stuck.
-// It logs what the failover cost.
+// runFailover runs two service instances and a worker on the topology with
+// 1,000 rows on a seconds schedule (MariaDB); once every row has been
+// refreshed, it kills (SIGKILL) the master that master returns. It checks
+// that every row is refreshed after the kill, and once more after that;
+// that no attempt ended twice (no result applied twice); that every result
+// the worker pushed ended its attempt, or was lost with the master and its
+// attempt timed out; and that no row is stuck. It logs what the failover
+// cost.
 func runFailover(t *testing.T, tp *testenv.RedisTopology, topo redisio.Topology,
 	master func(context.Context, redis.UniversalClient, redisio.Lists) *testenv.RedisNode) {
 	b := setup(t, setupOpts{store: teststore.MySQL, rule: failoverRule, timeout: failoverTimeout, retry: "constant:unit=100ms"})
