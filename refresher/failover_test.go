@@ -29,8 +29,9 @@ const (
 )
 
 // TestRedisClusterFailover: under load, the master that holds the kind's
-// slot is killed (SIGKILL); its replica is promoted and the service carries
-// on by itself.
+// slot is killed (SIGKILL) while its replica lags behind, so that the last
+// second of writes (jobs pushed, results pushed, batches acknowledged) is
+// lost; the replica is promoted and the service carries on by itself.
 func TestRedisClusterFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Redis Cluster and runs for about 30s")
@@ -44,7 +45,8 @@ func TestRedisClusterFailover(t *testing.T) {
 }
 
 // TestRedisSentinelFailover is TestRedisClusterFailover through Sentinel:
-// the master is killed, the sentinels promote the replica.
+// the master is killed while the replica lags, the sentinels promote the
+// replica.
 func TestRedisSentinelFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Redis servers and sentinels and runs for about 30s")
@@ -57,7 +59,8 @@ func TestRedisSentinelFailover(t *testing.T) {
 
 // runFailover runs two service instances and a worker on the topology with
 // 1,000 rows on a seconds schedule (MariaDB); once every row has been
-// refreshed, it kills (SIGKILL) the master that master returns. It checks
+// refreshed, it makes the master that master returns lose its last writes
+// (see loseLastWrites) and kills it (SIGKILL). It checks
 // that every row is refreshed after the kill, and once more after that;
 // that no attempt ended twice (no result applied twice); that every result
 // the worker pushed ended its attempt, or was lost with the master and its
@@ -118,8 +121,12 @@ func runFailover(t *testing.T, tp *testenv.RedisTopology, topo redisio.Topology,
 
 	victim := master(ctx, w.rdb, lists)
 	require.NotNil(t, victim, "the master of the kind's keys")
+	replica := tp.ReplicaOf(t, victim)
+	require.NotNil(t, replica, "the replica of %s", victim.Addr)
+	loseLastWrites(t, victim, replica, lists.Input+"-junk")
 	killed := time.Now().UTC()
 	victim.Kill()
+	replica.Resume()
 	t.Logf("killed master %s at %s (%d results answered before)", victim.Addr, killed.Format(time.TimeOnly), perPeriod)
 
 	// The service carries on by itself: results are applied again, then
@@ -191,6 +198,26 @@ func runFailover(t *testing.T, tp *testenv.RedisTopology, topo redisio.Topology,
 		"%d results applied, none twice; %d jobs delivered again by the promoted replica",
 		topo, firstAgain.Seconds(), allAgain.Seconds(), failoverTimeout, timeouts, lostWithMaster, applied, w.redelivered)
 	require.Less(t, allAgain, failoverTimeout+20*time.Second, "the failover's cost is bounded by the attempt timeout plus the failover")
+	require.Positive(t, timeouts, "attempts whose job or result was lost with the master's last writes time out")
+}
+
+// loseLastWrites makes sure the master's writes from now until it is killed
+// never reach its replica, as happens when a master dies with its replica
+// lagging (replication is asynchronous): it stops the replica (the caller
+// resumes it after killing the master) and writes 60 MB to junkKey on the
+// master, more than the sockets between them buffer (up to 36 MB with
+// Linux's largest TCP buffers), so that what follows stays in the master's
+// memory. Then it returns 50 ms into the next burst of work: every row
+// comes due on each even second (failoverRule), so the jobs and results of
+// that burst are in flight in Redis when the master dies.
+func loseLastWrites(t *testing.T, master, replica *testenv.RedisNode, junkKey string) {
+	t.Helper()
+	replica.Pause()
+	rdb := redis.NewClient(&redis.Options{Addr: master.Addr})
+	defer rdb.Close()
+	require.NoError(t, rdb.Set(context.Background(), junkKey, strings.Repeat("x", 60<<20), time.Hour).Err())
+	burst := time.Now().Truncate(2 * time.Second).Add(2*time.Second + 50*time.Millisecond)
+	time.Sleep(time.Until(burst))
 }
 
 // waitRows checks cond every 100 ms until it holds, failing t after limit.

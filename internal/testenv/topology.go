@@ -44,6 +44,13 @@ func (n *RedisNode) Kill() {
 	}
 }
 
+// Pause stops the process (SIGSTOP) until Resume: it neither answers nor
+// reads what is sent to it, as a replica that lags behind its master.
+func (n *RedisNode) Pause() { _ = n.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// Resume lets a paused process go on (SIGCONT).
+func (n *RedisNode) Resume() { _ = n.cmd.Process.Signal(syscall.SIGCONT) }
+
 // RedisTopology is a running cluster or Sentinel set.
 type RedisTopology struct {
 	// URL is the redis+cluster:// or redis+sentinel:// URL of it.
@@ -59,6 +66,21 @@ type RedisTopology struct {
 func (tp *RedisTopology) Server(addr string) *RedisNode {
 	for _, n := range tp.Servers {
 		if n.Addr == addr {
+			return n
+		}
+	}
+	return nil
+}
+
+// ReplicaOf returns the server that replicates master, or nil.
+func (tp *RedisTopology) ReplicaOf(t testing.TB, master *RedisNode) *RedisNode {
+	t.Helper()
+	port := master.Addr[strings.LastIndex(master.Addr, ":")+1:]
+	for _, n := range tp.Servers {
+		rdb := redis.NewClient(&redis.Options{Addr: n.Addr})
+		info, err := rdb.Info(context.Background(), "replication").Result()
+		_ = rdb.Close()
+		if err == nil && strings.Contains(info, "master_port:"+port+"\r\n") {
 			return n
 		}
 	}
