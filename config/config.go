@@ -38,7 +38,10 @@ type Config struct {
 	// database (a kind's own Database is another), shared by the loops of
 	// the kinds on it. Default 16.
 	MaxConnections int `yaml:"max_connections"`
-	// Redis is the Redis URL. Default "redis://127.0.0.1:6379/0".
+	// Redis is the Redis URL: one server (redis://), a Redis Cluster
+	// (redis+cluster://h1:7000,h2:7001) or a master behind Sentinel
+	// (redis+sentinel://s1:26379,s2:26379/mymaster); see redisio.Open.
+	// Default "redis://127.0.0.1:6379/0".
 	Redis string `yaml:"redis"`
 	// RedisPrefix starts the default list names of every kind
 	// ("<prefix><name>-input", -output, -dead), and so every key the service
@@ -136,7 +139,9 @@ type Kind struct {
 	// days).
 	MaxRetryAfter Duration `yaml:"max_retry_after"`
 	// Input, Output and Dead name the Redis lists. Defaults: <name>-input,
-	// <name>-output, <name>-dead. Every list name must be unique across
+	// <name>-output, <name>-dead (with redis_prefix before the name); on a
+	// Redis Cluster {<name>}-input and so on, and lists named here must
+	// share one hash tag (redisio.Lists.CheckTag). Every list name must be unique across
 	// kinds and roles, and must not start with an output list's name and
 	// ":" (see redisio.CheckDistinct).
 	Input  string `yaml:"input"`

@@ -60,7 +60,7 @@ func (c *Config) SetDefaults() {
 	}
 	for i := range c.Kinds {
 		k := &c.Kinds[i]
-		lists := redisio.DefaultLists(c.RedisPrefix + k.Name)
+		lists := redisio.DefaultListsOn(redisio.TopologyOf(c.Redis), c.RedisPrefix+k.Name)
 		k.Table = cmp.Or(k.Table, k.Name)
 		k.Key = cmp.Or(k.Key, kd.Key)
 		k.Timeout = cmp.Or(k.Timeout, kd.Timeout)

@@ -131,6 +131,13 @@ func (c *Config) Validate() error {
 		}
 		tables[at] = k.Name
 	}
+	if redisio.TopologyOf(c.Redis) == redisio.Cluster {
+		for i, l := range lists {
+			if err := l.CheckTag(); err != nil {
+				bad("kinds[%d] (%s): %v", i, names[i], err)
+			}
+		}
+	}
 	for _, err := range redisio.CheckDistinct(names, lists) {
 		bad("kinds: %v", err)
 	}

@@ -60,10 +60,11 @@ type Client struct {
 	cfg Config
 }
 
-// New returns a Client with the default Config that talks through rdb,
-// which the caller owns and closes. It panics if rdb is nil (a wiring bug).
-// Keys of a drain are used together in Lua scripts, so in Redis Cluster the
-// list names need a common hash tag (see Lists.Processing).
+// New returns a Client with the default Config that talks through rdb (one
+// server, a cluster or a Sentinel set; see Open), which the caller owns and
+// closes. It panics if rdb is nil (a wiring bug). A kind's keys are used
+// together in Lua scripts and transactions, so on a Redis Cluster its lists
+// must share one hash tag (see Lists.CheckTag).
 func New(rdb redis.UniversalClient) *Client {
 	c, err := NewWithConfig(rdb, Config{})
 	if err != nil {
@@ -76,7 +77,7 @@ func New(rdb redis.UniversalClient) *Client {
 // invalid.
 func NewWithConfig(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 	if rdb == nil {
-		return nil, errors.New("redisio.New: nil Redis client (pass a *redis.Client from redis.NewClient)")
+		return nil, errors.New("redisio.New: nil Redis client (pass one from redisio.Open)")
 	}
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {

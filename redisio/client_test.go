@@ -79,13 +79,13 @@ func TestDefaultLists(t *testing.T) {
 func TestNewValidates(t *testing.T) {
 	t.Parallel()
 	_, err := NewWithConfig(nil, Config{})
-	require.EqualError(t, err, "redisio.New: nil Redis client (pass a *redis.Client from redis.NewClient)")
+	require.EqualError(t, err, "redisio.New: nil Redis client (pass one from redisio.Open)")
 	_, err = NewWithConfig(redis.NewClient(&redis.Options{}), Config{MaxResultBytes: -1})
 	require.EqualError(t, err, "redisio.New: MaxResultBytes is -1, want 0 (default 65536) or more")
 
 	func() {
 		defer func() {
-			require.Equal(t, "redisio.New: nil Redis client (pass a *redis.Client from redis.NewClient)", fmt.Sprint(recover()))
+			require.Equal(t, "redisio.New: nil Redis client (pass one from redisio.Open)", fmt.Sprint(recover()))
 		}()
 		New(nil)
 	}()

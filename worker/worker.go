@@ -69,7 +69,7 @@ type Config struct {
 	// Redis is the client of the service's Redis. Required by Run; leave its
 	// ContextTimeoutEnabled off (the default), the worker relies on blocking
 	// calls returning on their own timeout.
-	Redis *redis.Client
+	Redis redis.UniversalClient
 	// Input is the list jobs are popped from. Default "<Kind>-input".
 	Input string
 	// Output is the list results are pushed to. Default "<Kind>-output".
@@ -177,7 +177,7 @@ func (w *Worker) Stats() Stats {
 // retried with a backoff of 1 s doubling up to 30 s; they do not end Run.
 func (w *Worker) Run(ctx context.Context) error {
 	if w.cfg.Redis == nil {
-		return errors.New("worker: Redis is required to run (pass a *redis.Client in Config.Redis)")
+		return errors.New("worker: Redis is required to run (pass a client from redisio.Open or redis.NewClient in Config.Redis)")
 	}
 	log := w.cfg.Logger.With("kind", w.cfg.Kind)
 	log.Info("worker started", "input", w.cfg.Input, "output", w.cfg.Output, "concurrency", w.cfg.Concurrency)

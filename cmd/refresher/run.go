@@ -128,7 +128,7 @@ func exitOnSecondSignal(sig <-chan os.Signal, done <-chan struct{}, log *slog.Lo
 
 // alertGauges registers the alert gauges of c's kinds on m's registry; each
 // kind is counted on its own database.
-func alertGauges(c *config.Config, dbs *databases, rdb *redis.Client, m *refresher.Metrics, log *slog.Logger) *refresher.Gauges {
+func alertGauges(c *config.Config, dbs *databases, rdb redis.UniversalClient, m *refresher.Metrics, log *slog.Logger) *refresher.Gauges {
 	gk := make([]refresher.GaugeKind, len(c.Kinds))
 	for i := range c.Kinds {
 		gk[i] = c.Kinds[i].Gauge()
@@ -143,7 +143,7 @@ func alertGauges(c *config.Config, dbs *databases, rdb *redis.Client, m *refresh
 // refuses a non-loopback address without a token; there, reads need a
 // token too unless http_public_read says otherwise, and on loopback only
 // loopback names are served (DNS rebinding).
-func operatorServer(c *config.Config, dbs *databases, rdb *redis.Client,
+func operatorServer(c *config.Config, dbs *databases, rdb redis.UniversalClient,
 	svc *refresher.Service, log *slog.Logger) (*operator.Server, error) {
 	addr := c.HTTPAddr()
 	if !operator.IsLoopback(addr) && len(c.APITokens) == 0 {

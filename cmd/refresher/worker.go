@@ -12,11 +12,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/refresher/refresher/config"
 	"github.com/refresher/refresher/internal/redact"
+	"github.com/refresher/refresher/redisio"
 	"github.com/refresher/refresher/worker"
 )
 
@@ -262,15 +262,14 @@ func runWorker(ctx context.Context, s workerSettings, log *slog.Logger) error {
 	if err := s.validate(); err != nil {
 		return err
 	}
-	opt, err := redis.ParseURL(s.RedisURL)
+	// The service's default lists, which differ on a Redis Cluster.
+	lists := redisio.DefaultListsOn(redisio.TopologyOf(s.RedisURL), s.Kind)
+	s.Input, s.Output = cmp.Or(s.Input, lists.Input), cmp.Or(s.Output, lists.Output)
+	rdb, err := redisio.Open(ctx, s.RedisURL, redisio.Options{PoolSize: s.Concurrency + 4})
 	if err != nil {
-		return redact.Error(fmt.Errorf("worker: read Redis URL: %w (use e.g. redis://127.0.0.1:6379/0)", err), s.RedisURL)
+		return fmt.Errorf("worker: %w", err)
 	}
-	rdb := redis.NewClient(opt)
 	defer rdb.Close()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("worker: connect to Redis at %s: %w (is redis-server running? check `redis:` in the config or REFRESHER_REDIS)", opt.Addr, err)
-	}
 	w, err := worker.New(worker.Config{
 		Kind:                 s.Kind,
 		Redis:                rdb,

@@ -66,7 +66,7 @@ func TestWorkerCommandErrors(t *testing.T) {
 		{[]string{"worker"}, "worker: --kind is required (the kind whose jobs to do, e.g. --kind big_tables)"},
 		{[]string{"worker", "--kind", "k", "--concurrency", "-2"}, "worker: --concurrency must be at least 1, not -2"},
 		{[]string{"worker", "--kind", "k", "--http-timeout", "-1s"}, "worker: --http-timeout must be positive, not -1s"},
-		{[]string{"worker", "--kind", "k", "--redis", "http://127.0.0.1:6379"}, "worker: read Redis URL: redis: invalid URL scheme: http (use e.g. redis://127.0.0.1:6379/0)"},
+		{[]string{"worker", "--kind", "k", "--redis", "http://127.0.0.1:6379"}, `worker: redis URL "http://127.0.0.1:6379": redis: invalid URL scheme: http (use redis://[user:password@]host:6379/0, redis+cluster://[user:password@]h1:7000,h2:7001,h3:7002 or redis+sentinel://[user:password@]s1:26379,s2:26379/mymaster)`},
 		{[]string{"worker", "--kind", "k", "extra"}, `unknown command "extra" for "refresher worker"`},
 		{[]string{"worker", "--kind", "k", "--max-body-bytes", "-1"}, "worker: --max-body-bytes must be positive, not -1"},
 		{[]string{"worker", "--kind", "k", "--allow-networks", "10.0.0.0/8,10.1.0.0/99"},
