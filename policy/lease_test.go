@@ -85,7 +85,7 @@ func TestApplyExtend(t *testing.T) {
 				Lease: Lease{Asked: at("2025-06-10T14:59:00Z"), Until: at("2025-06-10T14:00:00Z"), Cap: LeaseNextOccurrence}},
 		},
 		{
-			name: "a next occurrence before timeout_at: nothing extended, never shortened",
+			name:  "a next occurrence before timeout_at: nothing extended, never shortened",
 			sched: dailyAt{hour: 11, minute: 30}, r: extend(time.Hour), now: at("2025-06-10T11:40:00Z"),
 			want: running,
 			wantDec: ApplyDecision{Outcome: OutcomeApplied, Extended: true,
