@@ -44,19 +44,21 @@ type Lease struct {
 // Extend is a running, on-time attempt's extension by d at now (the caller,
 // Apply, checks that the request is current and read before timeout_at):
 // timeout_at, and refresh_at with it (a running row's refresh_at is its
-// timeout_at), become now + d, capped first at attempt_at + MaxTimeout,
-// then at the first occurrence of sched after attempt_at (none when the
-// rule has none left). An extension never shortens the attempt: when the
-// capped time is not after the current timeout_at, nothing changes.
+// timeout_at), become now + d, capped at the earlier of attempt_at +
+// MaxTimeout (LeaseMaxTimeout) and the first occurrence of sched after
+// attempt_at (LeaseNextOccurrence, also when both are the same; none when
+// the rule has no occurrence left). An extension never shortens the
+// attempt: when the capped time is not after the current timeout_at,
+// nothing changes.
 func (p Policy) Extend(s State, now time.Time, d time.Duration, sched Nexter) (State, Lease) {
 	p = p.WithDefaults()
 	l := Lease{Asked: now.Add(d), Cap: LeaseAsked}
-	until := l.Asked
-	if limit := s.AttemptAt.Add(p.MaxTimeout); until.After(limit) {
+	until, limit, next := l.Asked, s.AttemptAt.Add(p.MaxTimeout), sched.Next(s.AttemptAt)
+	switch {
+	case !next.IsZero() && until.After(next) && !next.After(limit):
+		until, l.Cap = next, LeaseNextOccurrence // a tie says the stricter reason
+	case until.After(limit):
 		until, l.Cap = limit, LeaseMaxTimeout
-	}
-	if next := sched.Next(s.AttemptAt); !next.IsZero() && until.After(next) {
-		until, l.Cap = next, LeaseNextOccurrence
 	}
 	l.Until = until
 	if !until.After(s.TimeoutAt) {

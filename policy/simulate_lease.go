@@ -36,9 +36,8 @@ type LeaseSimulation struct {
 	NextOccurrence time.Time
 	// Steps are the requests, in time order, up to the first late one.
 	Steps []LeaseStep
-	// EndAt is when the attempt ends as timed out: its last timeout_at,
-	// or the late request's time. End is that failure's decision, After
-	// the row after it.
+	// EndAt is when the attempt ends as timed out: its last timeout_at.
+	// End is that failure's decision (TimedOut), After the row after it.
 	EndAt time.Time
 	End   Decision
 	After State
@@ -47,7 +46,9 @@ type LeaseSimulation struct {
 // SimulateLease simulates an attempt of a model due at from whose worker
 // sends asks (sorted by their After) and nothing else: Start, Apply of an
 // extend result for each, then the timeout at the last timeout_at
-// (TimedOut), as the dispatcher finds it. Jitter draws are 0.
+// (TimedOut), as the dispatcher finds it. A request read at or after
+// timeout_at is late (its step shows Apply's decision) and the ones after
+// it are not read: the attempt was over. Jitter draws are 0.
 func SimulateLease(sched Nexter, p Policy, from time.Time, asks []LeaseAsk) LeaseSimulation {
 	p = p.WithDefaults()
 	const uid = "simulated"
@@ -58,13 +59,16 @@ func SimulateLease(sched Nexter, p Policy, from time.Time, asks []LeaseAsk) Leas
 	slices.SortStableFunc(asks, func(a, b LeaseAsk) int { return int(a.After - b.After) })
 	for _, a := range asks {
 		step := LeaseStep{Ask: a, At: from.Add(a.After)}
-		s, step.Decision = p.Apply(s, Result{AttemptUID: uid, Type: ResultExtend, Extend: a.For}, step.At, sched, nil, 0)
-		sim.Steps = append(sim.Steps, step)
-		if step.Decision.Outcome != OutcomeApplied {
-			sim.EndAt, sim.End, sim.After = step.At, step.Decision.Failure, s
-			return sim
+		next, d := p.Apply(s, Result{AttemptUID: uid, Type: ResultExtend, Extend: a.For}, step.At, sched, nil, 0)
+		step.Decision = d
+		if d.Outcome != OutcomeApplied {
+			// The dispatcher took the attempt back at its timeout_at,
+			// before this request was read.
+			sim.Steps = append(sim.Steps, step)
+			break
 		}
-		sim.Steps[len(sim.Steps)-1].TimeoutAt = s.TimeoutAt
+		s, step.TimeoutAt = next, next.TimeoutAt
+		sim.Steps = append(sim.Steps, step)
 	}
 	sim.EndAt = s.TimeoutAt
 	sim.After, sim.End = p.TimedOut(s, sim.EndAt, sched, 0)
