@@ -25,11 +25,12 @@ const minLeaseEvery = 100 * time.Millisecond
 // the attempt is over (it timed out meanwhile, or the row was enabled
 // again, so any result would be stale), it calls cancel, which stops the
 // work. stop ends the requests, waits for the last one, and reports
-// whether the attempt was over. Without Redis, or with neither Config.Lease
-// nor a timeout_at, it does nothing.
+// whether the attempt was over. Without Redis, with a negative
+// Config.Lease, or with neither Config.Lease nor a timeout_at, it does
+// nothing.
 func (w *Worker) keepLease(ctx context.Context, job redisio.Job, cancel context.CancelFunc) (stop func() (over bool)) {
 	lease := w.cfg.Lease
-	if lease <= 0 && !job.TimeoutAt.IsZero() {
+	if lease == 0 && !job.TimeoutAt.IsZero() {
 		lease = job.TimeoutAt.Sub(w.cfg.Now())
 	}
 	if w.cfg.Redis == nil || lease <= 0 {

@@ -81,3 +81,25 @@ func TestWorkerStopsWhenItsAttemptIsOver(t *testing.T) {
 	require.Zero(t, n, "neither a result nor a request after the attempt is over")
 	require.Zero(t, b.worker.Stats().Done)
 }
+
+// A negative Lease never asks for more time; a zero Lease asks for the
+// time the job had left (here about 1.2s, so every 400ms).
+func TestWorkerLeaseOffAndDerived(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		lease   time.Duration
+		extends bool
+	}{{-1, false}, {0, true}} {
+		release := make(chan struct{})
+		srv := slowBody(t, release)
+		b := setupRun(t, func(c *Config) { c.Lease = tc.lease })
+		b.pushJob(t, "big", srv.URL+"/export.csv", time.Now().Add(1200*time.Millisecond))
+		time.AfterFunc(time.Second, func() { close(release) })
+		res := b.nextResult(t)
+		if tc.extends {
+			require.Equal(t, redisio.Result{UID: "big", AttemptUID: "att-big", Type: redisio.ResultExtend, Seconds: 2}, res)
+		} else {
+			require.Equal(t, redisio.ResultSuccess, res.Type, "lease %s: %+v", tc.lease, res)
+		}
+	}
+}

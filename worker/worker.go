@@ -84,8 +84,9 @@ type Config struct {
 	// without a request. Default "": no groups.
 	ThrottleGroup string
 	// Lease is how long a job whose work runs asks for at each request for
-	// more time, every Lease/3 (docs/protocol.md, "Leases"): the kind's
-	// timeout. Default 0: the time the job has left when its work begins.
+	// more time, every Lease/3 of the wall clock (docs/protocol.md,
+	// "Leases"): the kind's timeout. Default 0: the time the job has left
+	// (by Now) when its work begins. Negative: never ask.
 	Lease time.Duration
 	// Concurrency is the number of jobs done at once. Default 4.
 	Concurrency int
@@ -144,8 +145,6 @@ func (c Config) validate() error {
 		return fmt.Errorf("worker: Concurrency must be at least 1, not %d", c.Concurrency)
 	case c.HTTPTimeout < 0:
 		return fmt.Errorf("worker: HTTPTimeout must be positive, not %s", c.HTTPTimeout)
-	case c.Lease < 0:
-		return fmt.Errorf("worker: Lease must not be negative, not %s", c.Lease)
 	case c.MaxBodyBytes < 1:
 		return fmt.Errorf("worker: MaxBodyBytes must be positive, not %d", c.MaxBodyBytes)
 	}
