@@ -8,26 +8,31 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/refresher/refresher/internal/testenv"
 	"github.com/refresher/refresher/internal/teststore"
 	"github.com/refresher/refresher/redisio"
 )
 
-// waitLease waits up to 10s for the answer to attempt's last request for
-// more time.
+// waitLease waits up to 10s for an answer to attempt's last request for
+// more time that cond accepts.
 func (b *testBundle) waitLease(attempt string, cond func(redisio.LeaseAnswer) bool) redisio.LeaseAnswer {
 	b.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		a, ok, err := redisio.ReadLease(context.Background(), b.rdb, b.kind.Lists, attempt)
-		require.NoError(b.t, err)
-		if ok && cond(a) {
-			return a
+	var a redisio.LeaseAnswer
+	testenv.EventuallyNil(b.t, 10*time.Second, "the lease answer of attempt "+attempt, func() error {
+		var ok bool
+		var err error
+		a, ok, err = redisio.ReadLease(context.Background(), b.rdb, b.kind.Lists, attempt)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			return fmt.Errorf("no answer")
+		case !cond(a):
+			return fmt.Errorf("answer %+v", a)
 		}
-		if time.Now().After(deadline) {
-			b.t.Fatalf("no lease answer for attempt %s within 10s; last: %+v (found %v)", attempt, a, ok)
-		}
-		untilEvent()
-	}
+		return nil
+	})
+	return a
 }
 
 // The fault run of leases: workers extend their attempts and are killed
