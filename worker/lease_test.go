@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/refresher/refresher/internal/testenv"
 	"github.com/refresher/refresher/redisio"
 )
 
@@ -49,7 +50,7 @@ func TestWorkerExtendsWhileDownloading(t *testing.T) {
 	close(release)
 	res := b.nextResult(t)
 	require.Equal(t, redisio.ResultSuccess, res.Type, "%+v", res)
-	time.Sleep(1500 * time.Millisecond) // more than one request's period
+	time.Sleep(1500 * time.Millisecond) // more than one request's period: nothing may come (an absence)
 	n, err := b.rdb.LLen(context.Background(), b.cfg.Output).Result()
 	require.NoError(t, err)
 	require.Zero(t, n, "no request for more time after the result")
@@ -69,13 +70,9 @@ func TestWorkerStopsWhenItsAttemptIsOver(t *testing.T) {
 	require.NoError(t, redisio.New(b.rdb).WriteLeases(context.Background(), lists,
 		[]redisio.LeaseAnswer{{AttemptUID: "att-big"}}, time.Now()))
 
-	deadline := time.Now().Add(10 * time.Second)
-	for b.worker.Stats().Expired == 0 {
-		require.True(t, time.Now().Before(deadline), "the job was not dropped within 10s")
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, "the job dropped", func() bool { return b.worker.Stats().Expired == 1 })
 	b.rdb.Del(context.Background(), b.cfg.Output) // a request may have crossed the answer
-	time.Sleep(600 * time.Millisecond)
+	time.Sleep(600 * time.Millisecond)            // three request periods: nothing may come (an absence, not a condition to wait for)
 	n, err := b.rdb.LLen(context.Background(), b.cfg.Output).Result()
 	require.NoError(t, err)
 	require.Zero(t, n, "neither a result nor a request after the attempt is over")
