@@ -124,6 +124,10 @@ type Kind struct {
 	// Timeout is how long an attempt may run before it counts as failed.
 	// Default 1h.
 	Timeout Duration `yaml:"timeout"`
+	// MaxTimeout is the longest an attempt may run, counted from its start,
+	// however its worker extends it (an "extend" result). At least
+	// Timeout. Default 4 times Timeout (policy.DefaultMaxTimeoutFactor).
+	MaxTimeout Duration `yaml:"max_timeout"`
 	// Retry is the retry policy spec. Default "delays:0s,1m,5m,15m,30m,1h".
 	Retry string `yaml:"retry"`
 	// DisabledReason is the user-friendly reason stored when the retry policy

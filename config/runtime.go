@@ -23,6 +23,7 @@ func (k *Kind) Policy() policy.Policy {
 	return policy.Policy{
 		Kind:            k.Name,
 		Timeout:         k.Timeout.D(),
+		MaxTimeout:      k.MaxTimeout.D(),
 		Retry:           k.RetryParsed,
 		DisabledReason:  k.DisabledReason,
 		PermanentReason: k.PermanentReason,

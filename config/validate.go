@@ -73,6 +73,9 @@ func (c *Config) Validate() error {
 		if k.Timeout <= 0 {
 			bad("%s.timeout: %s is not allowed: an attempt needs time to run; write how long one may take, e.g. 2h (leave it out for the default %s)", at, k.Timeout, KindDefaults.Timeout)
 		}
+		if k.MaxTimeout != 0 && k.MaxTimeout < k.Timeout {
+			bad("%s.max_timeout: %s is less than timeout %s: an attempt may not be extended to less than it already has; write at least %s (leave it out for %d times timeout)", at, policy.FormatDuration(k.MaxTimeout.D()), policy.FormatDuration(k.Timeout.D()), policy.FormatDuration(k.Timeout.D()), policy.DefaultMaxTimeoutFactor)
+		}
 		if k.MaxQueued < 1 {
 			bad("%s.max_queued: must be at least 1", at)
 		}

@@ -290,7 +290,7 @@ func TestGarbageGoesToDeadLetters(t *testing.T) {
 	wantErrs := []string{
 		"invalid result: message is not JSON: invalid character 'o' in literal null (expecting 'u')",
 		`invalid result: "uid" is a number, want a string`,
-		`invalid result: "type" is "exploded", want "success", "failure" or "status"`,
+		`invalid result: "type" is "exploded", want "success", "failure", "status" or "extend"`,
 		fmt.Sprintf("invalid result: message is %d bytes, the limit is 65536", len(huge)),
 		"invalid result: message is not JSON: invalid character 'b' looking for beginning of value",
 		`unknown model: no row with uid "404"`,

@@ -117,6 +117,13 @@ func (l Lists) Heartbeat(instanceID string) string {
 	return l.Output + ":heartbeat:" + instanceID
 }
 
+// Lease returns the key of the service's answer to the last request for
+// more time of attempt attemptUID (a LeaseAnswer as JSON), which its worker
+// reads: "<output>:lease:<attemptUID>".
+func (l Lists) Lease(attemptUID string) string {
+	return l.Output + ":lease:" + attemptUID
+}
+
 // batchKey holds the token of the batch an instance has in flight; an Ack
 // with another token (a delayed Ack of a batch that was recovered meanwhile)
 // changes nothing.

@@ -41,8 +41,8 @@ func TestMetricsExistBeforeTheFirstEvent(t *testing.T) {
 	for _, kind := range []string{"a", "b"} {
 		for name, n := range map[string]int{
 			"refresher_attempts_started_total":  1,
-			"refresher_results_total":           9, // 3 types x applied, stale, unknown_model
-			"refresher_failure_decisions_total": 8, // retry, planned, disabled, throttled x worker, timeout
+			"refresher_results_total":           12, // 4 types x applied, stale, unknown_model
+			"refresher_failure_decisions_total": 8,  // retry, planned, disabled, throttled x worker, timeout
 			"refresher_push_failures_total":     1,
 			"refresher_dead_letters_total":      1,
 			"refresher_invalid_schedules_total": 1,

@@ -34,6 +34,9 @@ type poller struct {
 	// holds are the throttle holds the committed results of the batch in
 	// hand decided, by group (see throttle).
 	holds map[string]time.Time
+	// leases are the answers to the requests for more time of the batch
+	// in hand, in order, written after its commit (see writeLeases).
+	leases []redisio.LeaseAnswer
 	// idle is set after a fetch that found nothing: the next one blocks
 	// for idleFetchBlock instead of FetchBlock.
 	idle bool
@@ -235,6 +238,7 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 		p.log.Warn("cannot read the incident window; keeping the last decision", "err", err)
 	}
 	clear(p.holds)
+	p.leases = p.leases[:0]
 
 	// A full batch suggests more are queued: fetch the next one, as large
 	// as this one, meanwhile. The drain is not used by this goroutine
@@ -271,6 +275,7 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 		p.metrics.Errors.WithLabelValues(p.kind.Name, "poll").Inc()
 		p.log.Error("cannot hold throttle groups; their rows are dispatched meanwhile", "err", err)
 	}
+	p.writeLeases(bctx, now)
 	<-ahead
 	if errors.Is(nextErr, redisio.ErrRecovered) {
 		err = nextErr // the batch in hand was taken back with the next one
@@ -400,6 +405,7 @@ func (p *poller) applyBatch(ctx context.Context, msgs []redisio.Message) (dead [
 // locked rows whose rules are not parsed yet.
 func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.Time, prepared bool) (dead []redisio.Message, earliest time.Time, pending []keyRule, err error) {
 	var holds map[string]time.Time // allocated for the first hold only
+	var leases []redisio.LeaseAnswer
 	err = p.store.Tx(ctx, func(tx models.Tx) error {
 		dead, earliest = dead[:0], time.Time{}
 		p.tally.reset()
@@ -419,7 +425,7 @@ func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.T
 			}
 		}
 		pol := p.incident.policy(p.kind.Policy)
-		holds = nil
+		holds, leases = nil, leases[:0]
 		changed := make(map[string]struct{}, len(rows))
 		for _, m := range msgs {
 			if m.Err != nil {
@@ -437,6 +443,9 @@ func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.T
 			pr := policyResult(m.Result)
 			st, dec := pol.Apply(row.State, pr, now, sched, serr, p.rand())
 			p.tally.apply(m.Result.UID, m.Result.Type, dec)
+			if pr.Extend > 0 {
+				leases = append(leases, leaseAnswer(pr, st, dec))
+			}
 			if dec.Outcome == policy.OutcomeStale {
 				continue
 			}
@@ -481,6 +490,7 @@ func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.T
 			p.holds[g] = until
 		}
 	}
+	p.leases = append(p.leases, leases...)
 	return dead, earliest, nil, nil
 }
 
@@ -534,5 +544,27 @@ func policyResult(r redisio.Result) policy.Result {
 		RetryAfter:         time.Duration(r.RetryAfterSeconds) * time.Second,
 		Status:             redact.Text(r.Status),
 		Scope:              policy.Scope(r.Scope),
+		Extend:             time.Duration(r.Seconds) * time.Second,
+	}
+}
+
+// leaseAnswer is the answer to r, a request for more time, that Apply
+// decided with st and d: the attempt's timeout_at while it still runs, or
+// that it is over (stale, late, or its row disabled).
+func leaseAnswer(r policy.Result, st policy.State, d policy.ApplyDecision) redisio.LeaseAnswer {
+	a := redisio.LeaseAnswer{AttemptUID: r.AttemptUID}
+	if d.Outcome == policy.OutcomeApplied && st.Running() && st.AttemptUID == r.AttemptUID {
+		a.Running, a.TimeoutAt, a.Capped = true, st.TimeoutAt, string(d.Lease.Cap)
+	}
+	return a
+}
+
+// writeLeases tells the workers what became of the requests for more time
+// of the committed batch (redisio.Client.WriteLeases). A failed write
+// loses only the answers: the leases are in the database.
+func (p *poller) writeLeases(ctx context.Context, now time.Time) {
+	if err := p.rdb.WriteLeases(ctx, p.kind.Lists, p.leases, now); err != nil {
+		p.metrics.Errors.WithLabelValues(p.kind.Name, "poll").Inc()
+		p.log.Error("cannot answer requests for more time; their leases are granted all the same", "err", err)
 	}
 }

@@ -188,7 +188,7 @@ func TestGarbageResultsAreDeadLettered(t *testing.T) {
 		{`[1,2]`, "message is a JSON array, not an object"},
 		{`{"uid":1,"attempt_uid":"` + job.AttemptUID + `","type":"success"}`, `"uid" is a number, want a string`},
 		{`{"uid":"m1","attempt_uid":"` + job.AttemptUID + `","type":"success","permanent":"yes"}`, `"permanent" is a string, want true or false`},
-		{`{"uid":"m1","attempt_uid":"` + job.AttemptUID + `","type":"done"}`, `"type" is "done", want "success", "failure" or "status"`},
+		{`{"uid":"m1","attempt_uid":"` + job.AttemptUID + `","type":"done"}`, `"type" is "done", want "success", "failure", "status" or "extend"`},
 		{`{"uid":"m1","type":"success"}`, `"attempt_uid" is missing`},
 		{`{"uid":"nope","attempt_uid":"` + job.AttemptUID + `","type":"success"}`, `unknown model: no row in table items with uid = "nope"`},
 		{huge, fmt.Sprintf("message is %d bytes, the limit is %d", len(huge), redisio.DefaultMaxResultBytes)},

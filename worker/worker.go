@@ -11,7 +11,9 @@
 //     body size limit (Fetch), turned into a result by the pure function
 //     Classify. input_url is end-user input: the GET connects only to
 //     public addresses unless the configuration allows others (see
-//     AddressPolicy);
+//     AddressPolicy). While the GET runs, ask the service for more time
+//     every Lease/3 (keepLease), and drop the job if it answers that the
+//     attempt is over;
 //  4. push the JSON result onto the kind's output list (default
 //     "<kind>-output") with RPUSH.
 //
@@ -81,6 +83,11 @@ type Config struct {
 	// (redisio.Lists.Throttle) is answered as throttled ("scope":"group")
 	// without a request. Default "": no groups.
 	ThrottleGroup string
+	// Lease is how long a job whose work runs asks for at each request for
+	// more time, every Lease/3 of the wall clock (docs/protocol.md,
+	// "Leases"): the kind's timeout. Default 0: the time the job has left
+	// (by Now) when its work begins. Negative: never ask.
+	Lease time.Duration
 	// Concurrency is the number of jobs done at once. Default 4.
 	Concurrency int
 	// HTTPTimeout limits one GET, body included. Default 30s.
@@ -285,9 +292,11 @@ func (w *Worker) handle(ctx context.Context, log *slog.Logger, msg string) {
 	log.Info("job done")
 }
 
-// Process does one job without touching Redis: it returns the result to
-// push, or ok == false when the job's timeout_at has passed and it must be
-// dropped. A job without timeout_at never expires. A payload without a
+// Process does one job: it returns the result to push, or ok == false when
+// the job's timeout_at has passed and it must be dropped, or the service
+// answered, while the work ran, that its attempt is over. While the GET
+// runs, it asks the service for more time (keepLease). With Config.Redis
+// nil it touches no Redis. A job without timeout_at never expires. A payload without a
 // string input_url is a malformed URL: a permanent failure.
 func (w *Worker) Process(ctx context.Context, job redisio.Job) (res redisio.Result, ok bool) {
 	if !job.TimeoutAt.IsZero() && !w.cfg.Now().Before(job.TimeoutAt) {
@@ -305,7 +314,15 @@ func (w *Worker) Process(ctx context.Context, job redisio.Job) (res redisio.Resu
 		}, true
 	}
 	rawURL, _ := job.Payload["input_url"].(string)
-	res = Classify(w.Fetch(ctx, rawURL), w.cfg.Now())
+	fctx, cancel := context.WithCancel(ctx)
+	stop := w.keepLease(ctx, job, cancel)
+	o := w.Fetch(fctx, rawURL)
+	over := stop()
+	cancel()
+	if over {
+		return redisio.Result{}, false
+	}
+	res = Classify(o, w.cfg.Now())
 	res.UID, res.AttemptUID = job.UID, job.AttemptUID
 	if group != "" && res.Type == redisio.ResultFailure && !res.Permanent && res.RetryAfterSeconds > 0 {
 		res.ThrottleKey = group // the service holds the whole group

@@ -47,6 +47,9 @@ type workerSettings struct {
 	// ThrottleGroup is the kind's throttle_group (a payload column), from
 	// the config file only.
 	ThrottleGroup string
+	// Lease is the kind's timeout, from the config file only: what a job
+	// whose work runs asks for at each request for more time.
+	Lease time.Duration
 }
 
 // workerDefaults are the settings when nothing else is given.
@@ -102,6 +105,7 @@ func (s workerSettings) overlay(o workerSettings) workerSettings {
 		AllowPrivateNetworks: o.AllowPrivateNetworks || s.AllowPrivateNetworks,
 		AllowNetworks:        s.AllowNetworks,
 		ThrottleGroup:        cmp.Or(o.ThrottleGroup, s.ThrottleGroup),
+		Lease:                cmp.Or(o.Lease, s.Lease),
 	}
 	if o.AllowNetworks != nil {
 		r.AllowNetworks = o.AllowNetworks
@@ -226,7 +230,8 @@ func workerFile(path, kind string) (workerSettings, error) {
 		return workerSettings{}, fmt.Errorf("worker: %s: worker.allow_networks: %w", path, err)
 	}
 	return workerSettings{RedisURL: c.Redis, Input: k.Input, Output: k.Output, MaxBodyBytes: c.Worker.MaxBodyBytes,
-		AllowPrivateNetworks: c.Worker.AllowPrivateNetworks, AllowNetworks: nets, ThrottleGroup: k.ThrottleGroup}, nil
+		AllowPrivateNetworks: c.Worker.AllowPrivateNetworks, AllowNetworks: nets, ThrottleGroup: k.ThrottleGroup,
+		Lease: k.Timeout.D()}, nil
 }
 
 // logSources says which Redis and lists the worker uses and where each
@@ -281,6 +286,7 @@ func runWorker(ctx context.Context, s workerSettings, log *slog.Logger) error {
 		AllowPrivateNetworks: s.AllowPrivateNetworks,
 		AllowNetworks:        s.AllowNetworks,
 		ThrottleGroup:        s.ThrottleGroup,
+		Lease:                s.Lease,
 		Logger:               log,
 	})
 	if err != nil {

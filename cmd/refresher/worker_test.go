@@ -152,6 +152,7 @@ kinds:
     schedule: "RRULE:FREQ=DAILY"
     input: bt-in
     output: bt-out
+    timeout: 20m
 worker:
   allow_private_networks: true
   allow_networks: [10.1.0.0/16]
@@ -160,12 +161,14 @@ worker:
 	file, err := workerFile(path, "big_tables")
 	require.NoError(t, err)
 	require.Equal(t, workerSettings{RedisURL: "redis://files-redis:6379/3", Input: "bt-in", Output: "bt-out", MaxBodyBytes: 5000,
-		AllowPrivateNetworks: true, AllowNetworks: []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16")}}, file)
+		AllowPrivateNetworks: true, AllowNetworks: []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16")},
+		Lease: 20 * time.Minute}, file)
 
 	got := workerDefaults().overlay(file).overlay(workerSettings{Kind: "big_tables", Output: "flag-out"})
 	require.Equal(t, "redis://files-redis:6379/3", got.RedisURL)
 	require.Equal(t, "bt-in", got.Input)
 	require.Equal(t, "flag-out", got.Output)
+	require.Equal(t, 20*time.Minute, got.Lease, "the kind's timeout is what a running job asks for")
 
 	_, err = workerFile(path, "nope")
 	require.ErrorContains(t, err, `unknown kind "nope" (configured: [big_tables])`)
