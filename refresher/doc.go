@@ -12,11 +12,15 @@
 //     commits, and only then pushes the jobs; a failed push undoes its
 //     attempts without counting them;
 //   - the poller drains the kind's output list reliably (results move to this
-//     instance's processing list first), applies success, failure and status
-//     results in one transaction per batch, drops stale ones, ends the
-//     attempts of late ones (read at or after timeout_at) as timed out, sends garbage to
-//     the dead-letter list, and removes the batch from Redis only after the
-//     commit.
+//     instance's processing list first), applies success, failure, status
+//     and extend results in one transaction per batch, drops stale ones,
+//     ends the attempts of late ones (read at or after timeout_at) as timed
+//     out, sends garbage to the dead-letter list, and removes the batch from
+//     Redis only after the commit.
+//
+// Neither loop parses or evaluates a row's own rule while it holds row
+// locks: a transaction that meets a rule not parsed yet rolls back, the
+// rules are parsed outside it (schedules.go), and it runs again.
 //
 // Ownership and shutdown: Run owns both loops of every kind, the due watch,
 // the activity logs and the alert gauges (Config.Gauges), and waits for all
