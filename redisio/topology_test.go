@@ -43,7 +43,7 @@ func TestOnRedisCluster(t *testing.T) {
 	won, err := c.LockGauges(t.Context(), all, "other", time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, make([]bool, 6), won, "each kind's lock is held already")
-	got, err := c.ShareGauges(t.Context(), all, make([][]byte, 6), time.Minute)
+	got, err := c.ShareGauges(t.Context(), all, make([][]byte, 6), nil, time.Minute)
 	require.NoError(t, err)
 	for i := range all {
 		require.Equal(t, "{}", string(got[i]), all[i].Input)
@@ -136,6 +136,6 @@ func exerciseKind(t *testing.T, c *Client, rdb redis.UniversalClient, l Lists) {
 	won, err := c.LockGauges(ctx, []Lists{l}, "me", time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, []bool{true}, won)
-	_, err = c.ShareGauges(ctx, []Lists{l}, [][]byte{[]byte("{}")}, time.Minute)
+	_, err = c.ShareGauges(ctx, []Lists{l}, [][]byte{[]byte("{}")}, nil, time.Minute)
 	require.NoError(t, err)
 }
