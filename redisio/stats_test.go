@@ -22,7 +22,9 @@ func TestStatsAddUpAndRead(t *testing.T) {
 	l := DefaultLists(prefix + "items")
 	at := time.Date(2020, 1, 1, 10, 3, 10, 0, time.UTC) // minute 10:03 of the ten minutes 10:00
 	minute := at.Unix() / 60
-	job := func(uid string) Job { return Job{Kind: "items", UID: uid, AttemptUID: "a" + uid, AttemptNo: 1, TimeoutAt: at} }
+	job := func(uid string) Job {
+		return Job{Kind: "items", UID: uid, AttemptUID: "a" + uid, AttemptNo: 1, TimeoutAt: at}
+	}
 
 	_, err := a.PushCounting(ctx, l, []Job{job("1"), job("2")}, at)
 	require.NoError(t, err)
