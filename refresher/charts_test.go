@@ -3,10 +3,13 @@ package refresher
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/refresher/refresher/internal/testenv"
@@ -32,6 +35,8 @@ func TestChartsCountWhatTheServiceDid(t *testing.T) {
 				uids[i] = fmt.Sprintf("m%02d", i)
 			}
 			b.insert(uids...)
+			trips := &statsTrips{}
+			b.rdb.AddHook(trips)
 			b.start(nil)
 			jobs := b.jobsByUID(len(uids))
 			var rs []redisio.Result
@@ -58,7 +63,52 @@ func TestChartsCountWhatTheServiceDid(t *testing.T) {
 				}
 				return nil
 			})
+			if !off {
+				require.Zero(t, trips.alone.Load(), "round trips that only wrote the charts' counts")
+			}
+			require.NotZero(t, trips.riding.Load())
 		})
+	}
+}
+
+// statsTrips counts the round trips that write the charts' stats: riding
+// on a write the service makes anyway (the push of jobs, the incident
+// window's read), or alone.
+type statsTrips struct{ riding, alone atomic.Int64 }
+
+func (*statsTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (s *statsTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		s.count([]redis.Cmder{cmd})
+		return next(ctx, cmd)
+	}
+}
+
+func (s *statsTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		s.count(cmds)
+		return next(ctx, cmds)
+	}
+}
+
+func (s *statsTrips) count(cmds []redis.Cmder) {
+	stats, other := false, false
+	for _, c := range cmds {
+		switch c.Name() {
+		case "rpush", "hmget":
+			other = true
+		case "hincrby", "hset":
+			if k, _ := c.Args()[1].(string); strings.Contains(k, ":stats") {
+				stats = true
+			}
+		}
+	}
+	switch {
+	case stats && other:
+		s.riding.Add(1)
+	case stats:
+		s.alone.Add(1)
 	}
 }
 
