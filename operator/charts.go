@@ -77,7 +77,9 @@ func chartSpan(r *http.Request) refresher.Span {
 type chartsView struct {
 	// Span is "hour" or "day"; Path the page's path, for the span's links.
 	Span, Path string
-	Spans      []string
+	// All: the overview's charts, every kind added up.
+	All   bool
+	Spans []string
 	// Step says what a bar is ("minute", "ten minutes").
 	Step string
 	// From and To are the first and the last bar's start.
@@ -230,9 +232,11 @@ func (s *Server) charts(r *http.Request, k *Kind, path string) chartsView {
 	act, err := s.activity(r.Context(), k, span, s.o.Now())
 	if err != nil {
 		s.o.Logger.Error("operator: read the activity for the charts", "err", err)
-		v := chartsView{Span: span.Name, Path: path, Spans: []string{refresher.LastHour.Name, refresher.LastDay.Name}}
+		v := chartsView{Span: span.Name, Path: path, Spans: []string{refresher.LastHour.Name, refresher.LastDay.Name}, All: k == nil}
 		v.Error = "The activity could not be read; the service log has the detail."
 		return v
 	}
-	return drawCharts(act, path)
+	v := drawCharts(act, path)
+	v.All = k == nil
+	return v
 }
