@@ -2,8 +2,10 @@ package operator
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/refresher/refresher/redisio"
 )
@@ -54,5 +56,44 @@ func TestChartsMarkThePauseAndTheIncident(t *testing.T) {
 	f.srv.chartCache.mu.Unlock()
 	if _, _, body := f.get("GET", "/kinds/items"); !strings.Contains(body, `max 9 `) {
 		t.Errorf("the charts were not read again after %s", chartTTL)
+	}
+}
+
+// The API answers the charts' figures as JSON, and refuses a span it does
+// not know with a message that says which exist.
+func TestActivityAPI(t *testing.T) {
+	f := newFixture(t, nil)
+	pause, incident, _ := f.scriptHour(t)
+	code, _, body := f.get("GET", "/api/v1/kinds/items/activity")
+	if code != 200 {
+		t.Fatalf("activity: %d %s", code, body)
+	}
+	var got struct {
+		Span        string          `json:"span"`
+		StepSeconds int             `json:"step_seconds"`
+		Points      []ActivityPoint `json:"points"`
+	}
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Span != "hour" || got.StepSeconds != 60 || len(got.Points) != 60 {
+		t.Fatalf("span %q, step %d, %d points", got.Span, got.StepSeconds, len(got.Points))
+	}
+	at := map[string]ActivityPoint{}
+	for _, p := range got.Points {
+		at[p.At.Format("15:04")] = p
+	}
+	if p := at[pause[1]]; !p.Paused || p.Backlog != 200 || p.Dispatched != 0 {
+		t.Errorf("the pause's last minute: %+v", p)
+	}
+	if p := at[incident[0]]; !p.Incident || p.Failed != 100 {
+		t.Errorf("the incident's first minute: %+v", p)
+	}
+	if last := got.Points[59].At; !last.Equal(now.Truncate(time.Minute)) {
+		t.Errorf("the last point is at %s, want now's minute %s", last, now)
+	}
+	code, _, body = f.get("GET", "/api/v1/kinds/items/activity?span=week")
+	if code != 400 || !strings.Contains(body, "span=day") {
+		t.Errorf("span=week: %d %s", code, body)
 	}
 }
