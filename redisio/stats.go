@@ -222,13 +222,13 @@ func (c *Client) ReadStats(ctx context.Context, lists []Lists, ten bool, first i
 		points[i] = make([]StatsPoint, n)
 		for j, cmd := range cmds[i] {
 			v := cmd.Val()
-			n := func(k int) int64 { x, _ := strconv.ParseInt(str(v[k]), 10, 64); return x }
+			field := func(k int) int64 { x, _ := strconv.ParseInt(str(v[k]), 10, 64); return x } // absent: 0
 			points[i][j] = StatsPoint{
-				StatsCount:      StatsCount{Dispatched: n(0), Applied: n(1), Failed: n(2), Dead: n(3)},
-				Backlog:         n(4),
-				LatenessSeconds: n(5),
-				Paused:          n(6) > 0,
-				Incident:        n(7) > 0,
+				StatsCount:      StatsCount{Dispatched: field(0), Applied: field(1), Failed: field(2), Dead: field(3)},
+				Backlog:         field(4),
+				LatenessSeconds: field(5),
+				Paused:          field(6) > 0,
+				Incident:        field(7) > 0,
 			}
 		}
 	}
