@@ -27,6 +27,7 @@ func (s *Server) apiRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/v1/kinds/{kind}/enable", s.authed(s.withKind(s.apiBulkEnable)))
 	s.pauseRoutes(mux)
 	mux.HandleFunc("GET /api/v1/kinds/{kind}/dead", s.withKind(s.apiDead))
+	mux.HandleFunc("GET /api/v1/kinds/{kind}/activity", s.withKind(s.apiActivity))
 	mux.HandleFunc("POST /api/v1/kinds/{kind}/dead/replay", s.authed(s.withKind(s.apiDeadReplay)))
 	mux.HandleFunc("POST /api/v1/kinds/{kind}/dead/discard", s.authed(s.withKind(s.apiDeadDiscard)))
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {

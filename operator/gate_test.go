@@ -59,7 +59,7 @@ func TestReadsNeedToken(t *testing.T) {
 	f := newFixture(t, nil)
 	h := f.serve(func(o *Options) { o.ReadNeedsToken = true; o.Gatherer = prometheus.NewRegistry() })
 	for _, path := range []string{"/metrics", "/", "/kinds/items", "/kinds/items/models/ok-1", "/kinds/items/dead", "/api/v1/kinds",
-		"/api/v1/kinds/items/models", "/api/v1/kinds/items/models/off-3", "/api/v1/kinds/items/dead"} {
+		"/api/v1/kinds/items/models", "/api/v1/kinds/items/models/off-3", "/api/v1/kinds/items/dead", "/api/v1/kinds/items/activity"} {
 		st, body, hdr := get(t, h, "GET", path, "", "")
 		if st != 401 || !strings.Contains(body, "reading needs a token") || !strings.HasPrefix(hdr.Get("WWW-Authenticate"), "Basic ") {
 			t.Errorf("GET %s without a token: %d %q %v", path, st, body, hdr)

@@ -118,6 +118,8 @@ type Server struct {
 	counting bool // a recount runs
 	closed   bool // Close was called: no recount starts
 
+	chartCache chartCache // the activities read lately (charts.go)
+
 	// recounts is the background recount (see overviewCached), run with
 	// recountCtx; Close cancels it and waits for it.
 	recounts    sync.WaitGroup

@@ -100,18 +100,27 @@ func (c *Client) Push(ctx context.Context, list string, jobs []Job) (queued int6
 	if len(jobs) == 0 {
 		return 0, nil
 	}
+	vals, err := encodeJobs(list, jobs)
+	if err != nil {
+		return 0, err
+	}
+	return c.PushRaw(ctx, list, vals...)
+}
+
+// encodeJobs encodes jobs for one RPUSH to list.
+func encodeJobs(list string, jobs []Job) ([]any, error) {
 	buf := make([]byte, 0, 192*len(jobs))
 	vals := make([]any, len(jobs))
 	for i, j := range jobs {
 		start := len(buf)
 		var err error
 		if buf, err = AppendJob(buf, j); err != nil {
-			return 0, fmt.Errorf("push %d jobs to %q: %w", len(jobs), list, err)
+			return nil, fmt.Errorf("push %d jobs to %q: %w", len(jobs), list, err)
 		}
 		// A slice of buf: later appends may move buf, not this view.
 		vals[i] = buf[start:len(buf):len(buf)]
 	}
-	return c.PushRaw(ctx, list, vals...)
+	return vals, nil
 }
 
 // PushRaw appends already encoded messages (string or []byte) to the right

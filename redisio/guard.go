@@ -84,6 +84,9 @@ type Tally struct {
 	Results, Failures int
 	TTL               time.Duration
 	FlagTTL           time.Duration
+	// Stats is the batch's count for the charts, written with the tally
+	// (see StatsAdd); the zero StatsAdd writes nothing.
+	Stats StatsAdd
 }
 
 // queueTally queues t's writes on p.
@@ -96,6 +99,7 @@ func queueTally(ctx context.Context, p redis.Pipeliner, t Tally, flag string) {
 	if t.FlagTTL > 0 {
 		p.Set(ctx, flag, "1", t.FlagTTL)
 	}
+	queueStats(ctx, p, t.Stats)
 }
 
 // Add adds tallies (counts and flag, see Tally) in one round trip and one

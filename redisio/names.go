@@ -184,3 +184,17 @@ func (l Lists) processingPattern() string {
 	b.WriteByte('*')
 	return b.String()
 }
+
+// StatsMinute returns the hash of the kind's activity in the minute
+// unixMinute (Unix seconds / 60), which the dashboard's charts read:
+// "<input>:stats:<unixMinute>" (see StatsAdd and StatsSample).
+func (l Lists) StatsMinute(unixMinute int64) string {
+	return l.Input + ":stats:" + strconv.FormatInt(unixMinute, 10)
+}
+
+// StatsTen returns the hash of the kind's activity in the ten minutes
+// unixTen (Unix seconds / 600), the coarser series of the day's charts:
+// "<input>:stats10:<unixTen>".
+func (l Lists) StatsTen(unixTen int64) string {
+	return l.Input + ":stats10:" + strconv.FormatInt(unixTen, 10)
+}

@@ -43,11 +43,15 @@ func TestOnRedisCluster(t *testing.T) {
 	won, err := c.LockGauges(t.Context(), all, "other", time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, make([]bool, 6), won, "each kind's lock is held already")
-	got, err := c.ShareGauges(t.Context(), all, make([][]byte, 6), time.Minute)
+	got, err := c.ShareGauges(t.Context(), all, make([][]byte, 6), nil, time.Minute)
 	require.NoError(t, err)
 	for i := range all {
 		require.Equal(t, "{}", string(got[i]), all[i].Input)
 	}
+	// The charts' read of every kind in one pipeline, across the masters.
+	pts, err := c.ReadStats(t.Context(), all, false, 0, 60)
+	require.NoError(t, err)
+	require.Len(t, pts, 6)
 }
 
 // TestOnRedisSentinel runs the same calls through Sentinel, with the
@@ -128,7 +132,8 @@ func exerciseKind(t *testing.T, c *Client, rdb redis.UniversalClient, l Lists) {
 
 	minute := now.Unix() / 60
 	res, fails, flagged, err := c.CountThenRead(ctx,
-		[]Tally{{Key: l.IncidentBucket(minute), Results: 3, Failures: 1, TTL: time.Minute, FlagTTL: time.Minute}},
+		[]Tally{{Key: l.IncidentBucket(minute), Results: 3, Failures: 1, TTL: time.Minute, FlagTTL: time.Minute,
+			Stats: StatsAdd{Lists: l, At: now, Count: StatsCount{Applied: 3, Failed: 1}}}},
 		[]string{l.IncidentBucket(minute), l.IncidentBucket(minute - 1)}, l.IncidentWorker())
 	require.NoError(t, err)
 	require.Equal(t, []any{3, 1, true}, []any{res, fails, flagged})
@@ -136,6 +141,11 @@ func exerciseKind(t *testing.T, c *Client, rdb redis.UniversalClient, l Lists) {
 	won, err := c.LockGauges(ctx, []Lists{l}, "me", time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, []bool{true}, won)
-	_, err = c.ShareGauges(ctx, []Lists{l}, [][]byte{[]byte("{}")}, time.Minute)
+	_, err = c.ShareGauges(ctx, []Lists{l}, [][]byte{[]byte("{}")}, []StatsSample{{At: now, Backlog: 7, LatenessSeconds: 30, Paused: true}}, time.Minute)
 	require.NoError(t, err)
+	_, err = c.PushCounting(ctx, l, []Job{{Kind: "k", UID: "u2", AttemptUID: "a2", AttemptNo: 1, TimeoutAt: now}}, now)
+	require.NoError(t, err)
+	pts, err := c.ReadStats(ctx, []Lists{l}, false, minute, 1)
+	require.NoError(t, err)
+	require.Equal(t, StatsPoint{StatsCount: StatsCount{Dispatched: 1, Applied: 3, Failed: 1}, Backlog: 7, LatenessSeconds: 30, Paused: true}, pts[0][0])
 }

@@ -185,9 +185,9 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 
 	d.tally.flush(d.metrics, d.activity, k.Name) // committed: counted once
 	if n := d.tally.timeouts; n > 0 {
-		// Timeouts are failures for the incident guard: a dead worker fleet
-		// answers nothing.
-		if err := d.incident.record(bctx, d.clock.Now(), policy.Window{Results: n, Failures: n}); err != nil {
+		// Timeouts are failures for the incident guard (a dead worker fleet
+		// answers nothing) and for the charts.
+		if err := d.incident.record(bctx, d.clock.Now(), policy.Window{Results: n, Failures: n}, d.tally.stats()); err != nil {
 			d.log.Warn("cannot count timeouts for the incident guard", "err", err)
 		}
 	}
@@ -199,7 +199,7 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	if d.faults.beforePush != nil {
 		d.faults.beforePush(k.Name)
 	}
-	queued, err := d.rdb.Push(bctx, k.Lists.Input, jobs)
+	queued, err := d.rdb.PushCounting(bctx, k.Lists, jobs, d.clock.Now()) // counted for the charts in the same round trip
 	if err != nil {
 		d.metrics.PushFailures.WithLabelValues(k.Name).Inc()
 		// The undo gets its own time: the failed push may have used up the

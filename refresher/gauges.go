@@ -66,7 +66,9 @@ type GaugeConfig struct {
 // kind's per Interval: each instance tries the kind's Redis lock (SET NX,
 // with a TTL of 0.9 Interval); the winner counts and stores the kind's
 // snapshot in Redis, and every instance sets its gauges from the latest
-// snapshot. Several instances therefore cost one count per kind and
+// snapshot. The winner also samples the kind's due count, oldest due age
+// and pause into its stats for the dashboard's charts
+// (redisio.StatsSample), in the same round trip. Several instances therefore cost one count per kind and
 // Interval and all report the same values. The lock and the snapshot
 // derive from the kind's lists (redisio.Lists.GaugeLock and GaugeSnapshot),
 // so deployments that share a Redis never report each other's counts. The
@@ -159,6 +161,7 @@ func (g *Gauges) Tick(ctx context.Context) (computed bool, err error) {
 	}
 	values := make([]*gaugeKindValue, len(g.cfg.Kinds))
 	put := make([][]byte, len(g.cfg.Kinds))
+	samples := make([]redisio.StatsSample, len(g.cfg.Kinds))
 	var errs []error
 	for i, k := range g.cfg.Kinds {
 		if !won[i] {
@@ -172,8 +175,9 @@ func (g *Gauges) Tick(ctx context.Context) (computed bool, err error) {
 		}
 		values[i] = &v
 		put[i], _ = json.Marshal(v)
+		samples[i] = redisio.StatsSample{At: now, Backlog: v.Counts.Due, LatenessSeconds: int64(v.OldestAge), Paused: v.KindPaused}
 	}
-	got, err := g.cfg.Redis.ShareGauges(ctx, g.kindLists, put, 4*g.cfg.Interval)
+	got, err := g.cfg.Redis.ShareGauges(ctx, g.kindLists, put, samples, 4*g.cfg.Interval)
 	if err != nil {
 		return computed, errors.Join(append(errs, err)...)
 	}

@@ -31,6 +31,9 @@ type poller struct {
 	// asked is how many messages the Next that fetched next asked for.
 	asked int
 	tally tally // the counts of the batch in hand
+	// counted sums the committed transactions' counts of the batch in
+	// hand for the charts (applied one by one, a batch commits several).
+	counted redisio.StatsCount
 	// holds are the throttle holds the committed results of the batch in
 	// hand decided, by group (see throttle).
 	holds map[string]time.Time
@@ -129,7 +132,7 @@ func (p *poller) flushIncident() {
 	}
 	ctx, cancel := p.batchContext(context.Background())
 	defer cancel()
-	if _, err := p.incident.decide(ctx, p.clock.Now(), policy.Window{}); err != nil {
+	if err := p.incident.flush(ctx, p.clock.Now()); err != nil {
 		p.log.Warn("cannot count results for the incident guard", "err", err)
 	}
 }
@@ -239,6 +242,7 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 	}
 	clear(p.holds)
 	p.leases = p.leases[:0]
+	p.counted = redisio.StatsCount{}
 
 	// A full batch suggests more are queued: fetch the next one, as large
 	// as this one, meanwhile. The drain is not used by this goroutine
@@ -296,7 +300,9 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 	}
 	// Counted once acknowledged: a batch that comes back (its Ack failed,
 	// or another instance took it over) is counted when read again.
-	p.incident.countLater(now, batch) // written with the next read of the window
+	stats := p.counted
+	stats.Dead = int64(len(dead))
+	p.incident.countLater(now, batch, stats) // written with the next read of the window
 
 	p.requeue = nextErr != nil // what Next may have moved goes back first
 	if nextErr != nil {
@@ -482,6 +488,9 @@ func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.T
 		return nil, time.Time{}, pending, err
 	}
 	p.tally.flush(p.metrics, p.activity, p.kind.Name) // committed: counted once
+	c := p.tally.stats()
+	p.counted.Applied += c.Applied
+	p.counted.Failed += c.Failed
 	if p.holds == nil {
 		p.holds = map[string]time.Time{}
 	}
