@@ -79,7 +79,7 @@ var strategies = []struct {
 	for i := range rows {
 		ptrs[i] = &rows[i]
 	}
-	return jsonUpdate(q, by, q.meta.cols[strings.ToLower(q.keyName)], q.meta.cols[models.ColAttemptUID], models.AllColumns, ids, ptrs, guard)
+	return jsonUpdate(q, by, q.meta.cols[strings.ToLower(q.keyName)], q.meta.cols[models.ColAttemptUID], models.AllColumns, ids, ptrs, guard, nil)
 }}}
 
 // TestBulkUpdateStrategies checks that both strategies write every column
@@ -260,7 +260,7 @@ func BenchmarkBuildUpdate(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				query, _ := jsonUpdate(q, q.key, keyMeta, colMeta{dataType: "char"}, cols, ids, ptrs, nil)
+				query, _ := jsonUpdate(q, q.key, keyMeta, colMeta{dataType: "char"}, cols, ids, ptrs, nil, nil)
 				if query == "" {
 					b.Fatal("no query")
 				}

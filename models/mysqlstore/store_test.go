@@ -490,7 +490,7 @@ func TestSaveSetsSharedValuesOnce(t *testing.T) {
 	q, err := s.compile(ctx, tbl)
 	must(t, err)
 	ptrs := []*models.Row{&rows[0], &rows[1], &rows[2]}
-	query, args := jsonUpdate(q, q.key, q.meta.cols["k"], q.meta.cols[models.ColAttemptUID], models.AllColumns, []string{"1", "2", "3"}, ptrs, nil)
+	query, args := jsonUpdate(q, q.key, q.meta.cols["k"], q.meta.cols[models.ColAttemptUID], models.AllColumns, []string{"1", "2", "3"}, ptrs, nil, nil)
 	if !strings.Contains(query, "t.`refresh_at` = ?") || !strings.Contains(query, "t.`refresh_attempt_uid` = j.`c1`") || strings.Contains(query, "'$.c0'") {
 		t.Fatalf("shared columns not set from arguments: %s", query)
 	}

@@ -78,7 +78,7 @@ func BenchmarkSave(b *testing.B) {
 					rows[i].State = benchState(i, it)
 				}
 				g := groupByID(q, rows, nil, false)[0]
-				query, args := unnestUpdate(q, g)
+				query, args := unnestUpdate(q, g, nil)
 				tx, err := db.BeginTx(ctx, nil)
 				must(b, err)
 				res, err := tx.ExecContext(ctx, query, args...)

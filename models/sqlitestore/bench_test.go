@@ -132,7 +132,7 @@ func TestSaveUsesLookups(t *testing.T) {
 	must(t, err)
 	r := &models.Row{Key: "1", State: fullState(1)}
 	for _, byRowid := range []bool{true, false} {
-		query, args := jsonUpdate(q, models.SaveGroup{ByID: byRowid, Cols: models.AllColumns, IDs: []string{"1", "2"}, Rows: []*models.Row{r, r}, Guard: []string{"g", "h"}})
+		query, args := jsonUpdate(q, models.SaveGroup{ByID: byRowid, Cols: models.AllColumns, IDs: []string{"1", "2"}, Rows: []*models.Row{r, r}, Guard: []string{"g", "h"}}, nil)
 		rows, err := s.DB().Query("EXPLAIN QUERY PLAN "+query, args...)
 		must(t, err)
 		var plan []string
