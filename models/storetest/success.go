@@ -13,7 +13,9 @@ import (
 // everyMinute is a schedule for the successes SaveSuccesses writes.
 type everyMinute struct{}
 
-func (everyMinute) Next(after time.Time) time.Time { return after.Truncate(time.Minute).Add(time.Minute) }
+func (everyMinute) Next(after time.Time) time.Time {
+	return after.Truncate(time.Minute).Add(time.Minute)
+}
 
 // saveSuccesses runs SaveSuccesses in a transaction of its own, committed
 // unless it returns models.ErrUnmatched (rolled back: it may have written
