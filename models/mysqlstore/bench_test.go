@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/models/storetest"
 
 	"github.com/refresher/refresher/internal/testenv"
 	"github.com/refresher/refresher/policy"
@@ -267,4 +268,25 @@ func BenchmarkBuildUpdate(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkApplySuccesses compares a poller's two ways of applying 1000
+// successes (storetest.BenchApplySuccesses).
+func BenchmarkApplySuccesses(b *testing.B) {
+	const n = 1000
+	db, err := Open(context.Background(), testenv.MySQLDSN(b))
+	must(b, err)
+	defer db.Close()
+	tbl := itemsTable(b, db, "INT")
+	insertItems(b, db, n)
+	storetest.BenchApplySuccesses(b, New(db), tbl, benchKeys(n))
+}
+
+// benchKeys are the keys "1" to "n".
+func benchKeys(n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprint(i + 1)
+	}
+	return keys
 }

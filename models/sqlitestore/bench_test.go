@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/models/storetest"
 )
 
 // BenchmarkSave writes 1000 changed rows in one transaction, on a file
@@ -148,4 +149,20 @@ func TestSaveUsesLookups(t *testing.T) {
 			t.Fatalf("byRowid=%v: no lookup in %s", byRowid, p)
 		}
 	}
+}
+
+// BenchmarkApplySuccesses compares a poller's two ways of applying 1000
+// successes (storetest.BenchApplySuccesses).
+func BenchmarkApplySuccesses(b *testing.B) {
+	const n = 1000
+	s, err := Open(context.Background(), filepath.Join(b.TempDir(), "app.db"))
+	must(b, err)
+	defer s.Close()
+	tbl := itemsTable(b, s, "INTEGER")
+	insertItems(b, s, n)
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprint(i + 1)
+	}
+	storetest.BenchApplySuccesses(b, s, tbl, keys)
 }
