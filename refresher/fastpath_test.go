@@ -168,3 +168,30 @@ func TestBatchAppliesAsApplyWithSuccessesUnread(t *testing.T) {
 		}
 	})
 }
+
+// Rows the dispatcher claimed with a rule of their own are not offered to
+// SaveSuccesses: on MySQL, which cannot tell which rows of a statement
+// matched, one of them among a batch's successes would send the whole
+// batch the slow way; so the plain successes beside them are written
+// unread on every store.
+func TestOwnRuleRowsKeepTheirBatchFast(t *testing.T) {
+	t.Parallel()
+	forEachStore(t, allStores, func(t *testing.T, store string) {
+		b := setup(t, setupOpts{store: store, timeout: time.Hour})
+		b.insert("p1", "p2", "r1", "r2")
+		b.exec("UPDATE items SET refresh_rrule = ? WHERE uid IN (?, ?)", "DTSTART:20260101T090000Z\nRRULE:FREQ=HOURLY", "r1", "r2")
+		counting := &lockCounting{Store: b.store}
+		svc := b.runOn(context.Background(), counting, b.rio, nil).svc
+		jobs := b.popJobs(4)
+		for _, j := range jobs {
+			b.send(redisio.Result{UID: j.UID, AttemptUID: j.AttemptUID, Type: "success"})
+		}
+		waitCounter(t, results(svc, "success", "applied"), 4, "successes applied")
+		locked := counting.lockedKeys()
+		require.NotContains(t, locked, "p1", "a plain success beside rows with rules of their own is written unread")
+		require.NotContains(t, locked, "p2")
+		require.Contains(t, locked, "r1", "a row with a rule of its own is read")
+		require.Equal(t, time.Date(2026, 11, 21, 11, 0, 0, 0, time.UTC), b.state("r1").RefreshAt, "its own rule planned it")
+		require.Equal(t, time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC), b.state("p1").RefreshAt, "the kind's rule planned it")
+	})
+}

@@ -443,7 +443,8 @@ const maxFastPenalty = 64
 // and is not late, the store checks as it writes (Tx.SaveSuccesses); the
 // columns are policy.Succeeded's, the same Apply writes. A success whose
 // next run the schedule cannot compute is read and decided (Apply disables
-// the row). After a models.ErrUnmatched, it returns nothing for a few
+// the row), and so is one whose row was last read with a rule of its own
+// (ownRules). After a models.ErrUnmatched, it returns nothing for a few
 // batches (fastMissed).
 func (p *poller) fastSuccesses(msgs []redisio.Message, now time.Time) fastBatch {
 	if p.fastSkip > 0 {
@@ -465,7 +466,10 @@ func (p *poller) fastSuccesses(msgs []redisio.Message, now time.Time) fastBatch 
 		if m.Err != nil || m.Result.Type != redisio.ResultSuccess || m.Result.AttemptUID == "" || seen[m.Result.UID] != 1 {
 			continue
 		}
-		sched, err := p.schedules.get(m.Result.UID, "")
+		if p.schedules.own.has(m.Result.UID) {
+			continue // read with a rule of its own: SaveSuccesses would not match it
+		}
+		sched, err := p.schedules.lookup(m.Result.UID, "")
 		if err != nil {
 			continue
 		}

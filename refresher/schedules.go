@@ -2,6 +2,8 @@ package refresher
 
 import (
 	"errors"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/refresher/refresher/models"
@@ -26,6 +28,9 @@ type schedules struct {
 	kindDefault *schedule.Schedule
 	cache       *schedule.Cache // parsed refresh_rrule texts; made on first use when nil
 	memo        map[*schedule.Schedule]*memoNext
+	// own is shared by the copies: the keys of the rows read with a rule
+	// of their own (see ownRules).
+	own *ownRules
 }
 
 // maxMemo bounds the memo and the parse cache; rows with rules of their own
@@ -35,7 +40,7 @@ const maxMemo = 4096
 // newSchedules returns the schedules of kind k, for its dispatcher and its
 // poller to copy.
 func newSchedules(k Kind) schedules {
-	return schedules{kind: k.Name, spread: k.Policy.Spread, kindDefault: k.Schedule, cache: schedule.NewCache(maxMemo)}
+	return schedules{kind: k.Name, spread: k.Policy.Spread, kindDefault: k.Schedule, cache: schedule.NewCache(maxMemo), own: &ownRules{}}
 }
 
 // errUnprepared rolls back a transaction that found rows whose own rules
@@ -100,7 +105,15 @@ func (s *schedules) prepare(rows []keyRule, now time.Time) {
 // refresh_rrule, or the kind's default when that is NULL, spread by the
 // row's offset when the kind spreads (policy.Spread), so that Due and Apply
 // align to the row's own occurrences.
+// It notes whether the row has a rule of its own (ownRules).
 func (s *schedules) get(key, rule string) (policy.Nexter, error) {
+	s.own.note(key, rule != "")
+	return s.lookup(key, rule)
+}
+
+// lookup is get without noting the row's rule: the poller asks it for
+// rows it has not read (fastSuccesses).
+func (s *schedules) lookup(key, rule string) (policy.Nexter, error) {
 	sched := s.kindDefault
 	if rule != "" {
 		if s.cache == nil {
@@ -157,4 +170,51 @@ func (m *memoNext) NextChecked(after time.Time) (time.Time, error) {
 		m.after, m.ok = after, true
 	}
 	return m.next, m.err
+}
+
+// maxOwnRules bounds ownRules; beyond it, further keys are not noted.
+const maxOwnRules = 100_000
+
+// ownRules holds the keys of a kind's rows that had a rule of their own
+// when one of its loops last read them (the dispatcher claiming them, the
+// poller locking them), so that the poller does not offer their successes
+// to Tx.SaveSuccesses, which would not match them: on MySQL, where a
+// partial match rolls the whole batch back (models.ErrUnmatched), one such
+// row among a batch's successes would cost the batch its fast write. It is
+// a hint, never a decision: SaveSuccesses checks the rule itself, and a
+// row whose rule went away is noted again when read without one. Safe for
+// concurrent use; a nil *ownRules notes nothing.
+type ownRules struct {
+	n    atomic.Int64 // len(keys), read without the lock
+	mu   sync.Mutex
+	keys map[string]struct{}
+}
+
+// note records whether the row with key has a rule of its own.
+func (o *ownRules) note(key string, own bool) {
+	if o == nil || (!own && o.n.Load() == 0) {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !own {
+		delete(o.keys, key)
+	} else if len(o.keys) < maxOwnRules {
+		if o.keys == nil {
+			o.keys = map[string]struct{}{}
+		}
+		o.keys[key] = struct{}{}
+	}
+	o.n.Store(int64(len(o.keys)))
+}
+
+// has reports whether key was last read with a rule of its own.
+func (o *ownRules) has(key string) bool {
+	if o == nil || o.n.Load() == 0 {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, ok := o.keys[key]
+	return ok
 }
