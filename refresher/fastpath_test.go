@@ -2,6 +2,7 @@ package refresher
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"testing"
 	"time"
@@ -182,10 +183,13 @@ func TestOwnRuleRowsKeepTheirBatchFast(t *testing.T) {
 		b.exec("UPDATE items SET refresh_rrule = ? WHERE uid IN (?, ?)", "DTSTART:20260101T090000Z\nRRULE:FREQ=HOURLY", "r1", "r2")
 		counting := &lockCounting{Store: b.store}
 		svc := b.runOn(context.Background(), counting, b.rio, nil).svc
-		jobs := b.popJobs(4)
-		for _, j := range jobs {
-			b.send(redisio.Result{UID: j.UID, AttemptUID: j.AttemptUID, Type: "success"})
+		var raws []any // one push: one batch
+		for _, j := range b.popJobs(4) {
+			raw, err := json.Marshal(redisio.Result{UID: j.UID, AttemptUID: j.AttemptUID, Type: "success"})
+			require.NoError(t, err)
+			raws = append(raws, string(raw))
 		}
+		require.NoError(t, b.rdb.RPush(context.Background(), b.kind.Lists.Output, raws...).Err())
 		waitCounter(t, results(svc, "success", "applied"), 4, "successes applied")
 		locked := counting.lockedKeys()
 		require.NotContains(t, locked, "p1", "a plain success beside rows with rules of their own is written unread")
