@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/refresher/refresher/policy"
@@ -19,6 +20,12 @@ type Table struct {
 	Key string
 	// Payload lists the columns copied into each job's payload.
 	Payload []string
+}
+
+// CacheKey identifies t among the tables a driver compiles statements
+// for: its name, key and payload columns.
+func (t Table) CacheKey() string {
+	return t.Name + "\x00" + t.Key + "\x00" + strings.Join(t.Payload, "\x00")
 }
 
 // Row is one model as the service sees it.
