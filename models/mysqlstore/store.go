@@ -30,7 +30,6 @@ type Store struct {
 	compiled map[string]compiled
 }
 
-
 // tableMeta is what Save needs to know of a table's columns.
 type tableMeta struct {
 	pk   string             // single-column primary key; "" for none or composite
