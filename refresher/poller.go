@@ -403,6 +403,7 @@ func countValid(msgs []redisio.Message) int {
 func (p *poller) applyBatch(ctx context.Context, msgs []redisio.Message) (dead []redisio.Message, earliest time.Time, err error) {
 	now := p.clock.Now()
 	fast := p.fastSuccesses(msgs, now)
+	p.schedules.prepare(p.knownRules(msgs), now)
 	for round := 1; ; round++ {
 		var pending []keyRule
 		dead, earliest, pending, err = p.applyTx(ctx, msgs, now, round < maxPrepareRounds, fast)
@@ -421,6 +422,22 @@ func (p *poller) applyBatch(ctx context.Context, msgs []redisio.Message) (dead [
 		}
 		p.schedules.prepare(pending, now)
 	}
+}
+
+// knownRules returns the rules the rows of msgs were last read with, for
+// those that had one of their own (ownRules), so that applyBatch prepares
+// them before its transaction locks the rows.
+func (p *poller) knownRules(msgs []redisio.Message) []keyRule {
+	var out []keyRule
+	for _, m := range msgs {
+		if m.Err != nil {
+			continue
+		}
+		if rule, ok := p.schedules.own.rule(m.Result.UID); ok {
+			out = append(out, keyRule{m.Result.UID, rule})
+		}
+	}
+	return out
 }
 
 // fastBatch is what a batch's successes write without reading their rows:
@@ -466,7 +483,7 @@ func (p *poller) fastSuccesses(msgs []redisio.Message, now time.Time) fastBatch 
 		if m.Err != nil || m.Result.Type != redisio.ResultSuccess || m.Result.AttemptUID == "" || seen[m.Result.UID] != 1 {
 			continue
 		}
-		if p.schedules.own.has(m.Result.UID) {
+		if _, own := p.schedules.own.rule(m.Result.UID); own {
 			continue // read with a rule of its own: SaveSuccesses would not match it
 		}
 		sched, err := p.schedules.lookup(m.Result.UID, "")

@@ -107,7 +107,7 @@ func (s *schedules) prepare(rows []keyRule, now time.Time) {
 // align to the row's own occurrences.
 // It notes whether the row has a rule of its own (ownRules).
 func (s *schedules) get(key, rule string) (policy.Nexter, error) {
-	s.own.note(key, rule != "")
+	s.own.note(key, rule)
 	return s.lookup(key, rule)
 }
 
@@ -177,44 +177,49 @@ const maxOwnRules = 100_000
 
 // ownRules holds the keys of a kind's rows that had a rule of their own
 // when one of its loops last read them (the dispatcher claiming them, the
-// poller locking them), so that the poller does not offer their successes
-// to Tx.SaveSuccesses, which would not match them: on MySQL, where a
-// partial match rolls the whole batch back (models.ErrUnmatched), one such
-// row among a batch's successes would cost the batch its fast write. It is
-// a hint, never a decision: SaveSuccesses checks the rule itself, and a
-// row whose rule went away is noted again when read without one. Safe for
-// concurrent use; a nil *ownRules notes nothing.
+// poller locking them), with that rule. The poller does not offer their
+// successes to Tx.SaveSuccesses, which would not match them (on MySQL,
+// where a partial match rolls the whole batch back, models.ErrUnmatched,
+// one such row among a batch's successes would cost the batch its fast
+// write), and it prepares their rules for the batch before its
+// transaction (schedules.prepare), so that the transaction does not lock
+// them, find them unprepared and roll back first. It is a hint, never a
+// decision: SaveSuccesses checks the rule itself, the transaction still
+// checks that every rule it reads is prepared, and a row whose rule went
+// away is noted again when read without one. Safe for concurrent use; a
+// nil *ownRules notes nothing.
 type ownRules struct {
 	n    atomic.Int64 // len(keys), read without the lock
 	mu   sync.Mutex
-	keys map[string]struct{}
+	keys map[string]string // key -> its rule as last read
 }
 
-// note records whether the row with key has a rule of its own.
-func (o *ownRules) note(key string, own bool) {
-	if o == nil || (!own && o.n.Load() == 0) {
+// note records the rule the row with key was read with ("": none).
+func (o *ownRules) note(key, rule string) {
+	if o == nil || (rule == "" && o.n.Load() == 0) {
 		return
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !own {
+	if rule == "" {
 		delete(o.keys, key)
-	} else if len(o.keys) < maxOwnRules {
+	} else if _, ok := o.keys[key]; ok || len(o.keys) < maxOwnRules {
 		if o.keys == nil {
-			o.keys = map[string]struct{}{}
+			o.keys = map[string]string{}
 		}
-		o.keys[key] = struct{}{}
+		o.keys[key] = rule
 	}
 	o.n.Store(int64(len(o.keys)))
 }
 
-// has reports whether key was last read with a rule of its own.
-func (o *ownRules) has(key string) bool {
+// rule returns the rule the row with key was last read with, if it had
+// one of its own.
+func (o *ownRules) rule(key string) (string, bool) {
 	if o == nil || o.n.Load() == 0 {
-		return false
+		return "", false
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	_, ok := o.keys[key]
-	return ok
+	r, ok := o.keys[key]
+	return r, ok
 }
