@@ -3,6 +3,7 @@ package models
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/refresher/refresher/policy"
 )
@@ -73,4 +74,19 @@ func Written(succ []Success, keys map[string]bool) []bool {
 		out[i] = keys[s.Key]
 	}
 	return out
+}
+
+// CanonicalInt reports whether key is an integer as every database prints
+// one ("42", "-7"; not "042", "+7" nor " 42"): for an integer key column a
+// driver's SaveSuccesses can then match the row by value alone, the text
+// the database returns for it being key itself, and leave any other
+// spelling to LockByKeys (which finds no row under it).
+func CanonicalInt(key string) bool {
+	if n, err := strconv.ParseInt(key, 10, 64); err == nil {
+		return strconv.FormatInt(n, 10) == key
+	}
+	if n, err := strconv.ParseUint(key, 10, 64); err == nil {
+		return strconv.FormatUint(n, 10) == key
+	}
+	return false
 }

@@ -31,3 +31,15 @@ func TestSuccessColumnsAreWhatASuccessWrites(t *testing.T) {
 		}
 	}
 }
+
+func TestCanonicalInt(t *testing.T) {
+	for key, want := range map[string]bool{
+		"42": true, "-7": true, "0": true, "18446744073709551615": true, "-9223372036854775808": true,
+		"042": false, "+42": false, " 42": false, "42 ": false, "42.0": false, "-0": false, "": false, "abc": false,
+		"18446744073709551616": false,
+	} {
+		if got := CanonicalInt(key); got != want {
+			t.Errorf("CanonicalInt(%q) = %v, want %v", key, got, want)
+		}
+	}
+}

@@ -192,7 +192,8 @@ func jsonUpdate(q compiled, by string, byMeta, uidMeta colMeta, cols models.Colu
 		guardType, guardExpr = matchExpr(uidMeta, "j.`g`")
 		b.WriteString(", `g` " + guardType + " PATH '$.g'")
 	}
-	if succeeded != nil {
+	intKey := isIntType(byMeta.dataType)
+	if succeeded != nil && !intKey {
 		b.WriteString(", `s` VARCHAR(768) PATH '$.k'")
 	}
 	b.WriteString(")) AS j ON t." + by + " = " + keyExpr)
@@ -202,9 +203,12 @@ func jsonUpdate(q compiled, by string, byMeta, uidMeta colMeta, cols models.Colu
 	args := []any{string(doc)}
 	if succeeded != nil {
 		// The key as the server sends it, byte for byte: a key that
-		// LockByKeys would return spelled otherwise is left to it.
-		b.WriteString(" AND CAST(CONVERT(t." + by + " USING utf8mb4) AS BINARY) = CAST(j.`s` AS BINARY)" +
-			" AND t.`" + models.ColRRule + "` IS NULL" +
+		// LockByKeys would return spelled otherwise is left to it (for an
+		// integer key SaveSuccesses sends canonical integers only).
+		if !intKey {
+			b.WriteString(" AND CAST(CONVERT(t." + by + " USING utf8mb4) AS BINARY) = CAST(j.`s` AS BINARY)")
+		}
+		b.WriteString(" AND t.`" + models.ColRRule + "` IS NULL" +
 			" AND (t.`" + models.ColTimeoutAt + "` IS NULL OR t.`" + models.ColTimeoutAt + "` > ?)")
 		args = append(args, dbTime(*succeeded))
 	}
@@ -232,8 +236,7 @@ func jsonUpdate(q compiled, by string, byMeta, uidMeta colMeta, cols models.Colu
 // (so the comparison is the column's own and can use its index), anything
 // else as text.
 func matchExpr(m colMeta, ref string) (jsonType, expr string) {
-	switch m.dataType {
-	case "tinyint", "smallint", "mediumint", "int", "integer", "bigint":
+	if isIntType(m.dataType) {
 		if m.unsigned {
 			return "BIGINT UNSIGNED", ref
 		}
@@ -243,6 +246,16 @@ func matchExpr(m colMeta, ref string) (jsonType, expr string) {
 		return "VARCHAR(768)", "CONVERT(" + ref + " USING " + m.charset + ") COLLATE " + m.collation
 	}
 	return "VARCHAR(768)", ref
+}
+
+// isIntType reports whether a column of information_schema's DATA_TYPE
+// holds integers.
+func isIntType(dataType string) bool {
+	switch dataType {
+	case "tinyint", "smallint", "mediumint", "int", "integer", "bigint":
+		return true
+	}
+	return false
 }
 
 var sqlName = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
@@ -271,6 +284,9 @@ func (tx *Tx) SaveSuccesses(ctx context.Context, t models.Table, now time.Time, 
 	if err != nil {
 		return nil, err
 	}
+	if _, keyMeta := q.by(false); isIntType(keyMeta.dataType) {
+		rows, guard = canonicalInts(rows, guard)
+	}
 	groups, err := groupByID(ctx, tx.tx, q, rows, guard, true)
 	if err != nil {
 		return nil, fmt.Errorf("save successes of %s: %w", q.table, err)
@@ -294,4 +310,17 @@ func (tx *Tx) SaveSuccesses(ctx context.Context, t models.Table, now time.Time, 
 		return nil, fmt.Errorf("save successes of %s: %d of %d rows matched: %w", q.table, n, len(sent), models.ErrUnmatched)
 	}
 	return models.Written(succ, sent), nil
+}
+
+// canonicalInts drops the rows whose key is no canonical integer
+// (models.CanonicalInt), keeping guard aligned: the server would print
+// their row's key otherwise, so they are left to LockByKeys.
+func canonicalInts(rows []models.Row, guard []string) ([]models.Row, []string) {
+	outRows, outGuard := rows[:0:0], guard[:0:0]
+	for i, r := range rows {
+		if models.CanonicalInt(r.Key) {
+			outRows, outGuard = append(outRows, r), append(outGuard, guard[i])
+		}
+	}
+	return outRows, outGuard
 }

@@ -133,10 +133,16 @@ func unnestUpdate(q compiled, g models.SaveGroup, succeeded *time.Time) (string,
 		names = append(names, "g")
 	}
 	ordinality := ""
-	if succeeded != nil {
+	// The key as LockByKeys returns it (key::text), exactly; SaveSuccesses
+	// sends an integer key only in the spelling PostgreSQL prints.
+	keyText := succeeded != nil && byType.kind != kindInt
+	if keyText {
 		args = append(args, g.IDs)
 		from = append(from, "$"+strconv.Itoa(len(args))+"::text[]")
-		names = append(names, "s", "i")
+		names = append(names, "s")
+	}
+	if succeeded != nil {
+		names = append(names, "i")
 		ordinality = " WITH ORDINALITY"
 	}
 	var b strings.Builder
@@ -146,11 +152,12 @@ func unnestUpdate(q compiled, g models.SaveGroup, succeeded *time.Time) (string,
 	if g.Guard != nil {
 		b.WriteString(` AND t."` + models.ColAttemptUID + `" IS NOT DISTINCT FROM v.g`)
 	}
+	if keyText {
+		b.WriteString(" AND t." + by + "::text = v.s")
+	}
 	if succeeded != nil {
-		// The key as LockByKeys returns it (key::text), exactly.
 		args = append(args, succeeded.UTC())
-		b.WriteString(" AND t." + by + "::text = v.s" +
-			` AND t."` + models.ColRRule + `" IS NULL` +
+		b.WriteString(` AND t."` + models.ColRRule + `" IS NULL` +
 			` AND (t."` + models.ColTimeoutAt + `" IS NULL OR t."` + models.ColTimeoutAt + `" > $` + strconv.Itoa(len(args)) + ")" +
 			" RETURNING v.i")
 	}
@@ -171,7 +178,11 @@ func (tx *Tx) SaveSuccesses(ctx context.Context, t models.Table, now time.Time, 
 	if err != nil {
 		return nil, err
 	}
-	groups := models.GroupByID(rows, guard, true, false, func(_ bool, id string) bool { return q.keyType.valid(id) })
+	valid := q.keyType.valid
+	if q.keyType.kind == kindInt {
+		valid = models.CanonicalInt // key::text prints no other spelling
+	}
+	groups := models.GroupByID(rows, guard, true, false, func(_ bool, id string) bool { return valid(id) })
 	wrote := make(map[string]bool, len(rows))
 	for i := range groups {
 		groups[i].Cols = models.SuccessColumns

@@ -119,6 +119,25 @@ func testSaveSuccesses(t *testing.T, h Harness) {
 	if _, err := saveSuccessesErr(env.Store, tbl, now, okS, okS); err == nil || errors.Is(err, models.ErrUnmatched) {
 		t.Fatalf("a key twice: got %v, want an error naming the key", err)
 	}
+
+	// An integer key: only the spelling the database returns matches.
+	env = h.New(t)
+	tbl = items(t, env, KeyInt)
+	insert(t, env, "42", base)
+	st := fullState(1)
+	st.TimeoutAt = now.Add(time.Hour)
+	must(t, save(env.Store, tbl, models.Row{Key: "42", State: st}))
+	for _, odd := range []string{"042", "+42", " 42", "42 ", "42.0"} {
+		s := models.Success{Key: odd, AttemptUID: st.AttemptUID, State: okS.State}
+		if written, known := saveSuccesses(t, env.Store, tbl, now, s); known {
+			eq(t, written, []bool{false}, "written:", odd)
+		}
+		eq(t, lock(t, env.Store, tbl, "42")["42"].State, st, "left alone by", odd)
+	}
+	written, known = saveSuccesses(t, env.Store, tbl, now, models.Success{Key: "42", AttemptUID: st.AttemptUID, State: okS.State})
+	eq(t, known, true, "the row matched")
+	eq(t, written, []bool{true}, "written: 42")
+	eq(t, lock(t, env.Store, tbl, "42")["42"].State, policy.WithSuccess(st, okS.State), "what Apply writes")
 }
 
 func saveSuccessesErr(s models.Store, tbl models.Table, now time.Time, succ ...models.Success) ([]bool, error) {
