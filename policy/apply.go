@@ -143,10 +143,12 @@ func (p Policy) Apply(s State, r Result, now time.Time, sched Nexter, schedErr e
 		}
 		return s, d
 	case ResultSuccess:
-		var err error
-		if s, err = success(s, now, sched); err != nil {
-			d.InvalidSchedule, d.ScheduleError = true, err.Error()
+		w, err := Succeeded(r, now, sched)
+		if err == nil {
+			return WithSuccess(s, w), d // the write a store may do unread
 		}
+		s, _ = success(s, now, sched) // disables the row: its schedule failed
+		d.InvalidSchedule, d.ScheduleError = true, err.Error()
 	default: // ResultFailure; the codec admits no other type
 		d.Failed = true
 		f := Failure{

@@ -135,3 +135,10 @@ func (nothingDue) Save(_ context.Context, t models.Table, rows []models.Row) err
 	}
 	return nil
 }
+
+func (nothingDue) SaveSuccesses(_ context.Context, t models.Table, _ time.Time, rows []models.Success) ([]bool, error) {
+	if len(rows) > 0 {
+		return nil, fmt.Errorf("save %d successes of %s: no transaction (nothing was due)", len(rows), t.Name)
+	}
+	return nil, nil
+}

@@ -43,6 +43,10 @@ type poller struct {
 	// idle is set after a fetch that found nothing: the next one blocks
 	// for idleFetchBlock instead of FetchBlock.
 	idle bool
+	// fastSkip is how many more batches are applied without
+	// SaveSuccesses, and fastPenalty how many the last miss skipped (see
+	// fastMissed).
+	fastSkip, fastPenalty int
 }
 
 // maxIdleFetchBlock caps idleFetchBlock.
@@ -394,36 +398,153 @@ func countValid(msgs []redisio.Message) int {
 // has not parsed yet rolls back at once, the rules are parsed, and it runs
 // again (see schedules.prepare). `now` is read before, so that the
 // occurrences computed then are the ones the transaction uses.
+//
+// The successes among msgs (see fastSuccesses) are written first without
+// reading their rows (Tx.SaveSuccesses); only the results it did not write
+// are locked, read and decided one by one.
 func (p *poller) applyBatch(ctx context.Context, msgs []redisio.Message) (dead []redisio.Message, earliest time.Time, err error) {
 	now := p.clock.Now()
+	fast := p.fastSuccesses(msgs, now)
+	p.schedules.prepare(p.knownRules(msgs), now)
 	for round := 1; ; round++ {
 		var pending []keyRule
-		dead, earliest, pending, err = p.applyTx(ctx, msgs, now, round < maxPrepareRounds)
+		dead, earliest, pending, err = p.applyTx(ctx, msgs, now, round < maxPrepareRounds, fast)
+		if errors.Is(err, models.ErrUnmatched) {
+			// The store cannot tell which rows took their success: the
+			// transaction rolled back, and the batch is read and decided.
+			p.fastMissed()
+			fast = fastBatch{}
+			continue
+		}
 		if !errors.Is(err, errUnprepared) {
+			if err == nil && len(fast.succ) > 0 {
+				p.fastPenalty = 0
+			}
 			return dead, earliest, err
 		}
 		p.schedules.prepare(pending, now)
 	}
 }
 
+// knownRules returns the rules the rows of msgs were last read with, for
+// those that had one of their own (ownRules), so that applyBatch prepares
+// them before its transaction locks the rows.
+func (p *poller) knownRules(msgs []redisio.Message) []keyRule {
+	var out []keyRule
+	for _, m := range msgs {
+		if m.Err != nil {
+			continue
+		}
+		if rule, ok := p.schedules.own.rule(m.Result.UID); ok {
+			out = append(out, keyRule{m.Result.UID, rule})
+		}
+	}
+	return out
+}
+
+// fastBatch is what a batch's successes write without reading their rows:
+// succ for Tx.SaveSuccesses, and for each message the index of its
+// success in succ (-1: read and decided).
+type fastBatch struct {
+	succ []models.Success
+	at   []int
+}
+
+// maxFastPenalty bounds the batches applied without SaveSuccesses after
+// the store reported models.ErrUnmatched (see fastMissed).
+const maxFastPenalty = 64
+
+// fastSuccesses returns the successes of msgs whose write needs nothing of
+// their row but its key: success results whose key occurs once among the
+// batch's results (results of one row apply in order, so a repeated key
+// is read and decided), with the kind's schedule spread by the row's
+// offset. Whether the row has no rule of its own, still runs that attempt
+// and is not late, the store checks as it writes (Tx.SaveSuccesses); the
+// columns are policy.Succeeded's, the same Apply writes. A success whose
+// next run the schedule cannot compute is read and decided (Apply disables
+// the row), and so is one whose row was last read with a rule of its own
+// (ownRules). After a models.ErrUnmatched, it returns nothing for a few
+// batches (fastMissed).
+func (p *poller) fastSuccesses(msgs []redisio.Message, now time.Time) fastBatch {
+	if p.fastSkip > 0 {
+		p.fastSkip--
+		return fastBatch{}
+	}
+	if p.schedules.kindDefault == nil {
+		return fastBatch{}
+	}
+	seen := make(map[string]int, len(msgs))
+	for _, m := range msgs {
+		if m.Err == nil {
+			seen[m.Result.UID]++
+		}
+	}
+	f := fastBatch{at: make([]int, len(msgs))}
+	for i, m := range msgs {
+		f.at[i] = -1
+		if m.Err != nil || m.Result.Type != redisio.ResultSuccess || m.Result.AttemptUID == "" || seen[m.Result.UID] != 1 {
+			continue
+		}
+		if _, own := p.schedules.own.rule(m.Result.UID); own {
+			continue // read with a rule of its own: SaveSuccesses would not match it
+		}
+		sched, err := p.schedules.lookup(m.Result.UID, "")
+		if err != nil {
+			continue
+		}
+		w, err := policy.Succeeded(policyResult(m.Result), now, sched)
+		if err != nil {
+			continue
+		}
+		f.at[i] = len(f.succ)
+		f.succ = append(f.succ, models.Success{Key: m.Result.UID, AttemptUID: m.Result.AttemptUID, State: w})
+	}
+	if len(f.succ) == 0 {
+		return fastBatch{}
+	}
+	return f
+}
+
+// fastMissed notes a models.ErrUnmatched: the next batches (1, then twice
+// as many after each miss in a row, up to maxFastPenalty) are read and
+// decided without trying SaveSuccesses first, so that a kind whose
+// batches often hold rows it does not match (rules of their own, stale or
+// late results) on a store that cannot tell which does not pay for a
+// rolled-back write every batch.
+func (p *poller) fastMissed() {
+	p.fastPenalty = min(max(2*p.fastPenalty, 1), maxFastPenalty)
+	p.fastSkip = p.fastPenalty
+}
+
 // applyTx is one transaction of applyBatch. With prepared, it rolls back
 // with errUnprepared, returning the rows to prepare, as soon as it has
 // locked rows whose rules are not parsed yet.
-func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.Time, prepared bool) (dead []redisio.Message, earliest time.Time, pending []keyRule, err error) {
+func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.Time, prepared bool, fast fastBatch) (dead []redisio.Message, earliest time.Time, pending []keyRule, err error) {
 	var holds map[string]time.Time // allocated for the first hold only
 	var leases []redisio.LeaseAnswer
 	err = p.store.Tx(ctx, func(tx models.Tx) error {
 		dead, earliest = dead[:0], time.Time{}
 		p.tally.reset()
+		var written []bool
+		if len(fast.succ) > 0 {
+			var err error
+			if written, err = tx.SaveSuccesses(ctx, p.kind.Table, now, fast.succ); err != nil {
+				return err
+			}
+		}
+		wrote := func(i int) bool { return written != nil && fast.at[i] >= 0 && written[fast.at[i]] }
 		keys := make([]string, 0, len(msgs))
-		for _, m := range msgs {
-			if m.Err == nil {
+		for i, m := range msgs {
+			if m.Err == nil && !wrote(i) {
 				keys = append(keys, m.Result.UID)
 			}
 		}
-		rows, err := tx.LockByKeys(ctx, p.kind.Table, keys)
-		if err != nil {
-			return err
+		rows := map[string]models.Row{}
+		if len(keys) > 0 {
+			var err error
+			if rows, err = tx.LockByKeys(ctx, p.kind.Table, keys); err != nil {
+				return err
+			}
 		}
 		if prepared {
 			if pending = p.schedules.unprepared(slices.Collect(maps.Values(rows)), now, nil); len(pending) > 0 {
@@ -433,9 +554,17 @@ func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.T
 		pol := p.incident.policy(p.kind.Policy)
 		holds, leases = nil, leases[:0]
 		changed := make(map[string]struct{}, len(rows))
-		for _, m := range msgs {
+		for i, m := range msgs {
 			if m.Err != nil {
 				dead = append(dead, m)
+				continue
+			}
+			if wrote(i) {
+				// What Apply decides for a current, on-time success.
+				p.tally.apply(m.Result.UID, m.Result.Type, policy.ApplyDecision{Outcome: policy.OutcomeApplied})
+				if at := fast.succ[fast.at[i]].State.RefreshAt; !at.IsZero() && (earliest.IsZero() || at.Before(earliest)) {
+					earliest = at
+				}
 				continue
 			}
 			row, ok := rows[m.Result.UID]
@@ -470,12 +599,14 @@ func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.T
 				earliest = at
 			}
 		}
-		save := make([]models.Row, 0, len(changed))
-		for key := range changed {
-			save = append(save, rows[key])
-		}
-		if err := tx.Save(ctx, p.kind.Table, save); err != nil {
-			return err
+		if len(changed) > 0 {
+			save := make([]models.Row, 0, len(changed))
+			for key := range changed {
+				save = append(save, rows[key])
+			}
+			if err := tx.Save(ctx, p.kind.Table, save); err != nil {
+				return err
+			}
 		}
 		if p.faults.beforeCommit != nil {
 			if err := p.faults.beforeCommit(p.kind.Name); err != nil {

@@ -222,3 +222,19 @@ func TestTriggerRefusesOneKey(t *testing.T) {
 	must(t, save("good"))
 	eq(t, lock(t, s, tbl, "good")["good"].State.Status, "s")
 }
+
+// A table's statements are compiled once, not for each statement of each
+// batch.
+func TestCompileCached(t *testing.T) {
+	ctx := context.Background()
+	s := testStore(t)
+	exec(t, s, "CREATE TABLE items (id bigserial PRIMARY KEY, k varchar(20) NOT NULL UNIQUE)")
+	_, err := s.Migrate(ctx, []string{"items"}, nil, false)
+	must(t, err)
+	tbl := models.Table{Name: "items", Key: "k"}
+	_, err = s.compile(ctx, tbl)
+	must(t, err)
+	if n := testing.AllocsPerRun(10, func() { _, _ = s.compile(ctx, tbl) }); n > 2 {
+		t.Errorf("compile allocates %v times once the table is known, want at most 2", n)
+	}
+}
