@@ -3,11 +3,11 @@ package pgstore
 import (
 	"context"
 	"fmt"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/refresher/refresher/internal/redact"
 )
 
 // openHint ends connection errors: where the URL comes from.
@@ -23,10 +23,10 @@ const openHint = `check "database:" in the config or REFRESHER_DATABASE, and tha
 func Open(ctx context.Context, rawURL string, maxConns int) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("parse database URL %s: %s (%s)", redactURL(rawURL), redactErr(err, rawURL), openHint)
+		return nil, fmt.Errorf("parse database URL %s: %s (%s)", redact.String(rawURL), redact.Error(err, rawURL), openHint)
 	}
 	if cfg.ConnConfig.Database == "" {
-		return nil, fmt.Errorf("database URL %s names no database: add it after the slash, e.g. postgres://user@127.0.0.1:5432/app", redactURL(rawURL))
+		return nil, fmt.Errorf("database URL %s names no database: add it after the slash, e.g. postgres://user@127.0.0.1:5432/app", redact.String(rawURL))
 	}
 	if maxConns <= 0 {
 		maxConns = 16
@@ -38,46 +38,13 @@ func Open(ctx context.Context, rawURL string, maxConns int) (*Store, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("configure database %s: %s (%s)", redactURL(rawURL), redactErr(err, rawURL), openHint)
+		return nil, fmt.Errorf("configure database %s: %s (%s)", redact.String(rawURL), redact.Error(err, rawURL), openHint)
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("connect to PostgreSQL at %s (database %q): %s (%s)", cfg.ConnConfig.Host, cfg.ConnConfig.Database, redactErr(err, rawURL), openHint)
+		return nil, fmt.Errorf("connect to PostgreSQL at %s (database %q): %s (%s)", cfg.ConnConfig.Host, cfg.ConnConfig.Database, redact.Error(err, rawURL), openHint)
 	}
 	return New(pool), nil
-}
-
-// redactErr is err's text without the URL's password.
-func redactErr(err error, rawURL string) string {
-	msg := err.Error()
-	if pw := password(rawURL); pw != "" {
-		msg = strings.ReplaceAll(msg, pw, "xxxxx")
-	}
-	return strings.ReplaceAll(msg, rawURL, redactURL(rawURL))
-}
-
-func password(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil || u.User == nil {
-		return ""
-	}
-	pw, _ := u.User.Password()
-	return pw
-}
-
-// redactURL returns rawURL with the password of its userinfo replaced.
-func redactURL(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil || u.User == nil {
-		if i, j := strings.Index(rawURL, "://"), strings.LastIndex(rawURL, "@"); i >= 0 && j > i {
-			return rawURL[:i+3] + "xxxxx" + rawURL[j:]
-		}
-		return rawURL
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
 }

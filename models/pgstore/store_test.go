@@ -49,6 +49,9 @@ func TestOpenHidesThePassword(t *testing.T) {
 		"postgresql://refresher:s3cret-pw@127.0.0.1:1/app?sslmode=bogus",
 		"postgres://refresher:s3cret-pw@127.0.0.1:1/?sslmode=disable",
 		"postgres://refresher:s3cret-pw@[bad/app",
+		// A password in the query, as pgx reads it too.
+		"postgres://refresher@127.0.0.1:1/?password=s3cret-pw&sslmode=disable",
+		"postgres://refresher@127.0.0.1:1/app?sslpassword=s3cret-pw&sslmode=bogus",
 	} {
 		_, err := Open(ctx, raw, 2)
 		if err == nil {
