@@ -16,20 +16,21 @@ const openHint = `check "database:" in the config or REFRESHER_DATABASE, and tha
 // Open opens a pool on the PostgreSQL database named by rawURL
 // ("postgres://user:pass@host:5432/app?sslmode=disable"; "postgresql://"
 // works too, and so do the libpq parameters pgx understands), with at most
-// maxConns connections (default 16 when <= 0), and pings it. Every
+// maxConns connections (at least 1; stores.Open passes its
+// Options.MaxConnections, which holds the default), and pings it. Every
 // connection's TimeZone is UTC, whatever the URL says, and its
 // application_name "refresher" unless the URL names one. Errors never show
 // the password.
 func Open(ctx context.Context, rawURL string, maxConns int) (*Store, error) {
+	if maxConns < 1 {
+		return nil, fmt.Errorf("pgstore: maxConns must be at least 1, not %d (stores.Open passes a default)", maxConns)
+	}
 	cfg, err := pgxpool.ParseConfig(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse database URL %s: %s (%s)", redact.String(rawURL), redact.Error(err, rawURL), openHint)
 	}
 	if cfg.ConnConfig.Database == "" {
 		return nil, fmt.Errorf("database URL %s names no database: add it after the slash, e.g. postgres://user@127.0.0.1:5432/app", redact.String(rawURL))
-	}
-	if maxConns <= 0 {
-		maxConns = 16
 	}
 	cfg.MaxConns = int32(maxConns)
 	cfg.ConnConfig.RuntimeParams["timezone"] = "UTC"

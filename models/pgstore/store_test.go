@@ -63,6 +63,16 @@ func TestOpenHidesThePassword(t *testing.T) {
 	}
 }
 
+// Open takes its pool size from its caller (stores.Open), which owns the
+// default: none is made up here.
+func TestOpenNeedsMaxConns(t *testing.T) {
+	t.Parallel()
+	_, err := Open(context.Background(), "postgres://refresher@127.0.0.1:1/app", 0)
+	if err == nil || !strings.Contains(err.Error(), "maxConns must be at least 1, not 0") {
+		t.Fatalf("Open with maxConns 0: %v, want a refusal", err)
+	}
+}
+
 // TestTimestampWithoutTimeZone: a table whose application made the time
 // columns timestamp(6) without time zone works the same, and Migrate
 // accepts them without a warning; another type gets one.
