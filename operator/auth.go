@@ -28,13 +28,6 @@ const (
 	RoleAct
 )
 
-func (r Role) String() string {
-	if r == RoleAct {
-		return "act"
-	}
-	return "read"
-}
-
 // authenticator checks tokens (a bearer token, or for reads only HTTP Basic
 // with the token as the password, which a browser can send for a page) and
 // limits failed attempts per client IP. A valid token is always served,
