@@ -216,8 +216,8 @@ wins over the file.`,
 	f.StringVar(&configPath, "config", "", "the service's YAML configuration file (optional): Redis URL and the kind's lists")
 	f.StringVar(&flags.Kind, "kind", "", "kind whose jobs to do, e.g. big_tables (required)")
 	f.StringVar(&flags.RedisURL, "redis", "", `Redis URL (default $REFRESHER_REDIS, else "redis://127.0.0.1:6379/0")`)
-	f.StringVar(&flags.Input, "input", "", `list to pop jobs from (default "<kind>-input")`)
-	f.StringVar(&flags.Output, "output", "", `list to push results to (default "<kind>-output")`)
+	f.StringVar(&flags.Input, "input", "", `list to pop jobs from (default "<kind>-input", after $REFRESHER_REDIS_PREFIX)`)
+	f.StringVar(&flags.Output, "output", "", `list to push results to (default "<kind>-output", after $REFRESHER_REDIS_PREFIX)`)
 	f.IntVar(&flags.Concurrency, "concurrency", 0, fmt.Sprintf("jobs done at once (default %d)", worker.ConcurrencyDefault))
 	f.DurationVar(&flags.HTTPTimeout, "http-timeout", 0, fmt.Sprintf("time limit of one GET, body included (default %s)", worker.HTTPTimeoutDefault))
 	f.Int64Var(&flags.MaxBodyBytes, "max-body-bytes", 0, fmt.Sprintf("size limit of one response body; a larger one is a failure (default %d, 100 MB)", worker.MaxBodyBytesDefault))
@@ -267,7 +267,13 @@ func logSources(log *slog.Logger, s workerSettings, configPath string, file, env
 		return "default"
 	}
 	redisFrom := from("--redis", "REFRESHER_REDIS", file.RedisURL, env.RedisURL, flags.RedisURL)
-	listsFrom := from("--input/--output", "REFRESHER_REDIS_PREFIX", file.Input+file.Output, env.Prefix, flags.Input+flags.Output)
+	// The file's lists already hold its redis_prefix, or the environment's
+	// (config.Load applies it): the prefix only names the default lists.
+	prefix := env.Prefix
+	if file.Input+file.Output != "" {
+		prefix = ""
+	}
+	listsFrom := from("--input/--output", "REFRESHER_REDIS_PREFIX", file.Input+file.Output, prefix, flags.Input+flags.Output)
 	attrs := []any{"redis", redact.String(s.RedisURL), "redis_from", redisFrom,
 		"input", s.Input, "output", s.Output, "lists_from", listsFrom}
 	if redisFrom == "default" && listsFrom == "default" {

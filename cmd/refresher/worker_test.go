@@ -205,6 +205,13 @@ func TestWorkerLogsItsSources(t *testing.T) {
 
 	out = logged("/etc/refresher.yml", workerSettings{RedisURL: "redis://r:6379/1", Input: "a-in", Output: "a-out"}, workerSettings{}, workerSettings{Kind: "k"})
 	require.Contains(t, out, "redis=redis://r:6379/1 redis_from=/etc/refresher.yml input=a-in output=a-out lists_from=/etc/refresher.yml")
+
+	// A prefix in the environment names the default lists only: the file's
+	// lists are used as written.
+	out = logged("/etc/refresher.yml", workerSettings{Input: "a-in", Output: "a-out"}, workerSettings{Prefix: "blog:"}, workerSettings{Kind: "k"})
+	require.Contains(t, out, "input=a-in output=a-out lists_from=/etc/refresher.yml")
+	out = logged("", workerSettings{}, workerSettings{Prefix: "blog:"}, workerSettings{Kind: "k"})
+	require.Contains(t, out, "input=blog:k-input output=blog:k-output lists_from=REFRESHER_REDIS_PREFIX")
 }
 
 // The worker logs the lists it pops and pushes: REFRESHER_REDIS_PREFIX
