@@ -35,10 +35,9 @@ func init() { commands = append(commands, newWorkerCmd) }
 // AllowPrivateNetworks is on when any source turns it on; AllowNetworks of
 // a later source replaces an earlier one's.
 type workerSettings struct {
-	Kind     string
-	RedisURL string
-	// Prefix starts the default list names, as the service's redis_prefix.
-	Prefix               string
+	Kind                 string
+	RedisURL             string
+	Prefix               string // starts the default list names, as the service's redis_prefix
 	Input                string // "" means the default "<prefix><kind>-input" (see withLists)
 	Output               string // "" means the default "<prefix><kind>-output" (see withLists)
 	Concurrency          int
