@@ -116,11 +116,11 @@ func TestPushIsFIFOInOneRoundTrip(t *testing.T) {
 	require.Equal(t, int64(1000), n)
 
 	// A worker pops from the left and sees the jobs in push order, exactly
-	// as EncodeJob writes them.
+	// as AppendJob writes them.
 	popped, err := b.rdb.LPopCount(ctx, b.lists.Input, 1000).Result()
 	require.NoError(t, err)
 	for i, raw := range popped {
-		want, err := EncodeJob(js[i])
+		want, err := encodeJob(js[i])
 		require.NoError(t, err)
 		require.Equal(t, string(want), raw)
 	}

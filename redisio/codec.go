@@ -49,7 +49,8 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s (%s)", ErrInvalidResult, fmt.Sprintf(format, args...), validResult)
 }
 
-// EncodeJob returns the JSON of job as docs/protocol.md ("Jobs") defines it:
+// AppendJob appends the JSON of job to dst, as docs/protocol.md ("Jobs")
+// defines it:
 //
 //	{"kind":"big_tables","uid":"42","attempt_uid":"d4n0q4a5n1p0bb6b6h20","attempt_no":1,
 //	 "timeout_at":"2026-11-21T14:00:00.000000Z","payload":{"input_url":"https://example.com/a.csv"}}
@@ -65,12 +66,8 @@ func invalid(format string, args ...any) error {
 // escaped as encoding/json does, except that <, > and & are not escaped.
 //
 // It fails when kind, uid or attempt_uid is empty, timeout_at is zero or
-// outside years 0-9999, or a payload value cannot be encoded.
-func EncodeJob(job Job) ([]byte, error) {
-	return AppendJob(make([]byte, 0, 160), job)
-}
-
-// AppendJob appends the JSON of job (see EncodeJob) to dst.
+// outside years 0-9999, or a payload value cannot be encoded (and returns
+// dst as given).
 func AppendJob(dst []byte, job Job) ([]byte, error) {
 	switch {
 	case job.Kind == "":

@@ -11,6 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// encodeJob is AppendJob to a new slice.
+func encodeJob(job Job) ([]byte, error) { return AppendJob(nil, job) }
+
 func TestEncodeJobShape(t *testing.T) {
 	t.Parallel()
 	berlin, err := time.LoadLocation("Europe/Berlin")
@@ -20,14 +23,14 @@ func TestEncodeJobShape(t *testing.T) {
 		TimeoutAt: time.Date(2026, 11, 21, 15, 0, 0, 0, berlin), // 14:00 UTC
 		Payload:   map[string]any{"input_url": "https://example.com/a.csv?x=1&y=<2>"},
 	}
-	got, err := EncodeJob(job)
+	got, err := encodeJob(job)
 	require.NoError(t, err)
 	require.Equal(t, `{"kind":"big_tables","uid":"42","attempt_uid":"d4n0q4a5n1p0bb6b6h20","attempt_no":1,`+
 		`"timeout_at":"2026-11-21T14:00:00.000000Z","payload":{"input_url":"https://example.com/a.csv?x=1&y=<2>"}}`, string(got))
 
 	job.Payload = nil
 	job.TimeoutAt = time.Date(2026, 11, 21, 14, 0, 0, 123456000, time.UTC)
-	got, err = EncodeJob(job)
+	got, err = encodeJob(job)
 	require.NoError(t, err)
 	require.Equal(t, `{"kind":"big_tables","uid":"42","attempt_uid":"d4n0q4a5n1p0bb6b6h20","attempt_no":1,`+
 		`"timeout_at":"2026-11-21T14:00:00.123456Z","payload":{}}`, string(got))
@@ -39,12 +42,12 @@ func TestEncodeJobShape(t *testing.T) {
 		want string
 	}{{742000, "14:00:00.000742Z"}, {107430000, "14:00:00.107430Z"}, {999999999, "14:00:00.999999Z"}, {1, "14:00:00.000000Z"}} {
 		job.TimeoutAt = time.Date(2026, 11, 21, 14, 0, 0, tc.ns, time.UTC)
-		got, err := EncodeJob(job)
+		got, err := encodeJob(job)
 		require.NoError(t, err)
 		require.Contains(t, string(got), `"timeout_at":"2026-11-21T`+tc.want+`"`)
 	}
 	job.TimeoutAt = time.Date(2026, 11, 21, 14, 0, 0, 123456000, time.UTC)
-	got, err = EncodeJob(job)
+	got, err = encodeJob(job)
 	require.NoError(t, err)
 
 	// The decoded job is the job (in UTC).
@@ -70,7 +73,7 @@ func TestEncodeJobPayloadMatchesEncodingJSON(t *testing.T) {
 		"time":  time.Date(2026, 1, 2, 3, 4, 5, 6000, time.FixedZone("X", 3600)),
 		"slice": []int{1, 2}, "map": map[string]int{"b": 2, "a": 1},
 	}
-	got, err := EncodeJob(Job{Kind: "k", UID: "u", AttemptUID: "a", TimeoutAt: time.Unix(0, 0), Payload: payload})
+	got, err := encodeJob(Job{Kind: "k", UID: "u", AttemptUID: "a", TimeoutAt: time.Unix(0, 0), Payload: payload})
 	require.NoError(t, err)
 	require.True(t, json.Valid(got), "%s", got)
 
@@ -118,7 +121,7 @@ func TestEncodeJobErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			j := ok
 			tc.mod(&j)
-			_, err := EncodeJob(j)
+			_, err := encodeJob(j)
 			require.EqualError(t, err, tc.want)
 		})
 	}
@@ -248,13 +251,13 @@ func BenchmarkEncodeJob(b *testing.B) {
 	job := benchJob()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := EncodeJob(job); err != nil {
+		if _, err := encodeJob(job); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
-// BenchmarkEncodeJobEncodingJSON is the reference EncodeJob is measured
+// BenchmarkEncodeJobEncodingJSON is the reference AppendJob is measured
 // against.
 func BenchmarkEncodeJobEncodingJSON(b *testing.B) {
 	job := benchJob()

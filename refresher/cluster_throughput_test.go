@@ -128,7 +128,7 @@ func throughputRun(t *testing.T, b *testBundle, prefix, url string, perKind int)
 		c.BatchSize = 500
 	})
 	total := 6 * perKind
-	waitRows(t, 5*time.Minute, "every row refreshed", func() bool {
+	testenv.Eventually(t, 5*time.Minute, "every row refreshed", func() bool {
 		n := 0
 		for _, tbl := range tables {
 			var c int

@@ -113,10 +113,12 @@ func runFailover(t *testing.T, tp *testenv.RedisTopology, topo redisio.Topology,
 		require.NoError(t, b.db.QueryRow("SELECT COUNT(*) FROM items WHERE refresh_last_success_at > ?", at).Scan(&n))
 		return n
 	}
-	// Load first: every row refreshed at least once, then a few seconds more.
+	// Load first: every row refreshed at least once, then one more round of
+	// results, so that the kill comes in the steady state.
 	start := time.Now().UTC()
-	waitRows(t, 30*time.Second, "every row refreshed before the kill", func() bool { return refreshedSince(start) == failoverRows })
-	time.Sleep(3 * time.Second)
+	testenv.Eventually(t, 30*time.Second, "every row refreshed before the kill", func() bool { return refreshedSince(start) == failoverRows })
+	firstRound := w.count()
+	testenv.Eventually(t, 30*time.Second, "one more round of results before the kill", func() bool { return w.count() >= firstRound+failoverRows })
 	perPeriod := w.count()
 
 	victim := master(ctx, w.rdb, lists)
@@ -132,15 +134,15 @@ func runFailover(t *testing.T, tp *testenv.RedisTopology, topo redisio.Topology,
 	// The service carries on by itself: results are applied again, then
 	// every row is refreshed after the kill.
 	var firstAgain time.Duration
-	waitRows(t, 60*time.Second, "a row refreshed after the kill", func() bool {
+	testenv.Eventually(t, 60*time.Second, "a row refreshed after the kill", func() bool {
 		firstAgain = time.Since(killed)
 		return refreshedSince(killed) > 0
 	})
-	waitRows(t, 60*time.Second, "every row refreshed after the kill", func() bool { return refreshedSince(killed) == failoverRows })
+	testenv.Eventually(t, 60*time.Second, "every row refreshed after the kill", func() bool { return refreshedSince(killed) == failoverRows })
 	allAgain := time.Since(killed)
 	// And it keeps refreshing them: one more full period after that.
 	again := time.Now().UTC()
-	waitRows(t, 30*time.Second, "every row refreshed once more", func() bool { return refreshedSince(again) == failoverRows })
+	testenv.Eventually(t, 30*time.Second, "every row refreshed once more", func() bool { return refreshedSince(again) == failoverRows })
 	stopWorker()
 
 	// No attempt ended twice; every result the worker pushed ended its
@@ -218,16 +220,6 @@ func loseLastWrites(t *testing.T, master, replica *testenv.RedisNode, junkKey st
 	require.NoError(t, rdb.Set(context.Background(), junkKey, strings.Repeat("x", 60<<20), time.Hour).Err())
 	burst := time.Now().Truncate(2 * time.Second).Add(2*time.Second + 50*time.Millisecond)
 	time.Sleep(time.Until(burst))
-}
-
-// waitRows checks cond every 100 ms until it holds, failing t after limit.
-func waitRows(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(limit); !cond(); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("%s: not within %s", what, limit)
-		}
-	}
 }
 
 // failoverWorker answers every job with a success, through any client, and

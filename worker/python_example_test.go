@@ -74,7 +74,7 @@ func TestPythonWorkerExample(t *testing.T) {
 		{Kind: "big_tables", UID: "token", AttemptUID: "a6", AttemptNo: 1, TimeoutAt: soon,
 			Payload: map[string]any{"input_url": srv.URL + "/missing?x=1&api_key=S3cretUrlPw3"}},
 	} {
-		data, err := redisio.EncodeJob(job)
+		data, err := redisio.AppendJob(nil, job)
 		require.NoError(t, err)
 		require.NoError(t, rdb.RPush(ctx, input, data).Err())
 	}
@@ -130,7 +130,7 @@ func TestPythonWorkerExampleExtends(t *testing.T) {
 		{Kind: "big_tables", UID: "big", AttemptUID: "a1", AttemptNo: 1, TimeoutAt: time.Now().Add(time.Minute), Payload: map[string]any{"input_url": srv.URL + "/big.csv"}},
 		{Kind: "big_tables", UID: "over", AttemptUID: "a2", AttemptNo: 1, TimeoutAt: time.Now().Add(time.Minute), Payload: map[string]any{"input_url": endless.URL + "/over.csv"}},
 	} {
-		data, err := redisio.EncodeJob(job)
+		data, err := redisio.AppendJob(nil, job)
 		require.NoError(t, err)
 		require.NoError(t, rdb.RPush(ctx, input, data).Err())
 	}

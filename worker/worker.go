@@ -116,8 +116,9 @@ type Config struct {
 
 // WithDefaults returns a copy of c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
-	c.Input = cmp.Or(c.Input, c.Kind+"-input")
-	c.Output = cmp.Or(c.Output, c.Kind+"-output")
+	lists := redisio.DefaultLists(c.Kind)
+	c.Input = cmp.Or(c.Input, lists.Input)
+	c.Output = cmp.Or(c.Output, lists.Output)
 	c.Concurrency = cmp.Or(c.Concurrency, ConcurrencyDefault)
 	c.HTTPTimeout = cmp.Or(c.HTTPTimeout, HTTPTimeoutDefault)
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, MaxBodyBytesDefault)

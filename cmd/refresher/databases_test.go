@@ -133,18 +133,22 @@ kinds:
 		require.NoError(t, d.QueryRow("SELECT refresh_last_success_at FROM "+table+" WHERE uid = ?", uid).Scan(&at))
 		return at
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for _, row := range []struct {
-		d          *teststore.DB
-		table, uid string
-	}{{my, "reports", "r1"}, {my, "reports", "r3"}, {pg, "pages", "p1"}, {pg, "pages", "p3"}} {
-		for lastSuccess(row.d, row.table, row.uid) == nil {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s %s was not refreshed; log:\n%s", row.table, row.uid, logs.String())
-			}
-			time.Sleep(50 * time.Millisecond)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the service's log:\n%s", logs.String())
 		}
-	}
+	})
+	testenv.EventuallyNil(t, 20*time.Second, "each kind refreshed on its database", func() error {
+		for _, row := range []struct {
+			d          *teststore.DB
+			table, uid string
+		}{{my, "reports", "r1"}, {my, "reports", "r3"}, {pg, "pages", "p1"}, {pg, "pages", "p3"}} {
+			if lastSuccess(row.d, row.table, row.uid) == nil {
+				return fmt.Errorf("%s %s was not refreshed", row.table, row.uid)
+			}
+		}
+		return nil
+	})
 	require.Nil(t, lastSuccess(my, "reports", "r2"), "paused")
 	require.Nil(t, lastSuccess(pg, "pages", "p2"), "resumed at its next occurrence, not now")
 
@@ -169,15 +173,16 @@ kinds:
 		require.Empty(t, k.Error, k.Name)
 		require.Equal(t, int64(3), k.Total, k.Name)
 	}
-	var metrics string
-	for !strings.Contains(metrics, `refresher_models{kind="pages",priority="",state="total"} 3`) ||
-		!strings.Contains(metrics, `refresher_models{kind="reports",priority="",state="total"} 3`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the gauges do not count each kind on its database:\n%s", metrics)
+	testenv.EventuallyNil(t, 20*time.Second, "the gauges counting each kind on its database", func() error {
+		_, metrics := httpGet(t, base[1]+"metrics")
+		for _, want := range []string{`refresher_models{kind="pages",priority="",state="total"} 3`,
+			`refresher_models{kind="reports",priority="",state="total"} 3`} {
+			if !strings.Contains(metrics, want) {
+				return fmt.Errorf("no %s in /metrics:\n%s", want, metrics)
+			}
 		}
-		time.Sleep(50 * time.Millisecond)
-		_, metrics = httpGet(t, base[1]+"metrics")
-	}
+		return nil
+	})
 
 	stop()
 	wg.Wait()

@@ -46,7 +46,7 @@ func TestAnnounceReadOnly(t *testing.T) {
 	} {
 		c := &config.Config{HTTP: tc.addr, APITokens: tc.tokens, HTTPPublicRead: tc.public}
 		c.SetDefaults()
-		op, err := operator.New(withAccess(c, operator.Options{Store: store, Redis: rdb}))
+		op, err := operator.New(c.OperatorAccess(operator.Options{Store: store, Redis: rdb}))
 		require.NoError(t, err)
 		var out strings.Builder
 		announce(slog.New(slog.NewTextHandler(&out, nil)), tc.addr, op)

@@ -81,7 +81,7 @@ func runService(ctx context.Context, c *config.Config, dbs *databases, log *slog
 		if err != nil {
 			return fmt.Errorf("listen on %q: %w (change \"http:\" or REFRESHER_HTTP; \"off\" for no server)", addr, err)
 		}
-		srv, ln := operator.NewHTTPServer(op.Handler(), ln, operator.Limits{MaxConns: c.HTTPMaxConnections})
+		srv, ln := operator.NewHTTPServer(op.Handler(), ln, c.HTTPLimits())
 		announce(log, ln.Addr().String(), op)
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -154,17 +154,6 @@ func operatorServer(c *config.Config, dbs *databases, rdb redis.UniversalClient,
 		kinds[i] = c.Kinds[i].Operator()
 		kinds[i].Store = dbs.Of(&c.Kinds[i])
 	}
-	return operator.New(withAccess(c, operator.Options{Kinds: kinds, Redis: rdb, Gatherer: svc.Metrics().Registry,
+	return operator.New(c.OperatorAccess(operator.Options{Kinds: kinds, Redis: rdb, Gatherer: svc.Metrics().Registry,
 		Logger: log, SearchBudget: c.SearchScanBudget}))
-}
-
-// withAccess sets o's tokens by role and what the listen address implies:
-// off loopback reads need a token unless http_public_read; on loopback only
-// loopback names are served in Host.
-func withAccess(c *config.Config, o operator.Options) operator.Options {
-	loopback := operator.IsLoopback(c.HTTPAddr())
-	o.Tokens, o.ReadTokens = c.TokensOf(config.RoleAct), c.TokensOf(config.RoleRead)
-	o.ReadNeedsToken = !loopback && !c.HTTPPublicRead
-	o.Loopback = loopback
-	return o
 }

@@ -45,13 +45,6 @@ func classifyEngine(version, comment string) (name string, refused error) {
 	return "MySQL", nil
 }
 
-// Engine names the server db talks to: "MySQL", "MariaDB", "TiDB" or
-// "Vitess" (see classifyEngine).
-func Engine(ctx context.Context, db *sql.DB) (string, error) {
-	name, _, err := engine(ctx, db)
-	return name, err
-}
-
 // checkEngine refuses a server known to break the service's guarantees.
 func checkEngine(ctx context.Context, db *sql.DB) error {
 	_, refused, err := engine(ctx, db)
@@ -61,6 +54,8 @@ func checkEngine(ctx context.Context, db *sql.DB) error {
 	return refused
 }
 
+// engine names the server db talks to ("MySQL", "MariaDB", "TiDB" or
+// "Vitess") and says why it is refused, if it is (see classifyEngine).
 func engine(ctx context.Context, db *sql.DB) (name string, refused, err error) {
 	var version, comment sql.NullString
 	if err := db.QueryRowContext(ctx, engineVersionQuery).Scan(&version, &comment); err != nil {

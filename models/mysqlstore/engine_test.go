@@ -55,9 +55,9 @@ func TestOpenLocalMariaDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	name, err := Engine(ctx, db)
-	if err != nil || (name != "MariaDB" && name != "MySQL") {
-		t.Fatalf("Engine: %q, %v; want MariaDB or MySQL", name, err)
+	name, refused, err := engine(ctx, db)
+	if err != nil || refused != nil || (name != "MariaDB" && name != "MySQL") {
+		t.Fatalf("engine: %q, %v, %v; want MariaDB or MySQL, not refused", name, refused, err)
 	}
 	t.Logf("the local server is %s", name)
 }

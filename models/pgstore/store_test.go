@@ -49,6 +49,9 @@ func TestOpenHidesThePassword(t *testing.T) {
 		"postgresql://refresher:s3cret-pw@127.0.0.1:1/app?sslmode=bogus",
 		"postgres://refresher:s3cret-pw@127.0.0.1:1/?sslmode=disable",
 		"postgres://refresher:s3cret-pw@[bad/app",
+		// A password in the query, as pgx reads it too.
+		"postgres://refresher@127.0.0.1:1/?password=s3cret-pw&sslmode=disable",
+		"postgres://refresher@127.0.0.1:1/app?sslpassword=s3cret-pw&sslmode=bogus",
 	} {
 		_, err := Open(ctx, raw, 2)
 		if err == nil {
@@ -57,6 +60,16 @@ func TestOpenHidesThePassword(t *testing.T) {
 		if strings.Contains(err.Error(), "s3cret") {
 			t.Fatalf("error shows the password: %v", err)
 		}
+	}
+}
+
+// Open takes its pool size from its caller (stores.Open), which owns the
+// default: none is made up here.
+func TestOpenNeedsMaxConns(t *testing.T) {
+	t.Parallel()
+	_, err := Open(context.Background(), "postgres://refresher@127.0.0.1:1/app", 0)
+	if err == nil || !strings.Contains(err.Error(), "maxConns must be at least 1, not 0") {
+		t.Fatalf("Open with maxConns 0: %v, want a refusal", err)
 	}
 }
 
