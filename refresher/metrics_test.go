@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/refresher/refresher/internal/testenv"
+	"github.com/refresher/refresher/models/stores"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
 	"github.com/refresher/refresher/schedule"
@@ -23,7 +24,10 @@ func TestMetricsExistBeforeTheFirstEvent(t *testing.T) {
 	sched, err := schedule.Parse(dailyAt14)
 	require.NoError(t, err)
 	cfg := Config{InstanceID: "metrics", Kinds: []Kind{{Name: "a", Schedule: sched}, {Name: "b", Schedule: sched}}}
-	svc, err := New(cfg, nil, nil)
+	store, err := stores.Open(t.Context(), "sqlite::memory:", stores.Options{CreateSQLite: true})
+	require.NoError(t, err)
+	defer store.Close()
+	svc, err := New(cfg, store, nil)
 	require.NoError(t, err)
 
 	families, err := svc.Metrics().Registry.Gather()

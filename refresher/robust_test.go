@@ -106,13 +106,24 @@ func (b *testBundle) sendAll(rs ...redisio.Result) {
 func (b *testBundle) states(uids []string) map[string]policy.State {
 	b.t.Helper()
 	out := make(map[string]policy.State, len(uids))
-	err := b.store.Tx(context.Background(), func(tx models.Tx) error {
-		rows, err := tx.LockByKeys(context.Background(), b.kind.Table, uids)
-		for k, r := range rows {
-			out[k] = r.State
+	// The service may run meanwhile: its poller writes plain successes in
+	// the order the database picks, so this read's locks can deadlock with
+	// it, and the database then aborts one of the two. Like the service,
+	// take a transient error again.
+	var err error
+	for range 5 {
+		clear(out)
+		err = b.store.Tx(context.Background(), func(tx models.Tx) error {
+			rows, err := tx.LockByKeys(context.Background(), b.kind.Table, uids)
+			for k, r := range rows {
+				out[k] = r.State
+			}
+			return err
+		})
+		if err == nil || b.store.Classify(err) != models.Transient {
+			break
 		}
-		return err
-	})
+	}
 	require.NoError(b.t, err)
 	require.Len(b.t, out, len(uids))
 	return out
