@@ -1,6 +1,7 @@
 # `make test` is the one command that sets up and runs every test on a fresh
 # machine: it checks, and starts (installing from Debian's packages when
-# missing) MariaDB, Redis and PostgreSQL, Chromium for the browser tests and
+# missing) MariaDB, Redis and PostgreSQL, redis-sentinel for the Redis
+# Cluster and Sentinel tests, Chromium for the browser tests and
 # gcc for the race detector, then runs the Go tests against them.
 # REFRESHER_TEST_MYSQL, REFRESHER_TEST_REDIS and REFRESHER_TEST_POSTGRES point
 # the tests (and the checks) at other servers; see scripts/services.sh.
@@ -23,6 +24,7 @@ cc:
 
 services:
 	./scripts/services.sh
+	./scripts/redis-topologies.sh
 
 vet:
 	$(GO) vet ./...

@@ -95,7 +95,7 @@ func serviceConfig(opts options, table models.Table, sched *schedule.Schedule, r
 		InstanceID: "bench-" + strconv.Itoa(os.Getpid()),
 		BatchSize:  opts.batch,
 		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Hooks: refresher.Hooks{
+		Observer: refresher.Observer{
 			AfterDispatch: func(_ string, n int) {
 				if n > 0 {
 					rep.line("D", n)

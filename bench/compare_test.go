@@ -144,10 +144,7 @@ func TestOpenDashboard(t *testing.T) {
 	count := func(p string) int { mu.Lock(); defer mu.Unlock(); return hits[p] }
 
 	stop := openDashboard(context.Background(), srv.URL, 20*time.Millisecond)
-	deadline := time.Now().Add(10 * time.Second)
-	for count("/") < 3 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, "three visits of the overview", func() bool { return count("/") >= 3 })
 	st := stop()
 	if again := stop(); again != st {
 		t.Errorf("a second stop returned %+v, want %+v", again, st)

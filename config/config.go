@@ -27,16 +27,21 @@ const MaxMaxResultBytes = 16 << 20
 
 // Config is the whole configuration of one refresher process.
 type Config struct {
-	// Database names the database and its driver by URL:
+	// Database names the database of the kinds that name none of their
+	// own (Kind.Database), and its driver, by URL:
 	// mysql://user:pass@host:3306/app (MySQL 8.0.1+ or MariaDB 10.6+),
 	// postgres://user:pass@host:5432/app or sqlite:///path/app.db. A
 	// go-sql-driver DSN without a scheme ("user:pass@tcp(host:3306)/app")
 	// is MySQL. Default: Defaults.Database.
 	Database string `yaml:"database"`
-	// MaxConnections caps the database connections of the process, shared
-	// by every kind's loops. Default 16.
+	// MaxConnections caps the database connections of the process to each
+	// database (a kind's own Database is another), shared by the loops of
+	// the kinds on it. Default 16.
 	MaxConnections int `yaml:"max_connections"`
-	// Redis is the Redis URL. Default "redis://127.0.0.1:6379/0".
+	// Redis is the Redis URL: one server (redis://), a Redis Cluster
+	// (redis+cluster://h1:7000,h2:7001) or a master behind Sentinel
+	// (redis+sentinel://s1:26379,s2:26379/mymaster); see redisio.Open.
+	// Default "redis://127.0.0.1:6379/0".
 	Redis string `yaml:"redis"`
 	// RedisPrefix starts the default list names of every kind
 	// ("<prefix><name>-input", -output, -dead), and so every key the service
@@ -111,6 +116,11 @@ type Kind struct {
 	Table string `yaml:"table"`
 	// Key is a unique column, sent to workers as "uid". Default "id".
 	Key string `yaml:"key"`
+	// Database is the URL of the database that holds Table, written as
+	// the top-level Database; REFRESHER_DATABASE_<NAME> overrides it (see
+	// KindDatabaseEnv). Default: the top-level Database. Kinds with the
+	// same URL share one store (see Config.KindDatabase).
+	Database string `yaml:"database"`
 	// Payload lists the columns copied into each job's payload. Default none.
 	Payload []string `yaml:"payload"`
 	// Schedule is the default RFC 5545 rule of the kind's rows; a row's
@@ -119,6 +129,10 @@ type Kind struct {
 	// Timeout is how long an attempt may run before it counts as failed.
 	// Default 1h.
 	Timeout Duration `yaml:"timeout"`
+	// MaxTimeout is the longest an attempt may run, counted from its start,
+	// however its worker extends it (an "extend" result). At least
+	// Timeout. Default 4 times Timeout (policy.DefaultMaxTimeoutFactor).
+	MaxTimeout Duration `yaml:"max_timeout"`
 	// Retry is the retry policy spec. Default "delays:0s,1m,5m,15m,30m,1h".
 	Retry string `yaml:"retry"`
 	// DisabledReason is the user-friendly reason stored when the retry policy
@@ -134,7 +148,9 @@ type Kind struct {
 	// days).
 	MaxRetryAfter Duration `yaml:"max_retry_after"`
 	// Input, Output and Dead name the Redis lists. Defaults: <name>-input,
-	// <name>-output, <name>-dead. Every list name must be unique across
+	// <name>-output, <name>-dead (with redis_prefix before the name); on a
+	// Redis Cluster {<name>}-input and so on, and lists named here must
+	// share one hash tag (redisio.Lists.CheckTag). Every list name must be unique across
 	// kinds and roles, and must not start with an output list's name and
 	// ":" (see redisio.CheckDistinct).
 	Input  string `yaml:"input"`

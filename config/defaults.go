@@ -8,6 +8,7 @@ import (
 	"github.com/rs/xid"
 
 	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/operator"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
 	"github.com/refresher/refresher/refresher"
@@ -17,8 +18,9 @@ import (
 // configuration, and KindDefaults that of every key of a kind (the list
 // names default to redisio.DefaultLists of the kind's name, the table to
 // the name). A default that the running code also needs is declared by the
-// package that uses it (refresher, policy, models, redisio) and only named
-// here, so that each is written once. Read them; do not change them.
+// package that uses it (refresher, policy, models, redisio, operator) and
+// only named here, so that each is written once. Read them; do not change
+// them.
 var (
 	Defaults = Config{
 		Database:         "root:@tcp(127.0.0.1:3306)/app?parseTime=true&loc=UTC",
@@ -32,7 +34,7 @@ var (
 		Priorities:       DefaultPriorities,
 		// HTTPMaxConnections: at most 256 open connections to the operator
 		// listener (lowered to the open-file limit less 64 at start).
-		HTTPMaxConnections: 256,
+		HTTPMaxConnections: operator.DefaultMaxConns,
 	}
 	KindDefaults = Kind{
 		Key:            "id",
@@ -66,7 +68,7 @@ func (c *Config) SetDefaults() {
 	}
 	for i := range c.Kinds {
 		k := &c.Kinds[i]
-		lists := redisio.DefaultLists(c.RedisPrefix + k.Name)
+		lists := redisio.DefaultListsOn(redisio.TopologyOf(c.Redis), c.RedisPrefix+k.Name)
 		k.Table = cmp.Or(k.Table, k.Name)
 		k.Key = cmp.Or(k.Key, kd.Key)
 		k.Timeout = cmp.Or(k.Timeout, kd.Timeout)

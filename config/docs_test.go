@@ -248,6 +248,7 @@ func downstreamDefaults(c *config.Config) map[string]any {
 		"kinds[].disabled_reason":      cmp.Or(k.DisabledReason, policy.DefaultDisabledReason),
 		"kinds[].permanent_reason":     cmp.Or(k.PermanentReason, policy.DefaultPermanentReason),
 		"kinds[].max_retry_after":      cmp.Or(k.MaxRetryAfter.D(), policy.DefaultMaxRetryAfter),
+		"kinds[].max_timeout":          nil, // policy.DefaultMaxTimeoutFactor times timeout
 		"kinds[].incident_guard":       !guard.Off,
 		"kinds[].incident_threshold":   guard.Threshold,
 		"kinds[].incident_min_results": guard.MinResults,

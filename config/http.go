@@ -5,6 +5,8 @@ import (
 	"sort"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/refresher/refresher/operator"
 )
 
 // Roles of an API token.
@@ -60,6 +62,24 @@ func (c *Config) TokensOf(role string) map[string]string {
 		}
 	}
 	return out
+}
+
+// OperatorAccess returns o with the API tokens by role and what the listen
+// address (HTTPAddr) implies: off loopback, reads need a token unless
+// http_public_read; on loopback, only loopback names are served in Host
+// (DNS rebinding). Every command that serves the operator sets its access
+// here, with its listener's HTTPLimits.
+func (c *Config) OperatorAccess(o operator.Options) operator.Options {
+	loopback := operator.IsLoopback(c.HTTPAddr())
+	o.Tokens, o.ReadTokens = c.TokensOf(RoleAct), c.TokensOf(RoleRead)
+	o.ReadNeedsToken = !loopback && !c.HTTPPublicRead
+	o.Loopback = loopback
+	return o
+}
+
+// HTTPLimits are the operator listener's connection cap and time limits.
+func (c *Config) HTTPLimits() operator.Limits {
+	return operator.Limits{MaxConns: c.HTTPMaxConnections}
 }
 
 // setTokenRoles gives each API token without a role the role act (a token

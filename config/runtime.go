@@ -3,6 +3,7 @@ package config
 import (
 	"cmp"
 	"log/slog"
+	"slices"
 
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/models/stores"
@@ -23,6 +24,7 @@ func (k *Kind) Policy() policy.Policy {
 	return policy.Policy{
 		Kind:            k.Name,
 		Timeout:         k.Timeout.D(),
+		MaxTimeout:      k.MaxTimeout.D(),
 		Retry:           k.RetryParsed,
 		DisabledReason:  k.DisabledReason,
 		PermanentReason: k.PermanentReason,
@@ -72,6 +74,23 @@ func (c *Config) GaugePriorities() []refresher.GaugePriority {
 	return out
 }
 
+// KindDatabase is the URL of the database that holds k's table: its own
+// database, else the top-level one.
+func (c *Config) KindDatabase(k *Kind) string { return cmp.Or(k.Database, c.Database) }
+
+// Databases lists the distinct database URLs of the kinds, in the order
+// of their first kind: the service opens one store for each, shared by
+// the kinds on it.
+func (c *Config) Databases() []string {
+	var urls []string
+	for i := range c.Kinds {
+		if u := c.KindDatabase(&c.Kinds[i]); !slices.Contains(urls, u) {
+			urls = append(urls, u)
+		}
+	}
+	return urls
+}
+
 // Service is the service's configuration, logging to log.
 func (c *Config) Service(log *slog.Logger) refresher.Config {
 	kinds := make([]refresher.Kind, len(c.Kinds))
@@ -83,9 +102,9 @@ func (c *Config) Service(log *slog.Logger) refresher.Config {
 }
 
 // claimConnections is the service's refresher.Config.ClaimConnections: with
-// several kinds, half the database connections (at least one) for claims,
-// handed out by the kinds' priority; the other half for the pollers'
-// applies and the rest. One kind needs no order.
+// several kinds, half of each database's connections (at least one) for
+// the claims of its kinds, handed out by the kinds' priority; the other
+// half for the pollers' applies and the rest. One kind needs no order.
 func (c *Config) claimConnections() int {
 	if len(c.Kinds) < 2 {
 		return 0

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"time"
+
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -21,6 +23,7 @@ kinds:
     throttle_group: host
     schedule: "RRULE:FREQ=HOURLY"
     timeout: 2m
+    max_timeout: 20m
     retry: "delays:0s,5m"
     disabled_reason: "Cannot refresh {kind} after {attempts} tries"
     permanent_reason: "This {kind} was rejected by its source"
@@ -57,6 +60,8 @@ kinds:
 	require.Equal(t, "Cannot refresh {kind} after {attempts} tries", p.DisabledReason)
 	require.Equal(t, "2h0m0s", p.MaxRetryAfter.String())
 	require.Equal(t, "2m0s", p.Timeout.String())
+	require.Equal(t, "20m0s", p.MaxTimeout.String())
+	require.Equal(t, 4*time.Hour, svc.Kinds[1].Policy.WithDefaults().MaxTimeout, "4 times the default timeout")
 	require.Equal(t, 0.5, p.Guard.Threshold)
 	require.Equal(t, "1h0m0s", p.Catchup.Window.String())
 	require.Equal(t, "10m0s", p.Spread.Window.String())

@@ -74,6 +74,9 @@ func (c *Config) Validate() error {
 		if k.Timeout <= 0 {
 			bad("%s.timeout: %s is not allowed: an attempt needs time to run; write how long one may take, e.g. 2h (leave it out for the default %s)", at, k.Timeout, KindDefaults.Timeout)
 		}
+		if k.MaxTimeout != 0 && k.MaxTimeout < k.Timeout {
+			bad("%s.max_timeout: %s is less than timeout %s: an attempt may not be extended to less than it already has; write at least %s (leave it out for %d times timeout)", at, policy.FormatDuration(k.MaxTimeout.D()), policy.FormatDuration(k.Timeout.D()), policy.FormatDuration(k.Timeout.D()), policy.DefaultMaxTimeoutFactor)
+		}
 		if k.MaxQueued < 1 {
 			bad("%s.max_queued: must be at least 1", at)
 		}
@@ -118,18 +121,26 @@ func (c *Config) Validate() error {
 	}
 	names := make([]string, len(c.Kinds))
 	lists := make([]redisio.Lists, len(c.Kinds))
-	tables := map[string]string{} // lower-case table name: first kind
+	tables := map[[2]string]string{} // database URL and lower-case table name: first kind
 	for i, k := range c.Kinds {
 		names[i] = k.Name
 		lists[i] = k.Lists()
 		if k.Table == "" {
 			continue
 		}
-		if first, ok := tables[strings.ToLower(k.Table)]; ok {
+		at := [2]string{c.KindDatabase(&k), strings.ToLower(k.Table)}
+		if first, ok := tables[at]; ok {
 			bad("kinds %s and %s both refresh table %s: each table needs exactly one kind (two would dispatch and apply its rows twice)", first, k.Name, k.Table)
 			continue
 		}
-		tables[strings.ToLower(k.Table)] = k.Name
+		tables[at] = k.Name
+	}
+	if redisio.TopologyOf(c.Redis) == redisio.Cluster {
+		for i, l := range lists {
+			if err := l.CheckTag(); err != nil {
+				bad("kinds[%d] (%s): %v", i, names[i], err)
+			}
+		}
 	}
 	for _, err := range redisio.CheckDistinct(names, lists) {
 		bad("kinds: %v", err)

@@ -141,10 +141,12 @@ func Run(ctx context.Context, o Options) (err error) {
 		return fmt.Errorf("demo: migrate: %w", err)
 	}
 
-	kind, err := demoKind()
+	token := rand.Text()
+	conf, err := demoConfig(o.HTTP, token)
 	if err != nil {
 		return err
 	}
+	kind := &conf.Kinds[0]
 	cfg := refresher.Config{
 		Kinds:      []refresher.Kind{kind.Service()},
 		InstanceID: "demo",
@@ -166,7 +168,10 @@ func Run(ctx context.Context, o Options) (err error) {
 		Kind: Kind, Redis: rdb, Concurrency: 16,
 		HTTPTimeout: clock.Real(kind.Timeout.D()) + time.Second,
 		Now:         clock.Now,
-		Logger:      o.Log,
+		// The slow path shows a timeout: the demo's worker never asks for
+		// more time (its lease would be in demo time, its pacing in real).
+		Lease:  -1,
+		Logger: o.Log,
 		// The demo's target is on 127.0.0.1, which the worker refuses by
 		// default (see docs/protocol.md, "The reference worker").
 		AllowPrivateNetworks: true,
@@ -179,17 +184,17 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err != nil {
 		return fmt.Errorf("demo: listen for the dashboard on %s: %w (pick another with --http)", o.HTTP, err)
 	}
-	token := rand.Text()
-	handler, err := dashboard(svc, store, rdb, clock, kind, token)
+	handler, err := dashboard(svc, store, rdb, clock, conf)
 	if err != nil {
 		return err
 	}
-	hsrv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
+	// Served as `refresher run` serves it: connection cap, time limits.
+	hsrv, hln := operator.NewHTTPServer(handler, hln, conf.HTTPLimits())
 	go func() { _ = hsrv.Serve(hln) }()
 	defer hsrv.Close()
 
 	addrs := Addrs{Dashboard: "http://" + hln.Addr().String() + "/", Redis: mr.Addr(), Target: targetURL, Database: dbFile, Calls: target.Calls, Now: clock.Now}
-	printIntro(o.Out, addrs, o.Speed, o.For, clock, token)
+	printIntro(o.Out, addrs, o.Speed, o.For, clock, token, !operator.IsLoopback(conf.HTTPAddr()))
 	if o.Ready != nil {
 		o.Ready(addrs)
 	}
@@ -219,11 +224,12 @@ func printStop(w io.Writer, parent context.Context, runFor time.Duration, clock 
 	fmt.Fprintf(w, "\nrefresher demo: stopped (interrupted at demo time %s).\n", at)
 }
 
-// demoKind is the example kind: hourly by default, 2-minute attempts, and a
-// short retry list so that a disable happens within the first demo hours.
-// It is configured as a file would configure it, with the same defaults.
-func demoKind() (*config.Kind, error) {
-	c := config.Config{Kinds: []config.Kind{{
+// demoConfig is the demo's configuration, as a file would give it, with
+// the same defaults: the dashboard on httpAddr with one act token, and the
+// example kind, hourly by default, with 2-minute attempts and a short retry
+// list so that a disable happens within the first demo hours.
+func demoConfig(httpAddr, token string) (*config.Config, error) {
+	c := config.Config{HTTP: httpAddr, APITokens: map[string]config.APIToken{"demo": {Token: token}}, Kinds: []config.Kind{{
 		Name:           Kind,
 		Table:          "reports",
 		Key:            "uid",
@@ -237,13 +243,19 @@ func demoKind() (*config.Kind, error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
-	return &c.Kinds[0], nil
+	return &c, nil
 }
 
-func printIntro(w io.Writer, a Addrs, speed float64, runFor time.Duration, clock *Clock, token string) {
+// printIntro says what runs where. Off loopback (readsNeedToken), reading
+// the dashboard needs the token too, as the password the browser asks for.
+func printIntro(w io.Writer, a Addrs, speed float64, runFor time.Duration, clock *Clock, token string, readsNeedToken bool) {
+	tokenFor := "token for its actions"
+	if readsNeedToken {
+		tokenFor = "token for reading it (the password your browser asks for) and its actions"
+	}
 	fmt.Fprintf(w, `refresher demo: the whole loop in one process, the clock %gx faster (demo time now %s)
 
-  dashboard   %s   (token for its actions: %s)
+  dashboard   %s   (%s: %s)
   redis       redis-cli -p %s   (lists %s-input, %s-output, %s-dead)
   target      %s   (/ok, /flaky, /throttled, /slow, /missing, /down)
   database    %s   (table reports)
@@ -253,7 +265,7 @@ and yielding to the planned run, "throttled" waiting out its Retry-After,
 "slow" timing out and retrying, "missing" disabled with the reason its user
 would see, and "down" disabled once its retries are used up.
 %s
-`, speed, clock.Now().Format("15:04"), a.Dashboard, token, portOf(a.Redis), Kind, Kind, Kind, a.Target, a.Database, stopHint(runFor))
+`, speed, clock.Now().Format("15:04"), a.Dashboard, tokenFor, token, portOf(a.Redis), Kind, Kind, Kind, a.Target, a.Database, stopHint(runFor))
 }
 
 // stopHint says how the demo will end.
@@ -269,17 +281,17 @@ func portOf(addr string) string {
 	return port
 }
 
-// dashboard is the operator surface of the demo's kind, with a token made
-// for this run (printed at start) so that its actions work.
-func dashboard(svc *refresher.Service, store models.Store, rdb *redis.Client, clock *Clock, kind *config.Kind, token string) (http.Handler, error) {
-	srv, err := operator.New(operator.Options{
-		Kinds:    []operator.Kind{kind.Operator()},
+// dashboard is the operator surface of the demo's kind, with the access of
+// `refresher run` on the same address: the token made for this run (printed
+// at start) acts, and reads need it off loopback.
+func dashboard(svc *refresher.Service, store models.Store, rdb *redis.Client, clock *Clock, c *config.Config) (http.Handler, error) {
+	srv, err := operator.New(c.OperatorAccess(operator.Options{
+		Kinds:    []operator.Kind{c.Kinds[0].Operator()},
 		Store:    store,
 		Redis:    rdb,
 		Gatherer: svc.Metrics().Registry,
-		Tokens:   map[string]string{"demo": token},
 		Now:      clock.Now,
-	})
+	}))
 	if err != nil {
 		return nil, err
 	}

@@ -162,8 +162,9 @@ func interpolate(s string) string {
 
 // The dashboard, the API and /metrics are published on the host's
 // loopback, with a token (run refuses a listener off loopback without
-// one), and the Prometheus scrape config in deploy/ matches: the same port,
-// path and token.
+// one), and the Prometheus scrape config in deploy/ matches: the same port
+// and path, and the token from a file that says how to write the stack's
+// token into it and that git ignores (no token is written in the config).
 func TestComposePublishesOperatorPort(t *testing.T) {
 	t.Parallel()
 	c := loadCompose(t)
@@ -200,8 +201,9 @@ func TestComposePublishesOperatorPort(t *testing.T) {
 			JobName       string `yaml:"job_name"`
 			MetricsPath   string `yaml:"metrics_path"`
 			Authorization struct {
-				Type        string `yaml:"type"`
-				Credentials string `yaml:"credentials"`
+				Type            string `yaml:"type"`
+				Credentials     string `yaml:"credentials"`
+				CredentialsFile string `yaml:"credentials_file"`
 			} `yaml:"authorization"`
 			StaticConfigs []struct {
 				Targets []string `yaml:"targets"`
@@ -214,7 +216,14 @@ func TestComposePublishesOperatorPort(t *testing.T) {
 	sc := prom.ScrapeConfigs[0]
 	require.Equal(t, "/metrics", sc.MetricsPath)
 	require.Equal(t, "Bearer", sc.Authorization.Type)
-	require.Equal(t, token, sc.Authorization.Credentials, "the scrape sends docker-compose.yml's token")
+	require.Empty(t, sc.Authorization.Credentials, "no token written in prometheus.yml: use credentials_file")
+	tokenFile := sc.Authorization.CredentialsFile
+	require.NotEmpty(t, tokenFile, "the scrape reads the token from credentials_file")
+	require.False(t, filepath.IsAbs(tokenFile), "credentials_file %q is beside prometheus.yml (Prometheus reads it relative to the config)", tokenFile)
+	require.Contains(t, string(data), `"$REFRESHER_TOKEN" > deploy/prometheus/`+tokenFile, "prometheus.yml says how to write the stack's token into %s", tokenFile)
+	ignore, err := os.ReadFile(filepath.Join(root, ".gitignore"))
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^/deploy/prometheus/`+regexp.QuoteMeta(tokenFile)+`$`, string(ignore), "git ignores the token file")
 	require.Equal(t, []string{"127.0.0.1:" + published}, sc.StaticConfigs[0].Targets, "the scrape target is the published port")
 }
 

@@ -25,7 +25,7 @@ func pages(t *testing.T) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append([]string{"../README.md", "../CONTRIBUTING.md"}, docs...)
+	return append([]string{"../README.md", "../CONTRIBUTING.md", "../CHANGELOG.md"}, docs...)
 }
 
 // anchors returns the anchors GitHub gives the headings of a markdown page:
@@ -60,7 +60,7 @@ func anchors(text string) map[string]bool {
 	return out
 }
 
-// TestLinksResolve checks every relative link of README.md,
+// TestLinksResolve checks every relative link of README.md, CHANGELOG.md,
 // CONTRIBUTING.md and docs/*.md: the file it names exists, and the heading
 // its #anchor names is on that page.
 func TestLinksResolve(t *testing.T) {

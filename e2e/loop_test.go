@@ -2,11 +2,13 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,56 +42,23 @@ func (c *clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// passes counts the dispatcher's passes (Hooks.AfterDispatch), so a test
-// waits for passes instead of sleeping.
+// passes counts the dispatcher's passes (Observer.AfterDispatch), so a test
+// waits for passes instead of sleeping; each pass wakes the test's waits.
 type passes struct {
-	mu   sync.Mutex
-	n    int
-	next chan struct{} // closed and replaced at each pass
+	n atomic.Int64
 }
 
 func (p *passes) pass(string, int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.n++
-	close(p.next)
-	p.next = make(chan struct{})
-}
-
-// next1 returns after the next pass, or after at most max.
-func (p *passes) next1(max time.Duration) {
-	p.mu.Lock()
-	next := p.next
-	p.mu.Unlock()
-	t := time.NewTimer(max)
-	defer t.Stop()
-	select {
-	case <-next:
-	case <-t.C:
-	}
+	p.n.Add(1)
+	testenv.Wake()
 }
 
 // wait returns once n more passes have ended (the last n-1 of them started
 // after the call).
 func (p *passes) wait(t *testing.T, n int) {
 	t.Helper()
-	p.mu.Lock()
-	target := p.n + n
-	p.mu.Unlock()
-	timeout := time.After(15 * time.Second)
-	for {
-		p.mu.Lock()
-		done, next := p.n >= target, p.next
-		p.mu.Unlock()
-		if done {
-			return
-		}
-		select {
-		case <-next:
-		case <-timeout:
-			t.Fatalf("%d dispatcher passes did not happen within 15s", n)
-		}
-	}
+	target := p.n.Load() + int64(n)
+	testenv.Eventually(t, 15*time.Second, fmt.Sprintf("%d dispatcher passes", n), func() bool { return p.n.Load() >= target })
 }
 
 // The whole loop with the real service and the real reference worker: a
@@ -160,9 +129,9 @@ func wholeLoop(t *testing.T, storeName string) {
 	require.NoError(t, err)
 	lists := redisio.DefaultLists(prefix + "big_tables")
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	dispatched := &passes{next: make(chan struct{})}
+	dispatched := &passes{}
 	svc, err := refresher.New(refresher.Config{
-		Hooks: refresher.Hooks{AfterDispatch: dispatched.pass},
+		Observer: refresher.Observer{AfterDispatch: dispatched.pass},
 		Kinds: []refresher.Kind{{
 			Name:     "big_tables",
 			Table:    models.Table{Name: "big_tables", Key: "uid", Payload: []string{"input_url"}},
@@ -192,17 +161,14 @@ func wholeLoop(t *testing.T, storeName string) {
 	state := func(uid string) policy.State { return read(t, db.Store, table, uid) }
 	waitFor := func(uid, what string, cond func(policy.State) bool) policy.State {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			st := state(uid)
-			if cond(st) {
-				return st
+		var st policy.State
+		testenv.EventuallyNil(t, 15*time.Second, uid+": "+what, func() error {
+			if st = state(uid); cond(st) {
+				return nil
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %s did not happen; state %+v", uid, what, st)
-			}
-			dispatched.next1(100 * time.Millisecond) // the dispatcher passes at least every MaxSleep (20ms)
-		}
+			return fmt.Errorf("state %+v", st)
+		})
+		return st
 	}
 
 	// The good URL: refreshed, next run at 14:00 Berlin = 13:00 UTC.

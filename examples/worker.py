@@ -3,7 +3,10 @@
 
 It follows the protocol of docs/protocol.md: pop a JSON
 job from the kind's input list, GET the payload's input_url, push a JSON
-result onto the kind's output list before the job's timeout_at.
+result onto the kind's output list before the job's timeout_at. While a
+download runs longer than a third of its lease (--lease, default the time
+the job had left), it asks for the lease again, and stops when the service
+answers that the attempt is over.
 
     pip install redis            # or: apt-get install python3-redis
     python3 examples/worker.py --kind big_tables
@@ -15,7 +18,9 @@ run it only where every input URL may be fetched.
 import argparse
 import datetime
 import json
+import math
 import os
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -71,19 +76,47 @@ def seconds_left(job):
     return (deadline - datetime.datetime.now(datetime.timezone.utc)).total_seconds()
 
 
-def do_job(job, timeout):
+class Lease:
+    """Keeps a job's attempt alive while its download makes progress
+    (docs/protocol.md, "Leases"): every third of the lease it reads the
+    service's answer to its last request and asks for the lease again."""
+
+    def __init__(self, r, out, job, seconds):
+        self.r, self.out, self.job = r, out, job
+        self.seconds = min(max(1, math.ceil(seconds)), 31536000)
+        self.last, self.asked = time.monotonic(), False
+
+    def keep(self):
+        """False when the service answered that the attempt is over."""
+        if time.monotonic() - self.last < self.seconds / 3:
+            return True
+        self.last = time.monotonic()
+        if self.asked:
+            answer = self.r.get("%s:lease:%s" % (self.out, self.job["attempt_uid"]))
+            if answer is not None and not json.loads(answer)["running"]:
+                return False  # it timed out, or the row was enabled again
+        self.r.rpush(self.out, json.dumps({"uid": self.job["uid"], "attempt_uid": self.job["attempt_uid"],
+                                           "type": "extend", "seconds": self.seconds}))
+        self.asked = True
+        return True
+
+
+def do_job(job, timeout, lease):
     """GETs the job's input_url and returns the result to push, without the
-    URL's secrets."""
+    URL's secrets; None when its attempt is over."""
     url = (job.get("payload") or {}).get("input_url")
-    result = fetch(job, url, timeout)
+    result = fetch(job, url, timeout, lease)
+    if result is None:
+        return None
     for field in ("reason", "user_friendly_reason", "status"):
         if field in result:
             result[field] = scrub(result[field], url)
     return result
 
 
-def fetch(job, url, timeout):
-    """GETs url and returns the result to push."""
+def fetch(job, url, timeout, lease):
+    """GETs url and returns the result to push, or None when the lease
+    says the attempt is over. timeout bounds each read, not the download."""
     result = {"uid": job["uid"], "attempt_uid": job["attempt_uid"]}
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         return {**result, "type": "failure", "permanent": True,
@@ -91,7 +124,11 @@ def fetch(job, url, timeout):
                 "user_friendly_reason": "Provided URL is invalid: %s" % (url or "")}
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:
-            size = len(resp.read())
+            size = 0
+            while chunk := resp.read1(65536):  # what has arrived, up to 64 KiB
+                size += len(chunk)
+                if not lease.keep():
+                    return None
         return {**result, "type": "success", "status": "fetched %d bytes" % size}
     except urllib.error.HTTPError as e:
         reason = "GET %s: HTTP %d %s" % (url, e.code, e.reason)
@@ -116,6 +153,8 @@ def main():
     ap.add_argument("--output", help="default <kind>-output")
     ap.add_argument("--redis", default=os.environ.get("REFRESHER_REDIS", "redis://127.0.0.1:6379/0"))
     ap.add_argument("--max-jobs", type=int, default=0, help="stop after this many jobs (0: never)")
+    ap.add_argument("--lease", type=float, default=0,
+                    help="seconds to ask for while a download runs: the kind's timeout (default: the time the job has left)")
     args = ap.parse_args()
     inp, out = args.input or args.kind + "-input", args.output or args.kind + "-output"
     # One BLPOP on every list: Redis pops from the first one that holds a
@@ -139,9 +178,12 @@ def main():
             print("drop expired job", job.get("uid"))  # the service counts it as timed out
             continue
         timeout = 30.0 if left is None else min(30.0, left - MARGIN)
-        result = do_job(job, timeout)
-        r.rpush(out, json.dumps(result))
+        result = do_job(job, timeout, Lease(r, out, job, args.lease or left or 3600))
         done += 1
+        if result is None:
+            print("drop job whose attempt is over", job["uid"], flush=True)
+            continue
+        r.rpush(out, json.dumps(result))
         print(job["uid"], result["type"], result.get("status") or result.get("reason"), flush=True)
 
 

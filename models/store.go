@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/refresher/refresher/policy"
@@ -22,6 +23,12 @@ type Table struct {
 	// Priority is the kind's priority: the level of the rows whose priority
 	// columns are NULL (see ClaimByPriority). Lower runs first.
 	Priority int
+}
+
+// CacheKey identifies t among the tables a driver compiles statements
+// for: its name, key and payload columns.
+func (t Table) CacheKey() string {
+	return t.Name + "\x00" + t.Key + "\x00" + strings.Join(t.Payload, "\x00")
 }
 
 // Row is one model as the service sees it.
@@ -151,6 +158,20 @@ type Tx interface {
 	// twice the last row wins. Texts longer than their column are cut by
 	// Truncate's rule.
 	Save(ctx context.Context, t Table, rows []Row) error
+	// SaveSuccesses writes what a success does to each row of rows without
+	// reading it first: the SuccessColumns of its State (policy.Succeeded),
+	// in one statement per up to MaxSaveBatch rows, to the row whose key
+	// is Key exactly as the database returns it, and only when that row
+	// is the one policy.Apply would apply the result to as a success with
+	// the kind's schedule: refresh_attempt_uid equals AttemptUID,
+	// refresh_rrule is NULL (the row has no rule of its own) and
+	// refresh_timeout_at is NULL or after now (the result is not late).
+	// written[i] says whether rows[i] was written; the rest are left alone
+	// for the caller to lock, read and decide (LockByKeys). Keys must be
+	// distinct. A driver that cannot tell which rows matched returns
+	// ErrUnmatched when some did not, having possibly written the others:
+	// the caller rolls the transaction back.
+	SaveSuccesses(ctx context.Context, t Table, now time.Time, rows []Success) (written []bool, err error)
 }
 
 // Next is one table's answer of Store.NextDueMany: At is the earliest

@@ -30,6 +30,7 @@ func (s *Server) apiRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/v1/kinds/{kind}/enable", s.authed(s.withKind(s.apiBulkEnable)))
 	s.pauseRoutes(mux)
 	mux.HandleFunc("GET /api/v1/kinds/{kind}/dead", s.withKind(s.apiDead))
+	mux.HandleFunc("GET /api/v1/kinds/{kind}/activity", s.withKind(s.apiActivity))
 	mux.HandleFunc("POST /api/v1/kinds/{kind}/dead/replay", s.authed(s.withKind(s.apiDeadReplay)))
 	mux.HandleFunc("POST /api/v1/kinds/{kind}/dead/discard", s.authed(s.withKind(s.apiDeadDiscard)))
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
@@ -153,9 +154,9 @@ func (s *Server) overviewCached(ctx context.Context) ([]KindSummary, time.Time, 
 	now := s.o.Now()
 	if s.overview != nil {
 		sums, at := s.overview, s.cachedAt
-		if (now.Sub(at) >= overviewTTL || now.Before(at)) && !s.counting {
+		if (now.Sub(at) >= overviewTTL || now.Before(at)) && !s.counting && !s.closed {
 			s.counting = true
-			go s.recount()
+			s.recounts.Go(s.recount)
 		}
 		s.mu.Unlock()
 		return sums, at, nil
@@ -171,9 +172,9 @@ func (s *Server) overviewCached(ctx context.Context) ([]KindSummary, time.Time, 
 	return sums, now, nil
 }
 
-// recount refreshes the cached overview in the background.
+// recount refreshes the cached overview in the background, until Close.
 func (s *Server) recount() {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(s.recountCtx, 30*time.Second)
 	defer cancel()
 	now := s.o.Now()
 	sums, err := s.Overview(ctx, now)
@@ -195,7 +196,7 @@ func (s *Server) Overview(ctx context.Context, now time.Time) ([]KindSummary, er
 	for _, name := range s.order {
 		k := s.kinds[name]
 		ks := KindSummary{Name: k.Name, Priority: k.Priority, Table: k.Table.Name, LateAfterSeconds: k.LateAfter.Seconds()}
-		c, err := s.o.Store.Counts(ctx, k.Table, now, k.LateAfter)
+		c, err := k.Store.Counts(ctx, k.Table, now, k.LateAfter)
 		if err != nil {
 			s.o.Logger.Error("operator: count models", "kind", k.Name, "err", err)
 			ks.Error = "cannot count the models of table " + k.Table.Name + "; the service log has the detail"
@@ -208,7 +209,7 @@ func (s *Server) Overview(ctx context.Context, now time.Time) ([]KindSummary, er
 				ks.OldestDueAgeSeconds = max(0, now.Sub(t).Seconds())
 			}
 		}
-		if ks.Backlog, err = s.o.Store.Backlog(ctx, k.Table, now); err != nil {
+		if ks.Backlog, err = k.Store.Backlog(ctx, k.Table, now); err != nil {
 			if ctx.Err() != nil {
 				return nil, err
 			}
@@ -237,7 +238,7 @@ func (s *Server) Overview(ctx context.Context, now time.Time) ([]KindSummary, er
 // listLens reads, in one round trip, a kind's list lengths, the number of
 // its paused models and its own pause (nil when not paused).
 func (s *Server) listLens(ctx context.Context, k *Kind) (ListLens, int64, *refresher.PauseInfo, error) {
-	st, err := s.admin().ListState(ctx, k.Lists)
+	st, err := s.admin(k).ListState(ctx, k.Lists)
 	if err != nil {
 		return ListLens{}, 0, nil, err
 	}
@@ -327,14 +328,14 @@ func (s *Server) listQuery(r *http.Request, k *Kind) (models.ListQuery, error) {
 }
 
 func (s *Server) listModels(ctx context.Context, k *Kind, q models.ListQuery) (ModelPage, error) {
-	paused, err := s.admin().PausedModels(ctx, k.Lists)
+	paused, err := s.admin(k).PausedModels(ctx, k.Lists)
 	if err != nil {
 		return ModelPage{}, err
 	}
 	if q.State == statePaused {
 		return s.listPaused(ctx, k, q, paused)
 	}
-	page, err := s.o.Store.List(ctx, k.Table, q)
+	page, err := k.Store.List(ctx, k.Table, q)
 	if err != nil {
 		return ModelPage{}, err
 	}
@@ -384,7 +385,7 @@ func (s *Server) model(ctx context.Context, k *Kind, uid string) (models.Row, er
 	if k.ThrottleGroup != "" {
 		t.Payload = []string{k.ThrottleGroup}
 	}
-	row, ok, err := s.o.Store.Get(ctx, t, uid)
+	row, ok, err := k.Store.Get(ctx, t, uid)
 	if err == nil && !ok {
 		err = errNoModel
 	}
@@ -396,7 +397,7 @@ func (s *Server) modelDetail(ctx context.Context, k *Kind, uid string) (ModelDet
 	if err != nil {
 		return ModelDetail{}, err
 	}
-	paused, err := s.admin().PausedModels(ctx, k.Lists)
+	paused, err := s.admin(k).PausedModels(ctx, k.Lists)
 	if err != nil {
 		return ModelDetail{}, err
 	}
@@ -451,21 +452,21 @@ type ChangeResult struct {
 }
 
 func (s *Server) apiEnable(w http.ResponseWriter, r *http.Request, k *Kind) {
-	s.change(w, r, k, "enable", s.admin().Enable)
+	s.change(w, r, k, "enable", s.admin(k).Enable)
 }
 
 func (s *Server) apiTrigger(w http.ResponseWriter, r *http.Request, k *Kind) {
 	if s.refusePaused(w, r, k, "a refresh now") {
 		return
 	}
-	fn := s.admin().Trigger
+	fn := s.admin(k).Trigger
 	if p := r.URL.Query().Get("priority"); p != "" {
 		level, err := priorityLevel(k, p)
 		if err != nil {
 			writeError(w, http.StatusBadRequest, err.Error())
 			return
 		}
-		fn = s.admin().TriggerAt(&level)
+		fn = s.admin(k).TriggerAt(&level)
 	}
 	s.change(w, r, k, "trigger", fn)
 }

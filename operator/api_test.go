@@ -2,11 +2,15 @@ package operator
 
 import (
 	"context"
+	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/refresher/refresher/models"
 )
@@ -231,5 +235,27 @@ func TestIsLoopback(t *testing.T) {
 		if IsLoopback(addr) != want {
 			t.Errorf("IsLoopback(%q) != %v", addr, want)
 		}
+	}
+}
+
+// TestKindsBacklogOnKindsStore: the backlog by priority is counted on the
+// kind's own database; the server need not have a default store.
+func TestKindsBacklogOnKindsStore(t *testing.T) {
+	f := newFixture(t, nil)
+	k := f.kind
+	k.Store = f.store
+	srv, err := New(Options{Kinds: []Kind{k}, Redis: f.rdb, Now: func() time.Time { return now },
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/kinds", nil))
+	var got struct{ Kinds []KindSummary }
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || rec.Code != 200 {
+		t.Fatalf("status %d, %v: %s", rec.Code, err, rec.Body)
+	}
+	if b := got.Kinds[0].Backlog; !reflect.DeepEqual(b, []models.LevelCount{{Level: 0, Due: 3}}) || got.Kinds[0].Error != "" {
+		t.Fatalf("backlog %+v, error %q", b, got.Kinds[0].Error)
 	}
 }

@@ -3,6 +3,7 @@ package operator
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -26,13 +27,6 @@ const (
 	// RoleAct reads and changes state.
 	RoleAct
 )
-
-func (r Role) String() string {
-	if r == RoleAct {
-		return "act"
-	}
-	return "read"
-}
 
 // authenticator checks tokens (a bearer token, or for reads only HTTP Basic
 // with the token as the password, which a browser can send for a page) and
@@ -121,7 +115,7 @@ func (a *authenticator) check(r *http.Request, need Role) (name string, status i
 	}
 	if name == "" {
 		if !a.limiter(clientIP(r)).Allow() {
-			return "", http.StatusTooManyRequests, "too many failed authentications from this address; wait a minute"
+			return "", http.StatusTooManyRequests, fmt.Sprintf("too many failed authentications from this address; retry in %d s", a.retryAfter())
 		}
 		return "", http.StatusUnauthorized, "the token is not valid"
 	}
@@ -130,6 +124,10 @@ func (a *authenticator) check(r *http.Request, need Role) (name string, status i
 	}
 	return name, 0, ""
 }
+
+// retryAfter is the seconds until a limited client IP may fail once more
+// (Retry-After of a 429): one `every`, at least 1.
+func (a *authenticator) retryAfter() int { return max(1, int(a.every.Seconds()+0.5)) }
 
 // limiter returns the failure limiter of one client IP. The table is
 // emptied when it grows past 10000 addresses, which bounds its memory.

@@ -110,7 +110,7 @@ func (s *Server) BulkEnable(ctx context.Context, k *Kind, req BulkEnableRequest)
 	now := s.o.Now()
 	q := models.ListQuery{State: models.StateDisabled, Now: now, LateAfter: k.LateAfter, Limit: bulkPage}
 	for {
-		page, err := s.o.Store.List(ctx, k.Table, q)
+		page, err := k.Store.List(ctx, k.Table, q)
 		if err != nil {
 			return res, 0, err
 		}
@@ -126,7 +126,7 @@ func (s *Server) BulkEnable(ctx context.Context, k *Kind, req BulkEnableRequest)
 			keys = append(keys, row.Key)
 		}
 		if !req.DryRun && len(keys) > 0 {
-			changes, err := s.admin().Enable(ctx, k.Table, keys, now)
+			changes, err := s.admin(k).Enable(ctx, k.Table, keys, now)
 			if err != nil {
 				return res, 0, err
 			}

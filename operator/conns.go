@@ -17,11 +17,11 @@ import (
 // Limits are the time limits and the connection cap of the listener. The
 // zero value of each field means its default.
 type Limits struct {
-	// MaxConns caps the open connections (default 256), and is lowered to
-	// the open-file limit minus FDReserve. At the cap, a new connection
-	// closes the longest idle one (one that sent no request yet, or waits
-	// between requests), so that a health probe is served whatever idle
-	// clients hold; when none is idle, the new one is closed.
+	// MaxConns caps the open connections (default DefaultMaxConns, 256),
+	// and is lowered to the open-file limit minus FDReserve. At the cap, a
+	// new connection closes the longest idle one (one that sent no request
+	// yet, or waits between requests), so that a health probe is served
+	// whatever idle clients hold; when none is idle, the new one is closed.
 	MaxConns int
 	// ReadHeaderTimeout bounds reading a request's header (default 5s),
 	// ReadTimeout the whole request, body included (default 30s; a slow
@@ -29,6 +29,10 @@ type Limits struct {
 	// IdleTimeout a keep-alive connection between requests (default 30s).
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 }
+
+// DefaultMaxConns is Limits.MaxConns' default: the open connections of the
+// operator listener (http_max_connections).
+const DefaultMaxConns = 256
 
 // FDReserve is the file descriptors that MaxConns leaves to the database
 // and Redis pools and the process's own files.
@@ -47,7 +51,7 @@ func (l Limits) WithDefaults() Limits {
 	or(&l.WriteTimeout, 60*time.Second)
 	or(&l.IdleTimeout, 30*time.Second)
 	if l.MaxConns <= 0 {
-		l.MaxConns = 256
+		l.MaxConns = DefaultMaxConns
 	}
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil && lim.Cur < uint64(l.MaxConns+FDReserve) {

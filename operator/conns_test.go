@@ -7,12 +7,16 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/refresher/refresher/internal/testenv"
 )
 
 // helperEnv makes the test binary run TestHelperServeCapped as a server.
@@ -85,7 +89,13 @@ func TestHealthUnderIdleConnections(t *testing.T) {
 		}
 		idle = append(idle, c)
 	}
-	time.Sleep(300 * time.Millisecond) // the server accepts them
+	// The health checks below come after the server accepted them all.
+	testenv.EventuallyNil(t, 10*time.Second, "the server accepting the idle connections", func() error {
+		if n := acceptQueue(t, addr); n != 0 {
+			return fmt.Errorf("%d connections wait to be accepted", n)
+		}
+		return nil
+	})
 	client := &http.Client{Timeout: 5 * time.Second}
 	for _, path := range []string{"/healthz", "/readyz", "/healthz"} {
 		start := time.Now()
@@ -102,6 +112,36 @@ func TestHealthUnderIdleConnections(t *testing.T) {
 	}
 	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", cmd.Process.Pid))
 	t.Logf("the server holds %d open files (limit 128)", len(fds))
+}
+
+// acceptQueue returns the number of connections waiting to be accepted on
+// the listening IPv4 socket at addr: rx_queue of its LISTEN line in
+// /proc/net/tcp.
+func acceptQueue(t *testing.T, addr string) int {
+	t.Helper()
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil || !ap.Addr().Is4() {
+		t.Fatalf("listen address %q: want an IPv4 address and port (%v)", addr, err)
+	}
+	ip := ap.Addr().As4()
+	local := fmt.Sprintf("%02X%02X%02X%02X:%04X", ip[3], ip[2], ip[1], ip[0], ap.Port())
+	data, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(data)) {
+		f := strings.Fields(line)
+		if len(f) > 4 && f[1] == local && f[3] == "0A" { // 0A: LISTEN
+			_, rx, _ := strings.Cut(f[4], ":")
+			n, err := strconv.ParseInt(rx, 16, 64)
+			if err != nil {
+				t.Fatalf("/proc/net/tcp: %q: %v", line, err)
+			}
+			return int(n)
+		}
+	}
+	t.Fatalf("/proc/net/tcp has no listening socket %s (%s)", addr, local)
+	return 0
 }
 
 // TestConnectionsCut: an idle keep-alive connection, a connection that

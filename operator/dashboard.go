@@ -43,7 +43,7 @@ func init() {
 		},
 	}
 	for _, p := range []string{"overview", "kind", "model", "dead", "bulk", "error"} {
-		pages[p] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(webFS, "web/templates/layout.html", "web/templates/"+p+".html"))
+		pages[p] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(webFS, "web/templates/layout.html", "web/templates/charts.html", "web/templates/"+p+".html"))
 	}
 }
 
@@ -145,11 +145,13 @@ type overviewData struct {
 	Kinds     []KindSummary
 	CountedAt time.Time
 	Error     string
+	// Charts are every kind's activity added up (charts.go).
+	Charts chartsView
 }
 
 func (s *Server) pageOverview(w http.ResponseWriter, r *http.Request) {
 	sums, at, err := s.overviewCached(r.Context())
-	d := overviewData{Kinds: sums, CountedAt: at.UTC()}
+	d := overviewData{Kinds: sums, CountedAt: at.UTC(), Charts: s.charts(r, nil, "/")}
 	if err != nil {
 		s.o.Logger.Error("operator: overview", "err", err)
 		d.Error = "The models could not be counted; the service log has the detail."
@@ -166,6 +168,8 @@ type kindData struct {
 	Error  string
 	// KindPause is the kind's own pause; nil when not paused.
 	KindPause *refresher.PauseInfo
+	// Charts are the kind's activity (charts.go).
+	Charts chartsView
 }
 
 func (s *Server) pageKind(w http.ResponseWriter, r *http.Request, k *Kind) {
@@ -181,12 +185,13 @@ func (s *Server) pageKind(w http.ResponseWriter, r *http.Request, k *Kind) {
 		s.o.Logger.Error("operator: list models", "err", err)
 		d.Error = "The models could not be listed; the service log has the detail."
 	}
-	if p, err := s.admin().KindPause(r.Context(), k.Lists); err != nil {
+	if p, err := s.admin(k).KindPause(r.Context(), k.Lists); err != nil {
 		s.o.Logger.Error("operator: read the kind's pause", "err", err)
 		d.Error = "The kind's pause could not be read; the service log has the detail."
 	} else {
 		d.KindPause = p
 	}
+	d.Charts = s.charts(r, k, "/kinds/"+url.PathEscape(k.Name))
 	s.render(w, "kind", http.StatusOK, page{Title: k.Name, Kind: k, Data: d})
 }
 

@@ -101,7 +101,7 @@ func parseDead(raw string, index int64) DeadLetter {
 }
 
 func (s *Server) deadLetters(ctx context.Context, k *Kind, offset, limit int64) (total int64, items []DeadLetter, err error) {
-	total, entries, err := s.admin().DeadLetters(ctx, k.Lists, offset, limit)
+	total, entries, err := s.admin(k).DeadLetters(ctx, k.Lists, offset, limit)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -154,14 +154,14 @@ func (s *Server) apiDeadReplay(w http.ResponseWriter, r *http.Request, k *Kind) 
 		if why != "" {
 			return false, why, nil
 		}
-		done, err := s.admin().ReplayDead(ctx, k.Lists, raw, msg)
+		done, err := s.admin(k).ReplayDead(ctx, k.Lists, raw, msg)
 		return done, "", err
 	})
 }
 
 func (s *Server) apiDeadDiscard(w http.ResponseWriter, r *http.Request, k *Kind) {
 	s.deadAction(w, r, k, "discard", func(ctx context.Context, raw string) (bool, string, error) {
-		done, err := s.admin().DiscardDead(ctx, k.Lists, raw)
+		done, err := s.admin(k).DiscardDead(ctx, k.Lists, raw)
 		return done, "", err
 	})
 }
@@ -180,7 +180,7 @@ func (s *Server) deadAction(w http.ResponseWriter, r *http.Request, k *Kind, wha
 		return
 	}
 	ctx := r.Context()
-	_, entries, err := s.admin().DeadLetters(ctx, k.Lists, 0, deadScan)
+	_, entries, err := s.admin(k).DeadLetters(ctx, k.Lists, 0, deadScan)
 	if err != nil {
 		s.internal(w, "read the dead letters", err)
 		return

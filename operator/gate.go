@@ -48,7 +48,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, status int, msg 
 			w.Header().Set("WWW-Authenticate", `Basic realm="refresher (enter an API token as the password)", charset="UTF-8"`)
 		}
 	case http.StatusTooManyRequests:
-		w.Header().Set("Retry-After", strconv.Itoa(int(s.auth.every.Seconds()+0.5)))
+		w.Header().Set("Retry-After", strconv.Itoa(s.auth.retryAfter()))
 	}
 	if strings.HasPrefix(r.URL.Path, "/api/") {
 		writeError(w, status, msg)

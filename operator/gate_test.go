@@ -59,7 +59,7 @@ func TestReadsNeedToken(t *testing.T) {
 	f := newFixture(t, nil)
 	h := f.serve(func(o *Options) { o.ReadNeedsToken = true; o.Gatherer = prometheus.NewRegistry() })
 	for _, path := range []string{"/metrics", "/", "/kinds/items", "/kinds/items/models/ok-1", "/kinds/items/dead", "/api/v1/kinds",
-		"/api/v1/kinds/items/models", "/api/v1/kinds/items/models/off-3", "/api/v1/kinds/items/dead"} {
+		"/api/v1/kinds/items/models", "/api/v1/kinds/items/models/off-3", "/api/v1/kinds/items/dead", "/api/v1/kinds/items/activity"} {
 		st, body, hdr := get(t, h, "GET", path, "", "")
 		if st != 401 || !strings.Contains(body, "reading needs a token") || !strings.HasPrefix(hdr.Get("WWW-Authenticate"), "Basic ") {
 			t.Errorf("GET %s without a token: %d %q %v", path, st, body, hdr)
@@ -121,9 +121,9 @@ func TestFailuresLimitedNotTokens(t *testing.T) {
 			t.Fatalf("failure within the burst: %d", st)
 		}
 	}
-	st, _, hdr := get(t, h, "POST", "/api/v1/kinds/items/models/ok-1/trigger", "Bearer wrong-token-xxxxxxxx", "")
-	if st != 429 || hdr.Get("Retry-After") == "" {
-		t.Fatalf("after the burst: %d %v", st, hdr)
+	st, body, hdr := get(t, h, "POST", "/api/v1/kinds/items/models/ok-1/trigger", "Bearer wrong-token-xxxxxxxx", "")
+	if st != 429 || hdr.Get("Retry-After") != "1" || !strings.Contains(body, "retry in 1 s") {
+		t.Fatalf("after the burst: %d %v %s, want 429 saying to retry in Retry-After's 1 s", st, hdr, body)
 	}
 	for range 5 {
 		if st, body, _ := get(t, h, "GET", "/api/v1/kinds", "Bearer "+readToken, ""); st != 200 {

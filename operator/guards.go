@@ -32,7 +32,7 @@ func (s *Server) throttleHold(ctx context.Context, k *Kind, row models.Row, now 
 	if g == "" {
 		return nil, nil
 	}
-	holds, err := s.admin().ThrottleHolds(ctx, k.Lists, now)
+	holds, err := s.admin(k).ThrottleHolds(ctx, k.Lists, now)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +69,7 @@ func incidentSummary(inc *refresher.IncidentState) string {
 // kindIncident reads the kind's incident guard at now; nil when there is no
 // incident.
 func (s *Server) kindIncident(ctx context.Context, k *Kind, now time.Time) (*refresher.IncidentState, error) {
-	inc, err := s.admin().KindIncident(ctx, k.Lists, k.Policy.Guard, now)
+	inc, err := s.admin(k).KindIncident(ctx, k.Lists, k.Policy.Guard, now)
 	if err != nil || !inc.Active {
 		return nil, err
 	}
@@ -85,7 +85,7 @@ func (s *Server) kindGuards(ctx context.Context, k *Kind, now time.Time) (*refre
 	if err != nil || k.ThrottleGroup == "" {
 		return inc, 0, err
 	}
-	holds, err := s.admin().ThrottleHolds(ctx, k.Lists, now)
+	holds, err := s.admin(k).ThrottleHolds(ctx, k.Lists, now)
 	if err != nil {
 		return inc, 0, err
 	}

@@ -17,9 +17,10 @@ import (
 // The operator's pause (refresher.Admin's Pause and PauseKind): the API's
 // actions and the paused state of the lists.
 
-// admin is the operator's actions and reads, shared with the CLI.
-func (s *Server) admin() *refresher.Admin {
-	return refresher.NewAdmin(s.o.Store, redisio.New(s.o.Redis))
+// admin is the operator's actions and reads on kind k (its database),
+// shared with the CLI.
+func (s *Server) admin(k *Kind) *refresher.Admin {
+	return refresher.NewAdmin(k.Store, redisio.New(s.o.Redis))
 }
 
 // PauseRequest is the body of the pause actions; Note says why, for the
@@ -59,7 +60,7 @@ func (s *Server) apiPauseModel(w http.ResponseWriter, r *http.Request, k *Kind) 
 		return
 	}
 	s.change(w, r, k, "pause", func(ctx context.Context, t models.Table, keys []string, _ time.Time) ([]refresher.Change, error) {
-		return s.admin().Pause(ctx, t, k.Lists, keys, info)
+		return s.admin(k).Pause(ctx, t, k.Lists, keys, info)
 	}, func(it *ModelItem) { it.State, it.Pause = "paused", &info })
 }
 
@@ -69,7 +70,7 @@ func (s *Server) apiResumeModel(w http.ResponseWriter, r *http.Request, k *Kind)
 		return
 	}
 	s.change(w, r, k, "resume", func(ctx context.Context, t models.Table, keys []string, now time.Time) ([]refresher.Change, error) {
-		return s.admin().Resume(ctx, t, k.Lists, keys, now, k.scheduleFor)
+		return s.admin(k).Resume(ctx, t, k.Lists, keys, now, k.scheduleFor)
 	})
 }
 
@@ -88,7 +89,7 @@ func (s *Server) apiPauseKind(w http.ResponseWriter, r *http.Request, k *Kind) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if err := s.admin().PauseKind(r.Context(), k.Lists, info); err != nil {
+	if err := s.admin(k).PauseKind(r.Context(), k.Lists, info); err != nil {
 		s.internal(w, "pause the kind", err)
 		return
 	}
@@ -103,7 +104,7 @@ func (s *Server) apiResumeKind(w http.ResponseWriter, r *http.Request, k *Kind) 
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	was, err := s.admin().ResumeKind(r.Context(), k.Lists)
+	was, err := s.admin(k).ResumeKind(r.Context(), k.Lists)
 	if err != nil {
 		s.internal(w, "resume the kind", err)
 		return
@@ -120,7 +121,7 @@ func (s *Server) apiResumeKind(w http.ResponseWriter, r *http.Request, k *Kind) 
 // refusePaused answers 409 and returns true when the model {uid} is paused:
 // what (a refresh now) would not happen until it is resumed.
 func (s *Server) refusePaused(w http.ResponseWriter, r *http.Request, k *Kind, what string) bool {
-	paused, err := s.admin().ModelPaused(r.Context(), k.Lists, modelKey(r))
+	paused, err := s.admin(k).ModelPaused(r.Context(), k.Lists, modelKey(r))
 	if err != nil {
 		s.internal(w, "read the model's pause", err)
 		return true
@@ -163,7 +164,7 @@ func (s *Server) listPaused(ctx context.Context, k *Kind, q models.ListQuery, pa
 		return page, nil
 	}
 	var rows map[string]models.Row
-	err := s.o.Store.Tx(ctx, func(tx models.Tx) error {
+	err := k.Store.Tx(ctx, func(tx models.Tx) error {
 		var err error
 		rows, err = tx.LockByKeys(ctx, k.Table, keys)
 		return err

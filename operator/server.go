@@ -21,9 +21,11 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,13 +58,16 @@ type Kind struct {
 	// of Table.Payload) naming a row's throttle group; "" for none. A
 	// model whose group is held shows the hold.
 	ThrottleGroup string
+	// Store is the database that holds Table. Default Options.Store.
+	Store models.Store
 }
 
 // Options configure a Server.
 type Options struct {
 	Kinds []Kind
-	// Store is the database (its Inspector part gives the counts and
-	// lists).
+	// Store is the database of the kinds without a Store of their own
+	// (its Inspector part gives the counts and lists); nil when every kind
+	// has one.
 	Store models.Store
 	// Redis holds the kinds' lists.
 	Redis redis.UniversalClient
@@ -114,12 +119,21 @@ type Server struct {
 	overview []KindSummary // last counts; nil after an action
 	cachedAt time.Time
 	counting bool // a recount runs
+	closed   bool // Close was called: no recount starts
+
+	chartCache chartCache // the activities read lately (charts.go)
+
+	// recounts is the background recount (see overviewCached), run with
+	// recountCtx; Close cancels it and waits for it.
+	recounts    sync.WaitGroup
+	recountCtx  context.Context
+	stopRecount context.CancelFunc
 }
 
 // New returns a Server; Handler serves it.
 func New(o Options) (*Server, error) {
-	if o.Store == nil || o.Redis == nil {
-		return nil, errors.New("operator: Store and Redis are required")
+	if o.Redis == nil {
+		return nil, errors.New("operator: Redis is required")
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -130,6 +144,7 @@ func New(o Options) (*Server, error) {
 	o.PageTimeout = cmp.Or(o.PageTimeout, 5*time.Second)
 	o.CheckTimeout = cmp.Or(o.CheckTimeout, 2*time.Second)
 	s := &Server{o: o, kinds: map[string]*Kind{}}
+	s.recountCtx, s.stopRecount = context.WithCancel(context.Background())
 	for i := range o.Kinds {
 		k := o.Kinds[i]
 		k.LateAfter = cmp.Or(k.LateAfter, models.DefaultLateAfter)
@@ -137,12 +152,30 @@ func New(o Options) (*Server, error) {
 			k.Lists = redisio.DefaultLists(k.Name)
 		}
 		k.Policy = k.Policy.WithDefaults()
+		if k.Store == nil {
+			k.Store = o.Store
+		}
+		if k.Store == nil {
+			return nil, fmt.Errorf("operator: kind %s has no Store, and Options.Store is nil", k.Name)
+		}
 		s.kinds[k.Name] = &k
 		s.order = append(s.order, k.Name)
 	}
 	s.auth = newAuthenticator(o.Tokens, o.ReadTokens, cmp.Or(o.AuthFailureBurst, 10), cmp.Or(o.AuthFailureEvery, 6*time.Second))
 	s.handler = s.routes()
 	return s, nil
+}
+
+// Close stops the background recount of the overview, if one runs, and
+// waits for it, so that it does not outlive the database and Redis clients
+// its caller closes next. Close the HTTP server first: a request after
+// Close answers with the counts it has, and counts only when it has none.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.stopRecount()
+	s.recounts.Wait()
 }
 
 // ReadOnly reports whether no token may act: every state-changing request
@@ -182,10 +215,10 @@ func secure(next http.Handler) http.Handler {
 	})
 }
 
-// readyz answers 200 when the database and Redis both answer, and 503
-// naming the one that does not otherwise. The two checks run at once, each
-// with its own deadline (CheckTimeout), so a frozen database is never
-// reported as Redis. The detail goes to the log only: driver errors may
+// readyz answers 200 when every database and Redis answer, and 503
+// naming those that do not otherwise. The checks run at once, each with
+// its own deadline (CheckTimeout), so a frozen database is never reported
+// as Redis, nor as another database. The detail goes to the log only: driver errors may
 // name hosts.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	check := func(what string, ping func(context.Context) error) <-chan string {
@@ -201,10 +234,13 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		}()
 		return out
 	}
-	db := check("the database", s.o.Store.Ping)
-	rd := check("Redis", func(ctx context.Context) error { return s.o.Redis.Ping(ctx).Err() })
+	var checks []<-chan string
+	for _, db := range s.databases() {
+		checks = append(checks, check(db.name, db.store.Ping))
+	}
+	checks = append(checks, check("Redis", func(ctx context.Context) error { return s.o.Redis.Ping(ctx).Err() }))
 	var reasons []string
-	for _, c := range []<-chan string{db, rd} {
+	for _, c := range checks {
 		if reason, ok := <-c; ok {
 			reasons = append(reasons, reason)
 		}
@@ -218,6 +254,49 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Write([]byte("ok\n"))
+}
+
+// database is one database of the kinds, as /readyz names it.
+type database struct {
+	name  string
+	store models.Store
+}
+
+// databases lists Options.Store and the kinds' distinct stores, in the
+// order of their first kind: "the database" when there is one, else "the
+// database of kinds a, b" (never its URL, which may name hosts).
+func (s *Server) databases() []database {
+	var (
+		out   []database
+		kinds [][]string
+	)
+	at := map[models.Store]int{}
+	if s.o.Store != nil {
+		at[s.o.Store] = 0
+		out, kinds = append(out, database{store: s.o.Store}), append(kinds, nil)
+	}
+	for _, name := range s.order {
+		k := s.kinds[name]
+		i, ok := at[k.Store]
+		if !ok {
+			i = len(out)
+			at[k.Store] = i
+			out = append(out, database{store: k.Store})
+			kinds = append(kinds, nil)
+		}
+		kinds[i] = append(kinds[i], k.Name)
+	}
+	for i := range out {
+		switch {
+		case len(out) == 1:
+			out[i].name = "the database"
+		case len(kinds[i]) == 0:
+			out[i].name = "the top-level database"
+		default:
+			out[i].name = "the database of kinds " + strings.Join(kinds[i], ", ")
+		}
+	}
+	return out
 }
 
 // IsLoopback reports whether a listen address only accepts connections from

@@ -53,15 +53,10 @@ type PlannedRetry struct {
 // timelineLen bounds the occurrences and retries shown.
 const timelineLen = 5
 
-// timeline computes a model's Timeline at now.
-func timeline(k *Kind, row models.Row, now time.Time) Timeline {
-	return heldTimeline(k, row, now, time.Time{})
-}
-
-// heldTimeline is timeline for a model whose throttle group is held until
-// heldUntil (zero: not held): its retry plan starts at the hold's end when
-// refresh_at comes before it, as the dispatcher holds the row until then
-// (policy.Held).
+// heldTimeline computes a model's Timeline at now, its throttle group held
+// until heldUntil (zero: not held): its retry plan starts at the hold's end
+// when refresh_at comes before it, as the dispatcher holds the row until
+// then (policy.Held).
 func heldTimeline(k *Kind, row models.Row, now, heldUntil time.Time) Timeline {
 	st := row.State
 	tl := Timeline{LastAttempt: tp(st.AttemptAt), NextRefresh: tp(st.RefreshAt), Occurrences: []time.Time{}, RetryPlan: []PlannedRetry{}}

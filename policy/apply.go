@@ -29,6 +29,10 @@ type Result struct {
 	// Scope says whose fault a failure is (ScopeModel, ScopeGroup,
 	// ScopeWorker); other types ignore it.
 	Scope Scope
+	// Extend asks for timeout_at = now + Extend (see Policy.Extend), with
+	// ResultExtend or ResultStatus; zero asks for nothing. Other types
+	// ignore it.
+	Extend time.Duration
 }
 
 // Outcome is what became of a result.
@@ -72,6 +76,10 @@ type ApplyDecision struct {
 	// message.
 	InvalidSchedule bool
 	ScheduleError   string
+	// Extended: the result asked for more time and was applied; Lease is
+	// what Extend decided.
+	Extended bool
+	Lease    Lease
 }
 
 // Apply is the poller's transition of one result r read at now, the whole
@@ -89,8 +97,11 @@ type ApplyDecision struct {
 //     too (OutcomeLate). Which loop reaches the row first does not change
 //     the state it ends in;
 //  4. a status result stores r.Status (SetStatus) and keeps the attempt
-//     running; it may come any number of times and does not extend
-//     timeout_at;
+//     running; it may come any number of times. An extend result stores
+//     its status when it carries one. With r.Extend set, either moves
+//     timeout_at (and refresh_at) to now + r.Extend within the kind's
+//     bounds (Extend, ApplyDecision.Lease): a late request (rule 3) extends
+//     nothing;
 //  5. a success ends the attempt (success), a failure too (Failure; a
 //     non-permanent failure with ScopeGroup is Throttled instead and does
 //     not count; during an incident, p.Incident, a non-permanent failure
@@ -122,13 +133,22 @@ func (p Policy) Apply(s State, r Result, now time.Time, sched Nexter, schedErr e
 	}
 	d := ApplyDecision{Outcome: OutcomeApplied}
 	switch r.Type {
-	case ResultStatus:
-		return SetStatus(s, r.Status), d
-	case ResultSuccess:
-		var err error
-		if s, err = success(s, now, sched); err != nil {
-			d.InvalidSchedule, d.ScheduleError = true, err.Error()
+	case ResultStatus, ResultExtend:
+		if r.Type == ResultStatus || r.Status != "" {
+			s = SetStatus(s, r.Status)
 		}
+		if r.Extend > 0 {
+			d.Extended = true
+			s, d.Lease = p.Extend(s, now, r.Extend, sched)
+		}
+		return s, d
+	case ResultSuccess:
+		w, err := Succeeded(r, now, sched)
+		if err == nil {
+			return WithSuccess(s, w), d // the write a store may do unread
+		}
+		s, _ = success(s, now, sched) // disables the row: its schedule failed
+		d.InvalidSchedule, d.ScheduleError = true, err.Error()
 	default: // ResultFailure; the codec admits no other type
 		d.Failed = true
 		f := Failure{

@@ -56,6 +56,10 @@ type Policy struct {
 	// buggy or hostile answer such as 9223372036 seconds cannot plan a row
 	// centuries ahead. Default: 7 days (168h).
 	MaxRetryAfter time.Duration
+	// MaxTimeout is the longest an attempt may run, counted from its start,
+	// however a worker extends it (Extend). Default: DefaultMaxTimeoutFactor
+	// (4) times Timeout. It must not be less than Timeout.
+	MaxTimeout time.Duration
 	// Guard is the kind's incident guard (see Guard). Default: on, 80% of
 	// at least 50 results in 5 minutes.
 	Guard Guard
@@ -77,6 +81,7 @@ type Policy struct {
 func (p Policy) WithDefaults() Policy {
 	p.Kind = cmp.Or(p.Kind, DefaultKind)
 	p.Timeout = cmp.Or(p.Timeout, DefaultTimeout)
+	p.MaxTimeout = cmp.Or(p.MaxTimeout, DefaultMaxTimeoutFactor*p.Timeout)
 	if p.Retry == nil {
 		p.Retry = DefaultRetry
 	}
@@ -94,6 +99,9 @@ func (p Policy) Validate() error {
 	p = p.WithDefaults()
 	if p.Timeout < 0 {
 		return fmt.Errorf("Timeout cannot be negative (got %s)", p.Timeout)
+	}
+	if p.MaxTimeout < p.Timeout {
+		return fmt.Errorf("MaxTimeout %s is less than Timeout %s: an extension could never reach the first timeout_at", FormatDuration(p.MaxTimeout), FormatDuration(p.Timeout))
 	}
 	if p.MaxRetryAfter < 0 {
 		return fmt.Errorf("MaxRetryAfter cannot be negative (got %s)", p.MaxRetryAfter)
@@ -308,12 +316,13 @@ func (p Policy) Failure(s State, now time.Time, f Failure, sched Nexter, u float
 }
 
 // TimedOut declares the running attempt failed at now (its timeout_at has
-// come) with the reason "timed out after <Timeout>", a non-permanent failure
-// without Retry-After. When the resulting s.RefreshAt is not after now, the
+// come) with the reason "timed out after <Timeout>" ("timed out after
+// <its whole length> (lease extended)" when a worker extended it), a
+// non-permanent failure without Retry-After. When the resulting s.RefreshAt is not after now, the
 // shell starts the next attempt in the same pass.
 func (p Policy) TimedOut(s State, now time.Time, sched Nexter, u float64) (State, Decision) {
 	p = p.WithDefaults()
-	return p.Failure(s, now, Failure{Reason: TimeoutReason(p.Timeout)}, sched, u)
+	return p.Failure(s, now, Failure{Reason: p.timeoutReason(s)}, sched, u)
 }
 
 // TimeoutReason is the last_error of a timed-out attempt: "timed out after 1h".

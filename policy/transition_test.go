@@ -61,13 +61,14 @@ func TestPolicyDefaults(t *testing.T) {
 		DisabledReason:  "Cannot refresh {kind} after {attempts} attempt(s)",
 		PermanentReason: "Cannot refresh {kind}: the source was rejected",
 		MaxRetryAfter:   7 * 24 * time.Hour,
+		MaxTimeout:      4 * time.Hour,
 		Guard:           Guard{Threshold: 0.8, MinResults: 50, Window: 5 * time.Minute, Retry: time.Minute},
 	}, p)
 	require.NoError(t, p.Validate())
 	require.NoError(t, Policy{}.Validate())
 
 	custom := Policy{Kind: "big_tables", Timeout: time.Minute, Retry: mustRetry(t, "linear:unit=1m"), DisabledReason: "{kind}: {attempts}",
-		PermanentReason: "{kind} rejected", MaxRetryAfter: time.Hour,
+		PermanentReason: "{kind} rejected", MaxRetryAfter: time.Hour, MaxTimeout: 3 * time.Minute,
 		Guard: Guard{Threshold: 0.5, MinResults: 10, Window: time.Minute, Retry: 2 * time.Minute}}
 	require.Equal(t, custom, custom.WithDefaults())
 }

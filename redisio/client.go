@@ -60,10 +60,11 @@ type Client struct {
 	cfg Config
 }
 
-// New returns a Client with the default Config that talks through rdb,
-// which the caller owns and closes. It panics if rdb is nil (a wiring bug).
-// Keys of a drain are used together in Lua scripts, so in Redis Cluster the
-// list names need a common hash tag (see Lists.Processing).
+// New returns a Client with the default Config that talks through rdb (one
+// server, a cluster or a Sentinel set; see Open), which the caller owns and
+// closes. It panics if rdb is nil (a wiring bug). A kind's keys are used
+// together in Lua scripts and transactions, so on a Redis Cluster its lists
+// must share one hash tag (see Lists.CheckTag).
 func New(rdb redis.UniversalClient) *Client {
 	c, err := NewWithConfig(rdb, Config{})
 	if err != nil {
@@ -76,7 +77,7 @@ func New(rdb redis.UniversalClient) *Client {
 // invalid.
 func NewWithConfig(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 	if rdb == nil {
-		return nil, errors.New("redisio.New: nil Redis client (pass a *redis.Client from redis.NewClient)")
+		return nil, errors.New("redisio.New: nil Redis client (pass one from redisio.Open)")
 	}
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
@@ -99,18 +100,27 @@ func (c *Client) Push(ctx context.Context, list string, jobs []Job) (queued int6
 	if len(jobs) == 0 {
 		return 0, nil
 	}
+	vals, err := encodeJobs(list, jobs)
+	if err != nil {
+		return 0, err
+	}
+	return c.PushRaw(ctx, list, vals...)
+}
+
+// encodeJobs encodes jobs for one RPUSH to list.
+func encodeJobs(list string, jobs []Job) ([]any, error) {
 	buf := make([]byte, 0, 192*len(jobs))
 	vals := make([]any, len(jobs))
 	for i, j := range jobs {
 		start := len(buf)
 		var err error
 		if buf, err = AppendJob(buf, j); err != nil {
-			return 0, fmt.Errorf("push %d jobs to %q: %w", len(jobs), list, err)
+			return nil, fmt.Errorf("push %d jobs to %q: %w", len(jobs), list, err)
 		}
 		// A slice of buf: later appends may move buf, not this view.
 		vals[i] = buf[start:len(buf):len(buf)]
 	}
-	return c.PushRaw(ctx, list, vals...)
+	return vals, nil
 }
 
 // PushRaw appends already encoded messages (string or []byte) to the right

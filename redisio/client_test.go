@@ -79,13 +79,13 @@ func TestDefaultLists(t *testing.T) {
 func TestNewValidates(t *testing.T) {
 	t.Parallel()
 	_, err := NewWithConfig(nil, Config{})
-	require.EqualError(t, err, "redisio.New: nil Redis client (pass a *redis.Client from redis.NewClient)")
+	require.EqualError(t, err, "redisio.New: nil Redis client (pass one from redisio.Open)")
 	_, err = NewWithConfig(redis.NewClient(&redis.Options{}), Config{MaxResultBytes: -1})
 	require.EqualError(t, err, "redisio.New: MaxResultBytes is -1, want 0 (default 65536) or more")
 
 	func() {
 		defer func() {
-			require.Equal(t, "redisio.New: nil Redis client (pass a *redis.Client from redis.NewClient)", fmt.Sprint(recover()))
+			require.Equal(t, "redisio.New: nil Redis client (pass one from redisio.Open)", fmt.Sprint(recover()))
 		}()
 		New(nil)
 	}()
@@ -116,11 +116,11 @@ func TestPushIsFIFOInOneRoundTrip(t *testing.T) {
 	require.Equal(t, int64(1000), n)
 
 	// A worker pops from the left and sees the jobs in push order, exactly
-	// as EncodeJob writes them.
+	// as AppendJob writes them.
 	popped, err := b.rdb.LPopCount(ctx, b.lists.Input, 1000).Result()
 	require.NoError(t, err)
 	for i, raw := range popped {
-		want, err := EncodeJob(js[i])
+		want, err := encodeJob(js[i])
 		require.NoError(t, err)
 		require.Equal(t, string(want), raw)
 	}
@@ -150,15 +150,16 @@ func TestRedisUnreachable(t *testing.T) {
 	t.Cleanup(func() { _ = rdb.Close() })
 	c := New(rdb)
 	lists := DefaultLists("unreachable")
-	d := c.Drain(lists, "A", 0)
 	ctx := t.Context()
+	// A drain per call: the calls run at once, and a Drain is one poller's.
+	drain := func() *Drain { return c.Drain(lists, "A", 0) }
 
 	for name, call := range map[string]func() error{
 		"Push":      func() error { _, err := c.Push(ctx, lists.Input, jobs(3)); return err },
 		"Len":       func() error { _, err := c.Len(ctx, lists.Input); return err },
-		"Fetch":     func() error { _, err := d.Fetch(ctx, 10, 5*time.Second); return err },
-		"Heartbeat": func() error { return d.Heartbeat(ctx) },
-		"Recover":   func() error { _, err := d.Recover(ctx); return err },
+		"Fetch":     func() error { _, err := drain().Fetch(ctx, 10, 5*time.Second); return err },
+		"Heartbeat": func() error { return drain().Heartbeat(ctx) },
+		"Recover":   func() error { _, err := drain().Recover(ctx); return err },
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

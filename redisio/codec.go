@@ -29,6 +29,11 @@ const TimeoutAtLayout = "2006-01-02T15:04:05.000000Z"
 // the largest whole number of seconds a time.Duration holds (about 292 years).
 const MaxRetryAfterSeconds = math.MaxInt64 / int64(time.Second)
 
+// MaxExtendSeconds is the largest "seconds" an extend (or status) result
+// may carry: 365 days. A larger value is a worker bug (a Unix time, or
+// milliseconds, sent for seconds); the kind's max_timeout caps the rest.
+const MaxExtendSeconds = 365 * 24 * 60 * 60
+
 // ErrInvalidResult is wrapped by every error of DecodeResult.
 var ErrInvalidResult = errors.New("invalid result")
 
@@ -37,14 +42,15 @@ var ErrInvalidResult = errors.New("invalid result")
 const validResult = `a valid result is a JSON object such as ` +
 	`{"uid":"<uid of the job>","attempt_uid":"<attempt_uid of the job>","type":"failure",` +
 	`"reason":"HTTP 503","user_friendly_reason":"","permanent":false,"retry_after_seconds":120,"status":""}; ` +
-	`uid, attempt_uid and type ("success", "failure" or "status") are required, ` +
-	`status is required when type is "status", the other fields are optional`
+	`uid, attempt_uid and type ("success", "failure", "status" or "extend") are required, ` +
+	`status is required when type is "status", seconds when type is "extend", the other fields are optional`
 
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s (%s)", ErrInvalidResult, fmt.Sprintf(format, args...), validResult)
 }
 
-// EncodeJob returns the JSON of job as docs/protocol.md ("Jobs") defines it:
+// AppendJob appends the JSON of job to dst, as docs/protocol.md ("Jobs")
+// defines it:
 //
 //	{"kind":"big_tables","uid":"42","attempt_uid":"d4n0q4a5n1p0bb6b6h20","attempt_no":1,
 //	 "timeout_at":"2026-11-21T14:00:00.000000Z","payload":{"input_url":"https://example.com/a.csv"}}
@@ -60,12 +66,8 @@ func invalid(format string, args ...any) error {
 // escaped as encoding/json does, except that <, > and & are not escaped.
 //
 // It fails when kind, uid or attempt_uid is empty, timeout_at is zero or
-// outside years 0-9999, or a payload value cannot be encoded.
-func EncodeJob(job Job) ([]byte, error) {
-	return AppendJob(make([]byte, 0, 160), job)
-}
-
-// AppendJob appends the JSON of job (see EncodeJob) to dst.
+// outside years 0-9999, or a payload value cannot be encoded (and returns
+// dst as given).
 func AppendJob(dst []byte, job Job) ([]byte, error) {
 	switch {
 	case job.Kind == "":
@@ -204,13 +206,16 @@ func DecodeResult(raw []byte) (Result, error) {
 //     carry the uid and the attempt_uid of the job it answers (attempt_uid is
 //     never empty in a job, so an empty one is a worker bug, not a stale
 //     result),
-//   - type is not "success", "failure" or "status",
+//   - type is not "success", "failure", "status" or "extend",
 //   - type is "status" and there is no "status" string,
+//   - type is "extend" and there is no "seconds",
 //   - a known field has the wrong JSON type (strings for uid, attempt_uid,
 //     type, reason, user_friendly_reason, status, scope and throttle_key; a boolean for
-//     permanent; a whole number for retry_after_seconds),
+//     permanent; a whole number for retry_after_seconds and seconds),
 //   - retry_after_seconds is negative, fractional or above
 //     MaxRetryAfterSeconds,
+//   - seconds (with any type) is not a whole number from 1 to
+//     MaxExtendSeconds,
 //   - scope is not "", "group" or "worker".
 //
 // Field names are matched exactly (case-sensitive). Optional fields may be
@@ -277,9 +282,9 @@ func DecodeResultLimit(raw []byte, maxBytes int) (Result, error) {
 		return Result{}, err
 	}
 	switch r.Type {
-	case ResultSuccess, ResultFailure, ResultStatus:
+	case ResultSuccess, ResultFailure, ResultStatus, ResultExtend:
 	default:
-		return Result{}, invalid(`"type" is %q, want "success", "failure" or "status"`, r.Type)
+		return Result{}, invalid(`"type" is %q, want "success", "failure", "status" or "extend"`, r.Type)
 	}
 	if r.Reason, _, err = f.optionalString(fieldReason); err != nil {
 		return Result{}, err
@@ -326,7 +331,32 @@ func DecodeResultLimit(raw []byte, maxBytes int) (Result, error) {
 		}
 		r.RetryAfterSeconds = int(n)
 	}
+	if r.Seconds, err = f.seconds(); err != nil {
+		return Result{}, err
+	}
+	if r.Type == ResultExtend && r.Seconds == 0 {
+		return Result{}, invalid(`"seconds" is missing; a result of type "extend" asks for its attempt's timeout_at to be that many seconds from now, e.g. "seconds":600`)
+	}
 	return r, nil
+}
+
+// seconds returns the field "seconds" (0 when absent or null): how long
+// from now an extend or status result asks its attempt to run.
+func (f *resultFields) seconds() (int, error) {
+	v := f.vals[fieldSeconds]
+	if v == nil || v.Type() == fastjson.TypeNull {
+		return 0, nil
+	}
+	const want = "want a whole number of seconds from 1 to %d (365 days): how long from now the attempt needs, not a time"
+	if v.Type() != fastjson.TypeNumber {
+		return 0, invalid(`"seconds" is a %s, `+want, typeName(v), MaxExtendSeconds)
+	}
+	text := v.MarshalTo(nil)
+	n, err := strconv.ParseInt(string(text), 10, 64)
+	if err != nil || n < 1 || n > MaxExtendSeconds {
+		return 0, invalid(`"seconds" is %s, `+want, text, MaxExtendSeconds)
+	}
+	return int(n), nil
 }
 
 // parsers are reused by DecodeResultLimit, which may run concurrently.
@@ -344,11 +374,12 @@ const (
 	fieldRetryAfter
 	fieldScope
 	fieldThrottleKey
+	fieldSeconds
 	numResultFields
 )
 
 // resultFieldNames are the JSON names of the fields, matched exactly.
-var resultFieldNames = [numResultFields]string{"uid", "attempt_uid", "type", "reason", "user_friendly_reason", "status", "permanent", "retry_after_seconds", "scope", "throttle_key"}
+var resultFieldNames = [numResultFields]string{"uid", "attempt_uid", "type", "reason", "user_friendly_reason", "status", "permanent", "retry_after_seconds", "scope", "throttle_key", "seconds"}
 
 // resultFields holds the value of each field present in a message.
 type resultFields struct {

@@ -11,6 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// encodeJob is AppendJob to a new slice.
+func encodeJob(job Job) ([]byte, error) { return AppendJob(nil, job) }
+
 func TestEncodeJobShape(t *testing.T) {
 	t.Parallel()
 	berlin, err := time.LoadLocation("Europe/Berlin")
@@ -20,14 +23,14 @@ func TestEncodeJobShape(t *testing.T) {
 		TimeoutAt: time.Date(2026, 11, 21, 15, 0, 0, 0, berlin), // 14:00 UTC
 		Payload:   map[string]any{"input_url": "https://example.com/a.csv?x=1&y=<2>"},
 	}
-	got, err := EncodeJob(job)
+	got, err := encodeJob(job)
 	require.NoError(t, err)
 	require.Equal(t, `{"kind":"big_tables","uid":"42","attempt_uid":"d4n0q4a5n1p0bb6b6h20","attempt_no":1,`+
 		`"timeout_at":"2026-11-21T14:00:00.000000Z","payload":{"input_url":"https://example.com/a.csv?x=1&y=<2>"}}`, string(got))
 
 	job.Payload = nil
 	job.TimeoutAt = time.Date(2026, 11, 21, 14, 0, 0, 123456000, time.UTC)
-	got, err = EncodeJob(job)
+	got, err = encodeJob(job)
 	require.NoError(t, err)
 	require.Equal(t, `{"kind":"big_tables","uid":"42","attempt_uid":"d4n0q4a5n1p0bb6b6h20","attempt_no":1,`+
 		`"timeout_at":"2026-11-21T14:00:00.123456Z","payload":{}}`, string(got))
@@ -39,12 +42,12 @@ func TestEncodeJobShape(t *testing.T) {
 		want string
 	}{{742000, "14:00:00.000742Z"}, {107430000, "14:00:00.107430Z"}, {999999999, "14:00:00.999999Z"}, {1, "14:00:00.000000Z"}} {
 		job.TimeoutAt = time.Date(2026, 11, 21, 14, 0, 0, tc.ns, time.UTC)
-		got, err := EncodeJob(job)
+		got, err := encodeJob(job)
 		require.NoError(t, err)
 		require.Contains(t, string(got), `"timeout_at":"2026-11-21T`+tc.want+`"`)
 	}
 	job.TimeoutAt = time.Date(2026, 11, 21, 14, 0, 0, 123456000, time.UTC)
-	got, err = EncodeJob(job)
+	got, err = encodeJob(job)
 	require.NoError(t, err)
 
 	// The decoded job is the job (in UTC).
@@ -70,7 +73,7 @@ func TestEncodeJobPayloadMatchesEncodingJSON(t *testing.T) {
 		"time":  time.Date(2026, 1, 2, 3, 4, 5, 6000, time.FixedZone("X", 3600)),
 		"slice": []int{1, 2}, "map": map[string]int{"b": 2, "a": 1},
 	}
-	got, err := EncodeJob(Job{Kind: "k", UID: "u", AttemptUID: "a", TimeoutAt: time.Unix(0, 0), Payload: payload})
+	got, err := encodeJob(Job{Kind: "k", UID: "u", AttemptUID: "a", TimeoutAt: time.Unix(0, 0), Payload: payload})
 	require.NoError(t, err)
 	require.True(t, json.Valid(got), "%s", got)
 
@@ -118,11 +121,14 @@ func TestEncodeJobErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			j := ok
 			tc.mod(&j)
-			_, err := EncodeJob(j)
+			_, err := encodeJob(j)
 			require.EqualError(t, err, tc.want)
 		})
 	}
 }
+
+// secondsWant ends every error about "seconds".
+const secondsWant = `want a whole number of seconds from 1 to 31536000 (365 days): how long from now the attempt needs, not a time`
 
 func TestDecodeResult(t *testing.T) {
 	t.Parallel()
@@ -148,6 +154,13 @@ func TestDecodeResult(t *testing.T) {
 		{`{"uid":"42","attempt_uid":"a1","type":"failure","scope":"worker","throttle_key":null}`,
 			Result{UID: "42", AttemptUID: "a1", Type: ResultFailure, Scope: ScopeWorker}},
 		{`{"uid":"42","attempt_uid":"a1","type":"failure","scope":""}`, Result{UID: "42", AttemptUID: "a1", Type: ResultFailure}},
+		{`{"uid":"42","attempt_uid":"a1","type":"extend","seconds":600}`, Result{UID: "42", AttemptUID: "a1", Type: ResultExtend, Seconds: 600}},
+		{`{"uid":"42","attempt_uid":"a1","type":"extend","seconds":1,"status":"downloading"}`,
+			Result{UID: "42", AttemptUID: "a1", Type: ResultExtend, Seconds: 1, Status: "downloading"}},
+		{`{"uid":"42","attempt_uid":"a1","type":"extend","seconds":31536000}`, Result{UID: "42", AttemptUID: "a1", Type: ResultExtend, Seconds: 31536000}},
+		{`{"uid":"42","attempt_uid":"a1","type":"status","status":"40%","seconds":900}`,
+			Result{UID: "42", AttemptUID: "a1", Type: ResultStatus, Status: "40%", Seconds: 900}},
+		{`{"uid":"42","attempt_uid":"a1","type":"status","status":"40%","seconds":null}`, Result{UID: "42", AttemptUID: "a1", Type: ResultStatus, Status: "40%"}},
 	}
 	for _, tc := range good {
 		got, err := DecodeResult([]byte(tc.raw))
@@ -172,7 +185,7 @@ func TestDecodeResult(t *testing.T) {
 		{`{"uid":"42","attempt_uid":"","type":"success"}`, `"attempt_uid" is empty`},
 		{`{"uid":"42","attempt_uid":["a"],"type":"success"}`, `"attempt_uid" is a array, want a string`},
 		{`{"uid":"42","attempt_uid":"a1"}`, `"type" is missing`},
-		{`{"uid":"42","attempt_uid":"a1","type":"done"}`, `"type" is "done", want "success", "failure" or "status"`},
+		{`{"uid":"42","attempt_uid":"a1","type":"done"}`, `"type" is "done", want "success", "failure", "status" or "extend"`},
 		{`{"uid":"42","attempt_uid":"a1","type":true}`, `"type" is a boolean, want a string`},
 		{`{"uid":"42","attempt_uid":"a1","type":"status"}`, `"status" is missing; a result of type "status" carries the text to show in "status"`},
 		{`{"uid":"42","attempt_uid":"a1","type":"status","status":5}`, `"status" is a number, want a string`},
@@ -187,6 +200,16 @@ func TestDecodeResult(t *testing.T) {
 		{`{"uid":"42","attempt_uid":"a1","type":"failure","scope":"model"}`, `"scope" is "model", want "group" (the row's throttle group is throttled) or "worker" (the worker or its upstream is broken)`},
 		{`{"uid":"42","attempt_uid":"a1","type":"failure","scope":true}`, `"scope" is a boolean, want a string`},
 		{`{"uid":"42","attempt_uid":"a1","type":"failure","throttle_key":7}`, `"throttle_key" is a number, want a string`},
+		{`{"uid":"42","attempt_uid":"a1","type":"extend"}`, `"seconds" is missing; a result of type "extend" asks for its attempt's timeout_at to be that many seconds from now, e.g. "seconds":600`},
+		{`{"uid":"42","attempt_uid":"a1","type":"extend","seconds":null}`, `"seconds" is missing; a result of type "extend" asks for its attempt's timeout_at to be that many seconds from now, e.g. "seconds":600`},
+		{`{"uid":"42","attempt_uid":"a1","type":"extend","seconds":0}`, `"seconds" is 0, ` + secondsWant},
+		{`{"uid":"42","attempt_uid":"a1","type":"extend","seconds":-600}`, `"seconds" is -600, ` + secondsWant},
+		{`{"uid":"42","attempt_uid":"a1","type":"extend","seconds":600.5}`, `"seconds" is 600.5, ` + secondsWant},
+		{`{"uid":"42","attempt_uid":"a1","type":"extend","seconds":6e2}`, `"seconds" is 6e2, ` + secondsWant},
+		{`{"uid":"42","attempt_uid":"a1","type":"extend","seconds":1764120000}`, `"seconds" is 1764120000, ` + secondsWant},
+		{`{"uid":"42","attempt_uid":"a1","type":"extend","seconds":99999999999999999999}`, `"seconds" is 99999999999999999999, ` + secondsWant},
+		{`{"uid":"42","attempt_uid":"a1","type":"extend","seconds":"600"}`, `"seconds" is a string, ` + secondsWant},
+		{`{"uid":"42","attempt_uid":"a1","type":"status","status":"x","seconds":-1}`, `"seconds" is -1, ` + secondsWant},
 		{`{"uid":"42","attempt_uid":"a1","type":"success","padding":"` + strings.Repeat("x", 1<<20) + `"}`, `message is 1048637 bytes, the limit is 65536`},
 	}
 	for _, tc := range bad {
@@ -198,10 +221,10 @@ func TestDecodeResult(t *testing.T) {
 
 	// One full text, as an operator reads it in the dead-letter list.
 	_, err := DecodeResult([]byte(`{"uid":"42","attempt_uid":"a1","type":"done"}`))
-	require.EqualError(t, err, `invalid result: "type" is "done", want "success", "failure" or "status" `+
+	require.EqualError(t, err, `invalid result: "type" is "done", want "success", "failure", "status" or "extend" `+
 		`(a valid result is a JSON object such as {"uid":"<uid of the job>","attempt_uid":"<attempt_uid of the job>",`+
 		`"type":"failure","reason":"HTTP 503","user_friendly_reason":"","permanent":false,"retry_after_seconds":120,"status":""}; `+
-		`uid, attempt_uid and type ("success", "failure" or "status") are required, status is required when type is "status", `+
+		`uid, attempt_uid and type ("success", "failure", "status" or "extend") are required, status is required when type is "status", seconds when type is "extend", `+
 		`the other fields are optional)`)
 }
 
@@ -228,13 +251,13 @@ func BenchmarkEncodeJob(b *testing.B) {
 	job := benchJob()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := EncodeJob(job); err != nil {
+		if _, err := encodeJob(job); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
-// BenchmarkEncodeJobEncodingJSON is the reference EncodeJob is measured
+// BenchmarkEncodeJobEncodingJSON is the reference AppendJob is measured
 // against.
 func BenchmarkEncodeJobEncodingJSON(b *testing.B) {
 	job := benchJob()

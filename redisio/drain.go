@@ -628,6 +628,10 @@ func (d *Drain) RecoverOthers(ctx context.Context) (int, error) {
 		return 0, d.err
 	}
 	total := 0
+	// On a Redis Cluster SCAN sees one node's keys: go-redis sends a SCAN
+	// whose pattern holds a hash tag to the master of the tag's slot, where
+	// every processing list of the drain is (they share the output list's
+	// tag, see Lists.CheckTag).
 	iter := d.c.rdb.Scan(ctx, 0, d.lists.processingPattern(), 100).Iterator()
 	prefix := d.lists.Output + processingInfix
 	for iter.Next(ctx) {

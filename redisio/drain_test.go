@@ -203,7 +203,7 @@ func TestFetchBlocks(t *testing.T) {
 		done <- msgs
 	}()
 	// Wait until the Fetch is blocked (its client shows in CLIENT LIST as blmove).
-	waitFor(t, 5*time.Second, func() bool {
+	testenv.Eventually(t, 5*time.Second, "the Fetch blocks", func() bool {
 		return strings.Contains(b.rdb.ClientList(ctx).Val(), "cmd=blmove")
 	})
 	require.NoError(t, other.RPush(ctx, b.lists.Output, result(0), result(1), result(2)).Err())
@@ -222,17 +222,6 @@ func TestFetchBlocks(t *testing.T) {
 	_, err = d.Fetch(cctx, 10, time.Minute)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.True(t, time.Since(start) < 3*time.Second, "took %s", time.Since(start))
-}
-
-func waitFor(t *testing.T, limit time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s", limit)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 type deadLetterEntry struct {
@@ -301,7 +290,7 @@ func TestGarbageGoesToDeadLetters(t *testing.T) {
 	wantErrs := []string{
 		"invalid result: message is not JSON: invalid character 'o' in literal null (expecting 'u')",
 		`invalid result: "uid" is a number, want a string`,
-		`invalid result: "type" is "exploded", want "success", "failure" or "status"`,
+		`invalid result: "type" is "exploded", want "success", "failure", "status" or "extend"`,
 		fmt.Sprintf("invalid result: message is %d bytes, the limit is 65536", len(huge)),
 		"invalid result: message is not JSON: invalid character 'b' looking for beginning of value",
 		`unknown model: no row with uid "404"`,
@@ -378,7 +367,7 @@ func TestRecoverFromDeadInstance(t *testing.T) {
 	requireList(t, b, b.lists.Processing("A"), results(0, 4)...)
 
 	// A dies: nobody refreshes its heartbeat. Wait until Redis expires it.
-	waitFor(t, 5*time.Second, func() bool { return b.rdb.Exists(ctx, b.lists.Heartbeat("A")).Val() == 0 })
+	testenv.Eventually(t, 5*time.Second, "A's heartbeat expired", func() bool { return b.rdb.Exists(ctx, b.lists.Heartbeat("A")).Val() == 0 })
 	n, err = bd.Recover(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 4, n)
@@ -415,7 +404,7 @@ func TestRecoverOthersKeepsBatchesInFlight(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, seq(2, 6), append(uidsOf(first), uidsOf(ahead)...))
 
-	waitFor(t, 5*time.Second, func() bool { return b.rdb.Exists(ctx, b.lists.Heartbeat("A")).Val() == 0 })
+	testenv.Eventually(t, 5*time.Second, "A's heartbeat expired", func() bool { return b.rdb.Exists(ctx, b.lists.Heartbeat("A")).Val() == 0 })
 	n, err := bd.RecoverOthers(ctx)
 	require.NoError(t, err)
 	require.Equal(t, len(lost), n)
@@ -639,7 +628,7 @@ func TestKilledProcess(t *testing.T) {
 	require.NoError(t, cmd.Process.Kill())
 	_ = cmd.Wait()
 
-	waitFor(t, 5*time.Second, func() bool { return b.rdb.Exists(ctx, b.lists.Heartbeat("child")).Val() == 0 })
+	testenv.Eventually(t, 5*time.Second, "child's heartbeat expired", func() bool { return b.rdb.Exists(ctx, b.lists.Heartbeat("child")).Val() == 0 })
 	r := b.client.Drain(b.lists, "parent", 0)
 	n, err := r.Recover(ctx)
 	require.NoError(t, err)

@@ -36,15 +36,20 @@ func (c *Client) LockGauges(ctx context.Context, lists []Lists, owner string, tt
 }
 
 // ShareGauges stores the snapshot put[i] of each kind lists[i] that has one
-// (expiring after ttl) and reads the snapshot of each that has none, in one
-// round trip. got[i] is the snapshot read, nil for a kind whose snapshot
-// was stored or is absent (the winner has not counted yet).
-func (c *Client) ShareGauges(ctx context.Context, lists []Lists, put [][]byte, ttl time.Duration) (got [][]byte, err error) {
+// (expiring after ttl), with samples[i] in the kind's stats for the charts
+// (see StatsSample; samples may be nil), and reads the snapshot of each
+// that has none, in one round trip. got[i] is the snapshot read, nil for a
+// kind whose snapshot was stored or is absent (the winner has not counted
+// yet).
+func (c *Client) ShareGauges(ctx context.Context, lists []Lists, put [][]byte, samples []StatsSample, ttl time.Duration) (got [][]byte, err error) {
 	gets := make([]*redis.StringCmd, len(lists))
 	if _, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, l := range lists {
 			if put[i] != nil {
 				p.Set(ctx, l.GaugeSnapshot(), put[i], ttl)
+				if samples != nil {
+					queueSample(ctx, p, l, samples[i])
+				}
 			} else {
 				gets[i] = p.Get(ctx, l.GaugeSnapshot())
 			}

@@ -14,28 +14,73 @@ import (
 // clock in Unix milliseconds; TTLs are durations, so a test's fake clock and
 // Redis's own clock never need to agree.
 
-// holdScript adds a group's hold to the sorted set KEYS[1] (member ARGV[2],
-// score ARGV[1] = the hold's end in Unix ms), keeping the later end when the
-// group is already held (ZADD GT), and makes the set expire no earlier than
-// ARGV[3] ms from now: it expires by itself after its last hold.
+// holdScript holds the groups of ARGV[2], ARGV[4], ... until the times
+// (Unix ms) of ARGV[3], ARGV[5], ... in the sorted set KEYS[1], unless a
+// group is already held longer (ZADD GT), and makes the set expire no
+// earlier than ARGV[1] ms from now: it expires by itself after its last
+// hold.
 var holdScript = redis.NewScript(`
-redis.call('ZADD', KEYS[1], 'GT', ARGV[1], ARGV[2])
-local ttl = tonumber(ARGV[3])
+local args = {}
+for i = 2, #ARGV, 2 do
+  args[#args + 1] = ARGV[i + 1]
+  args[#args + 1] = ARGV[i]
+end
+redis.call('ZADD', KEYS[1], 'GT', unpack(args))
+local ttl = tonumber(ARGV[1])
 if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
 return 1`)
+
+// maxHoldsPerScript bounds the groups one run of holdScript writes (Lua's
+// unpack takes a few thousand values at most).
+const maxHoldsPerScript = 1000
 
 // Hold records that group is held until until (by the caller's clock, whose
 // now is given) in the sorted set key. A later hold of the same group wins;
 // an earlier one changes nothing. The key expires by itself once every hold
 // in it has ended (plus a second).
 func (c *Client) Hold(ctx context.Context, key, group string, until, now time.Time) error {
-	ttl := until.Sub(now) + time.Second
-	if ttl <= time.Second {
-		return nil // already over
+	return c.Holds(ctx, key, map[string]time.Time{group: until}, now)
+}
+
+// Holds is Hold for every group of holds (the end of its hold), in one
+// round trip per up to 1000 groups: a poller's batch writes the holds its
+// results decided at once.
+func (c *Client) Holds(ctx context.Context, key string, holds map[string]time.Time, now time.Time) error {
+	var args []any
+	var last time.Time
+	groups := 0
+	for group, until := range holds {
+		if until.Sub(now) <= 0 {
+			continue // already over
+		}
+		if until.After(last) {
+			last = until
+		}
+		args = append(args, group, until.UnixMilli())
+		groups++
+		if groups == maxHoldsPerScript {
+			if err := c.runHolds(ctx, key, args, last, now); err != nil {
+				return err
+			}
+			args, last, groups = args[:0], time.Time{}, 0
+		}
 	}
-	err := holdScript.Run(ctx, c.rdb, []string{key}, until.UnixMilli(), group, ttl.Milliseconds()).Err()
+	if groups == 0 {
+		return nil
+	}
+	return c.runHolds(ctx, key, args, last, now)
+}
+
+// runHolds runs holdScript for the (group, until) pairs of args, the
+// latest of which ends at last.
+func (c *Client) runHolds(ctx context.Context, key string, args []any, last, now time.Time) error {
+	ttl := last.Sub(now) + time.Second
+	err := holdScript.Run(ctx, c.rdb, []string{key}, append([]any{ttl.Milliseconds()}, args...)...).Err()
 	if err != nil {
-		return fmt.Errorf("hold throttle group %q in %q: %w", group, key, err)
+		if len(args) == 2 {
+			return fmt.Errorf("hold throttle group %q in %q: %w", args[0], key, err)
+		}
+		return fmt.Errorf("hold %d throttle groups in %q: %w", len(args)/2, key, err)
 	}
 	return nil
 }
@@ -84,6 +129,9 @@ type Tally struct {
 	Results, Failures int
 	TTL               time.Duration
 	FlagTTL           time.Duration
+	// Stats is the batch's count for the charts, written with the tally
+	// (see StatsAdd); the zero StatsAdd writes nothing.
+	Stats StatsAdd
 }
 
 // queueTally queues t's writes on p.
@@ -96,6 +144,7 @@ func queueTally(ctx context.Context, p redis.Pipeliner, t Tally, flag string) {
 	if t.FlagTTL > 0 {
 		p.Set(ctx, flag, "1", t.FlagTTL)
 	}
+	queueStats(ctx, p, t.Stats)
 }
 
 // Add adds tallies (counts and flag, see Tally) in one round trip and one

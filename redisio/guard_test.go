@@ -2,9 +2,11 @@ package redisio
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/refresher/refresher/internal/testenv"
@@ -86,4 +88,54 @@ func TestCountThenRead(t *testing.T) {
 	_, _, _, err = c.CountThenRead(ctx, []Tally{{Key: prefix + "incident:3", FlagTTL: time.Minute}}, nil, flag)
 	require.NoError(t, err)
 	require.Zero(t, rdb.Exists(ctx, prefix+"incident:3").Val())
+}
+
+// scriptRuns counts the scripts a client runs (EVALSHA, and EVAL after a
+// NOSCRIPT), one round trip each.
+type scriptRuns struct{ n atomic.Int64 }
+
+func (*scriptRuns) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (s *scriptRuns) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "evalsha" || cmd.Name() == "eval" {
+			s.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (*scriptRuns) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// Holds writes every group of a batch in one script run: the later end of
+// each group wins, ended holds are left out, and the set lives until its
+// latest hold ends.
+func TestHoldsInOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := testenv.Redis(t)
+	c := New(rdb)
+	ctx := context.Background()
+	key := prefix + "items-input:throttle"
+	now := time.Date(2020, 1, 1, 10, 0, 0, 0, time.UTC)
+	require.NoError(t, c.Hold(ctx, key, "api-a", now.Add(10*time.Minute), now)) // loads the script
+	runs := &scriptRuns{}
+	rdb.AddHook(runs)
+
+	require.NoError(t, c.Holds(ctx, key, map[string]time.Time{
+		"api-a": now.Add(5 * time.Minute), // earlier than its hold: ignored
+		"api-b": now.Add(time.Minute),
+		"api-c": now.Add(20 * time.Minute),
+		"api-d": now, // already over: not written
+	}, now))
+	require.Equal(t, int64(1), runs.n.Load(), "script runs for 4 groups")
+	held, err := c.Held(ctx, key, now)
+	require.NoError(t, err)
+	require.Equal(t, map[string]time.Time{"api-a": now.Add(10 * time.Minute), "api-b": now.Add(time.Minute), "api-c": now.Add(20 * time.Minute)}, held)
+	ttl := rdb.PTTL(ctx, key).Val()
+	require.True(t, ttl > 20*time.Minute && ttl <= 20*time.Minute+time.Second, "ttl %s", ttl)
+
+	require.NoError(t, c.Holds(ctx, key, map[string]time.Time{"api-e": now}, now))
+	require.Equal(t, int64(1), runs.n.Load(), "nothing to hold: no round trip")
 }

@@ -16,6 +16,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"github.com/refresher/refresher/internal/testenv"
 )
 
 // startRedis starts a redis-server of its own on a free loopback port, for
@@ -37,7 +39,7 @@ func startRedis(t *testing.T) *redis.Client {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port)})
 	t.Cleanup(func() { _ = rdb.Close() })
-	waitFor(t, 10*time.Second, func() bool { return rdb.Ping(t.Context()).Err() == nil })
+	testenv.Eventually(t, 10*time.Second, "the Redis server answers", func() bool { return rdb.Ping(t.Context()).Err() == nil })
 	return rdb
 }
 
@@ -109,7 +111,7 @@ func TestOversizedNeverLeavesRedis(t *testing.T) {
 		}
 		done <- msgs
 	}()
-	waitFor(t, 5*time.Second, func() bool { return strings.Contains(b.rdb.ClientList(ctx).Val(), "cmd=blmove") })
+	testenv.Eventually(t, 5*time.Second, "the Fetch blocks", func() bool { return strings.Contains(b.rdb.ClientList(ctx).Val(), "cmd=blmove") })
 	require.NoError(t, b.rdb.RPush(ctx, b.lists.Output, big).Err())
 	msgs = <-done
 	require.Len(t, msgs, 1)

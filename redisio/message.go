@@ -20,6 +20,9 @@ const (
 	ResultSuccess = "success"
 	ResultFailure = "failure"
 	ResultStatus  = "status"
+	// ResultExtend asks for more time: the attempt's timeout_at becomes
+	// now + Seconds, within the kind's bounds (docs/protocol.md, "Leases").
+	ResultExtend = "extend"
 )
 
 // Scopes a failure may carry (Result.Scope).
@@ -51,4 +54,7 @@ type Result struct {
 	// retry_after_seconds holds (e.g. the host or credential id); "" for
 	// none.
 	ThrottleKey string `json:"throttle_key,omitempty"`
+	// Seconds asks, with type "extend" or "status", that the attempt's
+	// timeout_at be Seconds from now (a lease); 0 for none.
+	Seconds int `json:"seconds,omitempty"`
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"github.com/refresher/refresher/internal/testenv"
 )
 
 // TestDrainOnMiniredis runs the drain's scripts on the embedded server that
@@ -49,6 +51,8 @@ func TestDrainOnMiniredis(t *testing.T) {
 
 	// The blocking wait returns a result pushed while it waits.
 	go func() {
+		// Pushed while the Fetch blocks, most likely: miniredis shows no
+		// blocked client to wait for, and an earlier push is found as well.
 		time.Sleep(200 * time.Millisecond)
 		_ = rdb.RPush(ctx, b.lists.Output, result(7)).Err()
 	}()
@@ -58,7 +62,7 @@ func TestDrainOnMiniredis(t *testing.T) {
 
 	// Unacknowledged, with the heartbeat expired (ClockTTL follows the wall
 	// clock), the batch is taken over by another instance.
-	time.Sleep(1100 * time.Millisecond)
+	testenv.Eventually(t, 5*time.Second, "A's heartbeat expired", func() bool { return rdb.Exists(ctx, b.lists.Heartbeat("A")).Val() == 0 })
 	e := c.Drain(b.lists, "B", time.Second)
 	n, err := e.Recover(ctx)
 	require.NoError(t, err)

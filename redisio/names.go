@@ -1,6 +1,7 @@
 package redisio
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -41,13 +42,70 @@ func DefaultLists(kind string) Lists {
 	return Lists{Input: kind + "-input", Output: kind + "-output", Dead: kind + "-dead"}
 }
 
+// DefaultListsOn returns the default list names of a kind on a Redis of
+// topology t: DefaultLists on one server or a Sentinel set (the names are
+// unchanged), and on a Redis Cluster the name as a hash tag,
+// "{<kind>}-input", "{<kind>}-output" and "{<kind>}-dead", so that every key
+// of the kind lives in one slot (see CheckTag) and each kind in its own.
+func DefaultListsOn(t Topology, kind string) Lists {
+	if t == Cluster {
+		return DefaultLists("{" + kind + "}")
+	}
+	return DefaultLists(kind)
+}
+
+// Tag returns the hash tag of key as Redis Cluster reads it: the text
+// between the first '{' and the first '}' after it, when not empty; "" when
+// key has none (Redis Cluster then hashes the whole key).
+func Tag(key string) string {
+	_, rest, ok := strings.Cut(key, "{")
+	if !ok {
+		return ""
+	}
+	tag, _, ok := strings.Cut(rest, "}")
+	if !ok {
+		return ""
+	}
+	return tag
+}
+
+// CheckTag checks that the lists share one hash tag, as a Redis Cluster
+// needs: a kind's Lua scripts and transactions touch keys derived from its
+// input, output and dead lists together (a fetch, an acknowledgement with
+// its dead letters, the incident window), which must all be in one slot.
+// Every derived key (processing lists, heartbeats, pauses, throttle holds,
+// incident buckets, gauges) starts with a list's name, so it carries the
+// list's tag.
+func (l Lists) CheckTag() error {
+	tag := Tag(l.Input)
+	if strings.ContainsAny(tag, `*?[]\`) {
+		// Recover finds processing lists with SCAN, whose pattern escapes
+		// these: the escaped tag would name another slot.
+		return fmt.Errorf("the hash tag {%s} of the list %q may not hold * ? [ ] or \\: rename it", tag, l.Input)
+	}
+	if tag != "" && Tag(l.Output) == tag && Tag(l.Dead) == tag {
+		return nil
+	}
+	return fmt.Errorf("on a Redis Cluster a kind's lists must share one hash tag, so that its keys stay in one slot: "+
+		"input %q (%s), output %q (%s) and dead %q (%s) do not; name them like %q, %q and %q "+
+		"(or leave them unset: the defaults on a cluster are tagged so)",
+		l.Input, tagText(l.Input), l.Output, tagText(l.Output), l.Dead, tagText(l.Dead),
+		"{big_tables}-input", "{big_tables}-output", "{big_tables}-dead")
+}
+
+func tagText(key string) string {
+	if t := Tag(key); t != "" {
+		return "tag {" + t + "}"
+	}
+	return "no tag"
+}
+
 // Processing returns the key of the processing list that holds the results
 // instance instanceID took from the output list but has not acknowledged yet:
 // "<output>:processing:<instanceID>".
 //
 // All keys of a drain derive from the output list name, so in Redis Cluster
-// they share a hash slot when the output list name carries a hash tag, e.g.
-// "{big_tables}-output" (name the dead list "{big_tables}-dead" too).
+// they share its hash tag (see CheckTag).
 func (l Lists) Processing(instanceID string) string {
 	return l.Output + processingInfix + instanceID
 }
@@ -57,6 +115,13 @@ func (l Lists) Processing(instanceID string) string {
 // heartbeat TTL unless refreshed.
 func (l Lists) Heartbeat(instanceID string) string {
 	return l.Output + ":heartbeat:" + instanceID
+}
+
+// Lease returns the key of the service's answer to the last request for
+// more time of attempt attemptUID (a LeaseAnswer as JSON), which its worker
+// reads: "<output>:lease:<attemptUID>".
+func (l Lists) Lease(attemptUID string) string {
+	return l.Output + ":lease:" + attemptUID
 }
 
 // batchKey holds the token of the batch an instance has in flight; an Ack
@@ -138,4 +203,18 @@ func (l Lists) processingPattern() string {
 	b.WriteString(processingInfix)
 	b.WriteByte('*')
 	return b.String()
+}
+
+// StatsMinute returns the hash of the kind's activity in the minute
+// unixMinute (Unix seconds / 60), which the dashboard's charts read:
+// "<input>:stats:<unixMinute>" (see StatsAdd and StatsSample).
+func (l Lists) StatsMinute(unixMinute int64) string {
+	return l.Input + ":stats:" + strconv.FormatInt(unixMinute, 10)
+}
+
+// StatsTen returns the hash of the kind's activity in the ten minutes
+// unixTen (Unix seconds / 600), the coarser series of the day's charts:
+// "<input>:stats10:<unixTen>".
+func (l Lists) StatsTen(unixTen int64) string {
+	return l.Input + ":stats10:" + strconv.FormatInt(unixTen, 10)
 }

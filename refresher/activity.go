@@ -91,13 +91,8 @@ func (a *activity) log(log *slog.Logger) {
 func (a *activity) loop(ctx context.Context, log *slog.Logger, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			a.log(log)
-			return
-		case <-t.C:
-			a.log(log)
-		}
+	for sleepOrWake(ctx, forever, t.C) {
+		a.log(log)
 	}
+	a.log(log)
 }

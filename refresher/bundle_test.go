@@ -5,9 +5,11 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,50 +51,23 @@ func (c *testClock) Advance(d time.Duration) time.Time {
 	return c.now
 }
 
-// passSignal counts events of the loops (e.g. the dispatcher's passes,
-// Hooks.AfterDispatch) and lets a test wait for the next ones without
-// sleeping.
+// passSignal counts the dispatcher's passes (Observer.AfterDispatch) so that a
+// test can wait for the next ones without sleeping.
 type passSignal struct {
-	mu   sync.Mutex
-	n    int
-	next chan struct{} // closed and replaced at each pass
+	n atomic.Int64
 }
 
 func (p *passSignal) pass() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.n++
-	if p.next != nil {
-		close(p.next)
-	}
-	p.next = make(chan struct{})
+	p.n.Add(1)
+	testenv.Wake()
 }
 
 // wait returns once n more passes have finished, all of which started after
 // the call but the first; it fails the test after 10s.
 func (p *passSignal) wait(t *testing.T, n int) {
 	t.Helper()
-	p.mu.Lock()
-	target := p.n + n
-	p.mu.Unlock()
-	timeout := time.After(10 * time.Second)
-	for {
-		p.mu.Lock()
-		if p.n >= target {
-			p.mu.Unlock()
-			return
-		}
-		if p.next == nil {
-			p.next = make(chan struct{})
-		}
-		next := p.next
-		p.mu.Unlock()
-		select {
-		case <-next:
-		case <-timeout:
-			t.Fatalf("%d dispatcher passes did not happen within 10s", n)
-		}
-	}
+	target := p.n.Load() + int64(n)
+	testenv.Eventually(t, 10*time.Second, fmt.Sprintf("%d dispatcher passes", n), func() bool { return p.n.Load() >= target })
 }
 
 // testBundle is one test's database, Redis prefix, kind and service config.
@@ -224,16 +199,15 @@ func (b *testBundle) config(mod func(*Config)) Config {
 	if mod != nil {
 		mod(&cfg)
 	}
-	dispatched, applied := cfg.Hooks.AfterDispatch, cfg.Hooks.AfterApply
-	cfg.Hooks.AfterDispatch = func(kind string, started int) {
+	dispatched, applied := cfg.Observer.AfterDispatch, cfg.Observer.AfterApply
+	cfg.Observer.AfterDispatch = func(kind string, started int) {
 		b.passes.pass()
-		loopEvents.pass()
 		if dispatched != nil {
 			dispatched(kind, started)
 		}
 	}
-	cfg.Hooks.AfterApply = func(kind string, fetched int) {
-		loopEvents.pass()
+	cfg.Observer.AfterApply = func(kind string, fetched int) {
+		testenv.Wake()
 		if applied != nil {
 			applied(kind, fetched)
 		}
@@ -302,58 +276,30 @@ func (b *testBundle) sendRaw(raw string) {
 	require.NoError(b.t, b.rdb.RPush(context.Background(), b.kind.Lists.Output, raw).Err())
 }
 
-// loopEvents fires after every pass of the dispatchers (AfterDispatch) and
-// every batch of the pollers (AfterApply) of the services the tests run
-// (see testBundle.config): what the waits below wake on, instead of
-// sleeping.
-var loopEvents passSignal
-
-// untilEvent waits for the next loop event, or at most 100ms: a few
-// conditions change outside any loop (a child process, a test's own
-// writes), and a missed event must not stall a wait.
-func untilEvent() {
-	loopEvents.mu.Lock()
-	if loopEvents.next == nil {
-		loopEvents.next = make(chan struct{})
-	}
-	next := loopEvents.next
-	loopEvents.mu.Unlock()
-	t := time.NewTimer(100 * time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-next:
-	case <-t.C:
-	}
-}
-
-// waitFor reads the model after each loop event until cond holds, up to
-// 10s.
+// waitFor reads the model until cond holds, up to 10s. The service's loops
+// wake the wait after each pass (testenv.Wake in config's hooks).
 func (b *testBundle) waitFor(uid string, what string, cond func(policy.State) bool) policy.State {
 	b.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		st := b.state(uid)
+	var st policy.State
+	testenv.EventuallyNil(b.t, 10*time.Second, "model "+uid+": "+what, func() error {
+		st = b.state(uid)
 		if cond(st) {
-			return st
+			return nil
 		}
-		if time.Now().After(deadline) {
-			b.t.Fatalf("model %s: %s did not happen within 10s; state: %+v", uid, what, st)
-		}
-		untilEvent()
-	}
+		return fmt.Errorf("state: %+v", st)
+	})
+	return st
 }
 
-// waitCounter waits until a counter reaches want, up to 10s, reading it
-// after each loop event.
+// waitCounter waits until a counter reaches want, up to 10s.
 func waitCounter(t *testing.T, read func() float64, want float64, what string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for read() < want {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: got %v, want %v within 10s", what, read(), want)
+	testenv.EventuallyNil(t, 10*time.Second, what, func() error {
+		if got := read(); got < want {
+			return fmt.Errorf("got %v, want %v", got, want)
 		}
-		untilEvent()
-	}
+		return nil
+	})
 }
 
 func results(svc *Service, typ, outcome string) func() float64 {

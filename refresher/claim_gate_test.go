@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/refresher/refresher/models"
 )
 
 // TestClaimGateAdmitsUrgentKindsFirst: when the slots are taken, the
@@ -42,4 +44,21 @@ func TestClaimGateAdmitsUrgentKindsFirst(t *testing.T) {
 	require.ErrorIs(t, <-done, context.Canceled)
 	g.release()
 	require.NoError(t, g.acquire(ctx, 30))
+}
+
+// TestClaimGatesPerStore: each database has its own pool, so the kinds of
+// one store share a claim gate of their own, and a kind alone on its store
+// gets none.
+func TestClaimGatesPerStore(t *testing.T) {
+	type store struct{ models.Store }
+	a, b := &store{}, &store{}
+	s := &Service{cfg: Config{ClaimConnections: 3, Kinds: []Kind{{Store: a}, {Store: b}, {Store: a}}}}
+	gates := s.claimGates()
+	require.Len(t, gates, 1, "only store a holds several kinds")
+	require.NotNil(t, gates[a])
+	require.Equal(t, 3, gates[a].free)
+	require.Nil(t, gates[b], "a kind alone on its database is not capped")
+
+	s.cfg.ClaimConnections = 0
+	require.Empty(t, s.claimGates(), "no cap asked for")
 }

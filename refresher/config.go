@@ -35,6 +35,11 @@ type Kind struct {
 	Name string
 	// Table is the application's table with its key and payload columns.
 	Table models.Table
+	// Store is the database that holds Table. Default: the store given to
+	// New. Kinds on one database share one Store (its connections): kinds
+	// whose Stores are equal (==, as pointers are) are on one database,
+	// and the due watch asks each store about its own kinds.
+	Store models.Store
 	// Lists are the Redis lists and their limits (MaxDead, default 10000;
 	// MaxResultBytes, default 64 KiB). An empty name defaults to the one of
 	// redisio.DefaultLists(Name). Every list name must be unique across kinds
@@ -71,11 +76,12 @@ type Config struct {
 	// idle kind's dispatcher parks instead, and the service's due watch
 	// looks for all parked kinds every MaxSleep (see dueWatch).
 	MaxSleep time.Duration
-	// ClaimConnections caps how many dispatchers run a claim transaction
-	// at once; when more want to, the dispatcher of the most urgent kind
-	// (lowest Table.Priority) goes first. Set it below the database pool's
-	// size, so that the order is decided here and not by the pool's queue.
-	// Default 0: no cap.
+	// ClaimConnections caps how many dispatchers of the kinds on one store
+	// (Kind.Store) run a claim transaction at once; when more want to, the
+	// dispatcher of the most urgent kind (lowest Table.Priority) goes
+	// first. Set it below each database pool's size, so that the order is
+	// decided here and not by the pool's queue. A kind alone on its store
+	// is not capped. Default 0: no cap.
 	ClaimConnections int
 	// FetchBlock is how long the poller blocks on an empty list. Default 1s.
 	// After a fetch that found nothing it blocks longer, up to Heartbeat/3
@@ -94,8 +100,14 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics counts. Default a fresh NewMetrics().
 	Metrics *Metrics
-	// Hooks are test signals; the zero value costs nothing.
-	Hooks Hooks
+	// Observer is told of the loops' passes (tests and benchmarks); the
+	// zero value costs nothing.
+	Observer Observer
+	// Gauges are the alert gauges Run updates while it runs (see
+	// Service); nil for none.
+	Gauges *Gauges
+	// faults are failures injected by this package's tests.
+	faults faults
 	// LogInterval is how often each kind logs one line of its activity
 	// (attempts started, results applied, failures, ...), when it had any.
 	// Default 1m.
@@ -150,13 +162,18 @@ func (c Config) validate() error {
 	}
 	names := make([]string, len(c.Kinds))
 	lists := make([]redisio.Lists, len(c.Kinds))
-	tables := map[string]string{} // lower-case table name: first kind
+	type storeTable struct {
+		store models.Store
+		table string // lower case
+	}
+	tables := map[storeTable]string{} // first kind
 	for i, k := range c.Kinds {
 		names[i], lists[i] = k.Name, k.Lists
-		if first, ok := tables[strings.ToLower(k.Table.Name)]; ok && k.Table.Name != "" {
+		at := storeTable{k.Store, strings.ToLower(k.Table.Name)}
+		if first, ok := tables[at]; ok && k.Table.Name != "" {
 			errs = append(errs, fmt.Errorf("kinds %q and %q both refresh table %s: each table needs exactly one kind", first, k.Name, k.Table.Name))
 		}
-		tables[strings.ToLower(k.Table.Name)] = cmp.Or(tables[strings.ToLower(k.Table.Name)], k.Name)
+		tables[at] = cmp.Or(tables[at], k.Name)
 		if k.Lists.MaxDead < 0 || k.Lists.MaxResultBytes < 0 {
 			errs = append(errs, fmt.Errorf("kind %q: Lists.MaxDead (%d) and Lists.MaxResultBytes (%d) must not be negative (0: the defaults)", k.Name, k.Lists.MaxDead, k.Lists.MaxResultBytes))
 		}

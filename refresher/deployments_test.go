@@ -107,6 +107,8 @@ func keyPattern(l redisio.Lists, instance, key string) string {
 		}
 	}
 	key = strings.ReplaceAll(key, instance, "<instance>")
+	key = regexp.MustCompile(`:stats:[0-9]+$`).ReplaceAllString(key, ":stats:<minute>")
+	key = regexp.MustCompile(`:stats10:[0-9]+$`).ReplaceAllString(key, ":stats10:<ten minutes>")
 	return regexp.MustCompile(`:incident:[0-9]+$`).ReplaceAllString(key, ":incident:<minute>")
 }
 
@@ -246,7 +248,8 @@ func TestDeploymentsOnOneRedisStayApart(t *testing.T) {
 	require.Equal(t, []string{
 		"<input>:gauges:lock", "<input>:gauges:snapshot",
 		"<input>:incident:<minute>", "<input>:incident:worker",
-		"<input>:paused", "<input>:paused-models", "<input>:throttle",
+		"<input>:paused", "<input>:paused-models",
+		"<input>:stats10:<ten minutes>", "<input>:stats:<minute>", "<input>:throttle",
 		"<output>:heartbeat:<instance>",
 	}, patterns)
 }

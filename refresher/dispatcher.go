@@ -17,6 +17,12 @@ import (
 // dispatcher starts the attempts of one kind's due rows.
 type dispatcher struct {
 	*kindRunner
+	// gate is the store as the dispatcher claims through it: a pass with
+	// nothing due skips its claim transaction (see dueGate). The claims and
+	// NextDue go through it, never through kindRunner.store; nil for the
+	// urgent dispatcher, which claims from the store after Store.UrgentDue
+	// found a row (see inClaimTx).
+	gate      *dueGate
 	wake      chan struct{} // the poller planned a row earlier than the next pass
 	schedules schedules
 	tally     tally // the counts of the batch in hand
@@ -44,9 +50,9 @@ type dispatcher struct {
 	// watch looks for due rows while the kind is idle (see dueWatch); nil:
 	// the dispatcher looks itself every MaxSleep.
 	watch *dueWatch
-	// gate orders the kinds' claims by priority when connections are
+	// claims orders the kinds' claims by priority when connections are
 	// short (Config.ClaimConnections); nil: no gate.
-	gate *claimGate
+	claims *claimGate
 	// urgent makes this the kind's urgent dispatcher (urgentLoop): it
 	// claims only the rows more urgent than the kind's.
 	urgent bool
@@ -103,50 +109,37 @@ const minSleep = 20 * time.Millisecond
 // when woken. When nothing is due within MaxSleep it parks at the watch,
 // which then looks for it (see dueWatch) and wakes it in time.
 func (d *dispatcher) loop(ctx context.Context) {
-	backoff := time.Duration(0)
+	retry := backoff{limit: 5 * d.cfg.MaxSleep}
 	for {
 		started, full, throttled, err := d.runOnce(ctx)
 		d.backlog.set(err == nil && (full || throttled))
-		if d.hooks.AfterDispatch != nil {
-			d.hooks.AfterDispatch(d.kind.Name, started)
+		if d.observer.AfterDispatch != nil {
+			d.observer.AfterDispatch(d.kind.Name, started)
 		}
 		wait, park := time.Duration(0), false
 		switch {
 		case err != nil:
 			d.metrics.Errors.WithLabelValues(d.kind.Name, "dispatch").Inc()
 			d.log.Error("dispatch pass failed", "err", err)
-			backoff = min(max(2*backoff, 100*time.Millisecond), 5*d.cfg.MaxSleep)
-			wait = backoff
+			wait = retry.failed()
 		case throttled:
 			// The input list is full: workers are down or behind.
 			wait = d.cfg.MaxSleep
 		case full:
-			backoff = 0
+			retry.reset()
 		default:
-			backoff = 0
+			retry.reset()
 			wait, park = d.sleepFor(ctx)
 		}
 		if park {
 			d.watch.park(d)
-			select {
-			case <-ctx.Done():
-			case <-d.wake:
-			}
+			wait = forever
+		}
+		live := sleepOrWake(ctx, wait, d.wake)
+		if park {
 			d.watch.unpark(d)
-			if ctx.Err() != nil {
-				return
-			}
-		} else if wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-d.wake:
-			case <-t.C:
-			}
-			t.Stop()
-		} else if ctx.Err() != nil {
+		}
+		if !live {
 			return
 		}
 	}
@@ -161,7 +154,7 @@ func (d *dispatcher) loop(ctx context.Context) {
 // input list; without a backlog the kind's dispatcher claims it first in
 // its next pass, and the urgent one costs nothing. SKIP LOCKED keeps the
 // two from claiming a row twice (on SQLite they take turns). Only passes
-// that start attempts fire Hooks.AfterDispatch.
+// that start attempts fire Observer.AfterDispatch.
 func (d *dispatcher) urgentLoop(ctx context.Context) {
 	backoff := time.Duration(0)
 	for {
@@ -182,8 +175,8 @@ func (d *dispatcher) urgentLoop(ctx context.Context) {
 		if err != nil || due {
 			started, full, _, err = d.runOnce(ctx)
 		}
-		if started > 0 && d.hooks.AfterDispatch != nil {
-			d.hooks.AfterDispatch(d.kind.Name, started)
+		if started > 0 && d.observer.AfterDispatch != nil {
+			d.observer.AfterDispatch(d.kind.Name, started)
 		}
 		wait := urgentPoll
 		switch {
@@ -219,7 +212,7 @@ func (d *dispatcher) urgentLoop(ctx context.Context) {
 func (d *dispatcher) sleepFor(ctx context.Context) (wait time.Duration, park bool) {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
 	defer cancel()
-	next, ok, err := d.store.NextDue(ctx, d.kind.Table)
+	next, ok, err := d.gate.NextDue(ctx)
 	if err != nil {
 		return d.cfg.MaxSleep, false
 	}
@@ -247,8 +240,9 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	bctx, cancel := d.batchContext(ctx)
 	defer cancel()
 
-	if g, ok := d.store.(*dueGate); ok {
-		if due, err := g.Due(bctx); err != nil || !due {
+	// The urgent dispatcher asked Store.UrgentDue before its pass.
+	if d.gate != nil {
+		if due, err := d.gate.Due(bctx); err != nil || !due {
 			d.cursor = models.Cursor{} // as after a short batch
 			return 0, false, false, err
 		}
@@ -276,15 +270,15 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	if !from.UrgentOnly && !d.cursor.At.IsZero() && now.Sub(d.cursorSince) > cursorReset {
 		d.cursor, from = models.Cursor{}, models.Cursor{}
 	}
-	if d.gate != nil {
-		if err := d.gate.acquire(bctx, k.Table.Priority); err != nil {
+	if d.claims != nil {
+		if err := d.claims.acquire(bctx, k.Table.Priority); err != nil {
 			return 0, false, false, fmt.Errorf("wait for a database connection: %w", err)
 		}
-		defer d.gate.release()
+		defer d.claims.release()
 	}
 	for round := 1; ; round++ {
 		var pending []keyRule
-		err = d.store.Tx(bctx, func(tx models.Tx) error {
+		err = d.inClaimTx(bctx, func(tx models.Tx) error {
 			rows, err := tx.ClaimDue(bctx, k.Table, now, from, d.cfg.BatchSize)
 			if err != nil {
 				return err
@@ -302,15 +296,15 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 		d.schedules.prepare(pending, now)
 	}
 	if err != nil {
-		return 0, false, false, fmt.Errorf("claim due rows of %s: %w", k.Table.Name, err)
+		return 0, false, false, err // the store's error names the step and the table
 	}
 	claimed := d.claimed
 
 	d.tally.flush(d.metrics, d.activity, k.Name) // committed: counted once
 	if n := d.tally.timeouts; n > 0 {
-		// Timeouts are failures for the incident guard: a dead worker fleet
-		// answers nothing.
-		if err := d.incident.record(bctx, d.clock.Now(), policy.Window{Results: n, Failures: n}); err != nil {
+		// Timeouts are failures for the incident guard (a dead worker fleet
+		// answers nothing) and for the charts.
+		if err := d.incident.record(bctx, d.clock.Now(), policy.Window{Results: n, Failures: n}, d.tally.stats()); err != nil {
 			d.log.Warn("cannot count timeouts for the incident guard", "err", err)
 		}
 	}
@@ -319,10 +313,11 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	if len(jobs) == 0 {
 		return 0, full, false, nil
 	}
-	if d.hooks.BeforePush != nil {
-		d.hooks.BeforePush(k.Name)
+	if d.faults.beforePush != nil {
+		d.faults.beforePush(k.Name)
 	}
-	queued, list, err := d.push(bctx)
+	// Counted for the charts in the push's round trip.
+	queued, err := d.rdb.PushCounting(bctx, k.Lists, d.lists, jobs, d.clock.Now())
 	if err != nil {
 		d.metrics.PushFailures.WithLabelValues(k.Name).Inc()
 		// The undo gets its own time: the failed push may have used up the
@@ -330,10 +325,9 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 		uctx, ucancel := d.batchContext(ctx)
 		undone, uerr := d.undo(uctx, d.starts)
 		ucancel()
-		return 0, false, false, errors.Join(
-			fmt.Errorf("push %d jobs to %s (undid %d attempts): %w", len(jobs), list, undone, err), uerr)
+		return 0, false, false, errors.Join(fmt.Errorf("%w (undid %d attempts)", err, undone), uerr)
 	}
-	if queued > 0 {
+	if queued > 0 { // 0: no job went to the input list
 		d.setQueued(queued)
 	}
 	d.metrics.Started.WithLabelValues(k.Name).Add(float64(len(jobs)))
@@ -341,29 +335,13 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	return len(jobs), full, false, nil
 }
 
-// push pushes the batch's jobs, one RPUSH per run of jobs bound for the
-// same list: the claim returns rows by priority, so a batch is at most one
-// run per lane and one for the input list, most urgent first. It returns
-// the input list's length after its push (0 when the batch had no job for
-// it), and the list of a push that failed. Jobs pushed before a failed
-// push stay queued while their attempts are undone: their results then
-// come back stale, and the rows are claimed again.
-func (d *dispatcher) push(ctx context.Context) (queued int64, list string, err error) {
-	for i := 0; i < len(d.jobs); {
-		j := i + 1
-		for j < len(d.jobs) && d.lists[j] == d.lists[i] {
-			j++
-		}
-		n, err := d.rdb.Push(ctx, d.lists[i], d.jobs[i:j])
-		if err != nil {
-			return 0, d.lists[i], err
-		}
-		if d.lists[i] == d.kind.Lists.Input {
-			queued = n
-		}
-		i = j
+// inClaimTx runs fn on the pass's claim transaction: through the due gate,
+// or on the kind's store for the urgent dispatcher, which has none.
+func (d *dispatcher) inClaimTx(ctx context.Context, fn func(tx models.Tx) error) error {
+	if d.gate == nil {
+		return d.store.Tx(ctx, fn)
 	}
-	return queued, "", nil
+	return d.gate.Tx(ctx, fn)
 }
 
 // asksSchedule returns whether policy.Due asks a claimed row's schedule
@@ -416,7 +394,7 @@ func (d *dispatcher) throttled(ctx context.Context) (bool, error) {
 	if time.Since(d.queuedAt) >= queuedRecheck || d.queued >= int64(k.MaxQueued-d.cfg.BatchSize) {
 		n, err := d.rdb.Len(ctx, k.Lists.Input)
 		if err != nil {
-			return false, fmt.Errorf("read input list length: %w", err)
+			return false, err
 		}
 		d.setQueued(n)
 	}

@@ -12,14 +12,20 @@
 //     commits, and only then pushes the jobs; a failed push undoes its
 //     attempts without counting them;
 //   - the poller drains the kind's output list reliably (results move to this
-//     instance's processing list first), applies success, failure and status
-//     results in one transaction per batch, drops stale ones, ends the
-//     attempts of late ones (read at or after timeout_at) as timed out, sends garbage to
-//     the dead-letter list, and removes the batch from Redis only after the
-//     commit.
+//     instance's processing list first), applies success, failure, status
+//     and extend results in one transaction per batch, drops stale ones,
+//     ends the attempts of late ones (read at or after timeout_at) as timed
+//     out, sends garbage to the dead-letter list, and removes the batch from
+//     Redis only after the commit.
 //
-// Ownership and shutdown: Run owns both loops of every kind. Cancelling Run's
-// context stops each loop between batches; the batch in hand finishes with a
+// Neither loop parses or evaluates a row's own rule while it holds row
+// locks: a transaction that meets a rule not parsed yet rolls back, the
+// rules are parsed outside it (schedules.go), and it runs again.
+//
+// Ownership and shutdown: Run owns both loops of every kind, the due watch,
+// the activity logs and the alert gauges (Config.Gauges), and waits for all
+// of them before it returns. Cancelling Run's context stops each loop
+// between batches; the batch in hand finishes with a
 // context that is not cancelled (bounded by OpTimeout). A process killed at
 // any instant loses nothing: jobs belong to committed attempts (a job lost
 // with its process times out and is retried), and results stay in Redis

@@ -15,8 +15,8 @@ import (
 //
 // A dispatcher whose pass found nothing due before the next MaxSleep parks
 // (see dispatcher.loop): it waits on its wake channel only. Every MaxSleep
-// while any kind is parked, the watch asks the store for the earliest
-// refresh_at of every parked kind's table in one Store.NextDueMany (one
+// while any kind is parked, the watch asks each database for the earliest
+// refresh_at of its parked kinds' tables in one Store.NextDueMany (one
 // statement per 100 tables), and wakes the dispatchers whose earliest row
 // is due before the watch's next look; each then runs a pass of its own and
 // sleeps until that row exactly, as before it parked. A parked dispatcher
@@ -25,30 +25,29 @@ import (
 // still found within MaxSleep (plus the query's time), as
 // docs/configuration.md says of max_sleep; 200 idle kinds cost one query per MaxSleep instead of 200.
 //
-// When the query fails, the watch wakes every parked dispatcher: each then
-// asks for its own table, meets the error itself (a table dropped, the
-// database down) and reports and backs off as it does for any error, and
-// the others park again.
+// When a database's query fails, the watch wakes every parked dispatcher
+// of its kinds: each then asks for its own table, meets the error itself
+// (a table dropped, the database down) and reports and backs off as it
+// does for any error, and the others park again.
 //
-// Each look counts as a pass of the kinds that stay parked: Hooks.AfterDispatch
-// fires for each with 0 attempts started, so tests that wait for passes see
-// the idle kind's looks.
+// Each look counts as a pass of the kinds that stay parked:
+// Observer.AfterDispatch fires for each with 0 attempts started, so tests
+// that wait for passes see the idle kind's looks.
 type dueWatch struct {
-	store    models.Store
 	clock    Clock
 	interval time.Duration // MaxSleep
 	timeout  time.Duration // OpTimeout, for one look
 	log      *slog.Logger
-	hooks    Hooks
+	observer Observer
 
 	mu     sync.Mutex
 	parked map[*dispatcher]struct{}
 	kick   chan struct{} // a dispatcher parked while none was (cap 1)
 }
 
-func newDueWatch(store models.Store, cfg Config) *dueWatch {
-	return &dueWatch{store: store, clock: cfg.Clock, interval: cfg.MaxSleep, timeout: cfg.OpTimeout,
-		log: cfg.Logger, hooks: cfg.Hooks, parked: map[*dispatcher]struct{}{}, kick: make(chan struct{}, 1)}
+func newDueWatch(cfg Config) *dueWatch {
+	return &dueWatch{clock: cfg.Clock, interval: cfg.MaxSleep, timeout: cfg.OpTimeout,
+		log: cfg.Logger, observer: cfg.Observer, parked: map[*dispatcher]struct{}{}, kick: make(chan struct{}, 1)}
 }
 
 // park hands d's looks to the watch until the watch wakes d (through
@@ -79,26 +78,19 @@ func (w *dueWatch) unpark(d *dispatcher) {
 // just looked itself, so the first look after a quiet spell comes one
 // interval after the kick.
 func (w *dueWatch) loop(ctx context.Context) {
-	t := time.NewTimer(w.interval)
-	defer t.Stop()
 	wait := w.interval
 	for {
 		w.mu.Lock()
 		idle := len(w.parked) == 0
 		w.mu.Unlock()
 		if idle {
-			select {
-			case <-ctx.Done():
+			if !sleepOrWake(ctx, forever, w.kick) {
 				return
-			case <-w.kick:
 			}
 			wait = w.interval
 		}
-		t.Reset(wait)
-		select {
-		case <-ctx.Done():
+		if !sleep(ctx, wait) {
 			return
-		case <-t.C:
 		}
 		start := time.Now() // pacing only
 		w.look(ctx)
@@ -106,22 +98,33 @@ func (w *dueWatch) loop(ctx context.Context) {
 	}
 }
 
-// look asks for the parked kinds' earliest refresh_at and wakes those due
-// before the next look, or every one when the query fails.
+// look asks for the parked kinds' earliest refresh_at, one Store.NextDueMany
+// per database (kinds on several databases: their stores are asked one
+// after the other), and wakes those due before the next look, or every one
+// of a database whose query fails.
 func (w *dueWatch) look(ctx context.Context) {
 	w.mu.Lock()
-	ds := make([]*dispatcher, 0, len(w.parked))
-	tables := make([]models.Table, 0, len(w.parked))
+	groups := map[models.Store][]*dispatcher{}
 	for d := range w.parked {
-		ds = append(ds, d)
-		tables = append(tables, d.kind.Table)
+		groups[d.kind.Store] = append(groups[d.kind.Store], d)
 	}
 	w.mu.Unlock()
-	if len(ds) == 0 {
-		return
+	for store, ds := range groups {
+		if ctx.Err() != nil {
+			return
+		}
+		w.lookAt(ctx, store, ds)
+	}
+}
+
+// lookAt is look for the parked dispatchers ds of the kinds on store.
+func (w *dueWatch) lookAt(ctx context.Context, store models.Store, ds []*dispatcher) {
+	tables := make([]models.Table, len(ds))
+	for i, d := range ds {
+		tables[i] = d.kind.Table
 	}
 	qctx, cancel := context.WithTimeout(ctx, w.timeout)
-	next, err := w.store.NextDueMany(qctx, tables)
+	next, err := store.NextDueMany(qctx, tables)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -140,8 +143,8 @@ func (w *dueWatch) look(ctx context.Context) {
 			// Called with the lock held, so that it never overlaps the
 			// kind's own pass: a woken dispatcher unparks (takes the lock)
 			// before it runs one.
-			if w.hooks.AfterDispatch != nil {
-				w.hooks.AfterDispatch(d.kind.Name, 0)
+			if w.observer.AfterDispatch != nil {
+				w.observer.AfterDispatch(d.kind.Name, 0)
 			}
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/refresher/refresher/internal/testenv"
 	"github.com/refresher/refresher/redisio"
 )
 
@@ -55,10 +56,17 @@ func TestGarbageFloodAppliesEveryGoodResult(t *testing.T) {
 	if testing.Short() {
 		t.Skip("pushes 100 MB of results through the service")
 	}
+	if !strictTiming {
+		// Its 5x bounds hold beside the other tests; the strict ones
+		// want the machine to itself.
+		t.Parallel()
+	}
 	const n = 10_000
 	b := setup(t, setupOpts{timeout: 24 * time.Hour})
 	uids := b.insertN(n, t0)
-	svc := b.start(func(c *Config) { c.FetchBlock = time.Second; c.MaxSleep = time.Second })
+	// MaxSleep 100ms: the dispatcher, idle during a round, finds the rows
+	// due again soon after the clock moves.
+	svc := b.start(func(c *Config) { c.FetchBlock = time.Second; c.MaxSleep = 100 * time.Millisecond })
 	applied := results(svc, "success", "applied")
 	ctx := context.Background()
 
@@ -66,7 +74,7 @@ func TestGarbageFloodAppliesEveryGoodResult(t *testing.T) {
 	// list.
 	jobs := func() []redisio.Job {
 		t.Helper()
-		eventually(t, 30*time.Second, fmt.Sprintf("%d jobs pushed", n), func() bool {
+		testenv.Eventually(t, 30*time.Second, fmt.Sprintf("%d jobs pushed", n), func() bool {
 			return b.llen(b.kind.Lists.Input) == n
 		})
 		raws, err := b.rdb.LRange(ctx, b.kind.Lists.Input, 0, -1).Result()
@@ -108,11 +116,8 @@ func TestGarbageFloodAppliesEveryGoodResult(t *testing.T) {
 		cpu := redisCPU()
 		start := time.Now()
 		require.NoError(t, b.rdb.Rename(ctx, staging, b.kind.Lists.Output).Err())
-		deadline := start.Add(2 * time.Minute)
-		for applied() < want {
-			require.True(t, time.Now().Before(deadline), "%v of %v good results applied within 2 minutes", applied(), want)
-			time.Sleep(2 * time.Millisecond)
-		}
+		// The poller wakes the wait after each batch it applies.
+		testenv.Eventually(t, 2*time.Minute, fmt.Sprintf("%v good results applied", want), func() bool { return applied() >= want })
 		return time.Since(start), redisCPU() - cpu
 	}
 
@@ -168,7 +173,7 @@ func TestGarbageFloodAppliesEveryGoodResult(t *testing.T) {
 		dead += float64(len(msgs) - n)
 		waitCounter(t, deadLetters, dead, "dead letters")
 		require.Equal(t, dead, deadLetters(), "dead letters after round %d", r)
-		eventually(t, 10*time.Second, "output and processing lists empty", func() bool { return b.inRedis("test-a") == 0 })
+		testenv.Eventually(t, 10*time.Second, "output and processing lists empty", func() bool { return b.inRedis("test-a") == 0 })
 		if mix != alone {
 			require.Equal(t, int64(n), b.llen(b.kind.Lists.Dead))
 		}

@@ -28,6 +28,9 @@ type GaugeKind struct {
 	// Priority labels the kind's gauges: the name of its priority level
 	// ("" allowed).
 	Priority string
+	// Inspector counts the kind's rows: its database. Default
+	// GaugeConfig.Inspector.
+	Inspector models.Inspector
 }
 
 // GaugePriority is one named priority level and its alert thresholds,
@@ -47,8 +50,9 @@ type GaugeConfig struct {
 	// Priorities are the configured priority levels with their alert
 	// thresholds.
 	Priorities []GaugePriority
-	Inspector  models.Inspector
-	Redis      *redisio.Client
+	// Inspector counts the rows of the kinds without one of their own.
+	Inspector models.Inspector
+	Redis     *redisio.Client
 	// Interval is how often the gauges are computed, by all instances
 	// together: one instance counts a kind once per Interval (at most every
 	// 0.9 Interval, see Tick). Default 15s.
@@ -81,7 +85,9 @@ type GaugeConfig struct {
 // kind's per Interval: each instance tries the kind's Redis lock (SET NX,
 // with a TTL of 0.9 Interval); the winner counts and stores the kind's
 // snapshot in Redis, and every instance sets its gauges from the latest
-// snapshot. Several instances therefore cost one count per kind and
+// snapshot. The winner also samples the kind's due count, oldest due age
+// and pause into its stats for the dashboard's charts
+// (redisio.StatsSample), in the same round trip. Several instances therefore cost one count per kind and
 // Interval and all report the same values. The lock and the snapshot
 // derive from the kind's lists (redisio.Lists.GaugeLock and GaugeSnapshot),
 // so deployments that share a Redis never report each other's counts. The
@@ -161,10 +167,8 @@ func (g *Gauges) Run(ctx context.Context) {
 		if _, err := g.Tick(ctx); err != nil && ctx.Err() == nil {
 			g.cfg.Logger.Warn("alert gauges not updated", "err", err)
 		}
-		select {
-		case <-ctx.Done():
+		if !sleepOrWake(ctx, forever, t.C) {
 			return
-		case <-t.C:
 		}
 	}
 }
@@ -186,6 +190,7 @@ func (g *Gauges) Tick(ctx context.Context) (computed bool, err error) {
 	}
 	values := make([]*gaugeKindValue, len(g.cfg.Kinds))
 	put := make([][]byte, len(g.cfg.Kinds))
+	samples := make([]redisio.StatsSample, len(g.cfg.Kinds))
 	var errs []error
 	for i, k := range g.cfg.Kinds {
 		if !won[i] {
@@ -199,8 +204,9 @@ func (g *Gauges) Tick(ctx context.Context) (computed bool, err error) {
 		}
 		values[i] = &v
 		put[i], _ = json.Marshal(v)
+		samples[i] = redisio.StatsSample{At: now, Backlog: v.Counts.Due, LatenessSeconds: int64(v.OldestAge), Paused: v.KindPaused}
 	}
-	got, err := g.cfg.Redis.ShareGauges(ctx, g.kindLists, put, 4*g.cfg.Interval)
+	got, err := g.cfg.Redis.ShareGauges(ctx, g.kindLists, put, samples, 4*g.cfg.Interval)
 	if err != nil {
 		return computed, errors.Join(append(errs, err)...)
 	}
@@ -224,12 +230,19 @@ func (g *Gauges) Tick(ctx context.Context) (computed bool, err error) {
 // count computes the gauges of kind k at now.
 func (g *Gauges) count(ctx context.Context, k GaugeKind, now time.Time) (gaugeKindValue, error) {
 	v := gaugeKindValue{At: now, Name: k.Name, Priority: k.Priority}
-	c, err := g.cfg.Inspector.Counts(ctx, k.Table, now, cmp.Or(k.LateAfter, models.DefaultLateAfter))
+	in := k.Inspector
+	if in == nil {
+		in = g.cfg.Inspector
+	}
+	if in == nil {
+		return v, fmt.Errorf("gauges of kind %s: no Inspector (set GaugeKind.Inspector or GaugeConfig.Inspector)", k.Name)
+	}
+	c, err := in.Counts(ctx, k.Table, now, cmp.Or(k.LateAfter, models.DefaultLateAfter))
 	if err != nil {
 		return v, err
 	}
 	v.Counts = c
-	if v.Backlog, err = g.cfg.Inspector.Backlog(ctx, k.Table, now); err != nil {
+	if v.Backlog, err = in.Backlog(ctx, k.Table, now); err != nil {
 		return v, err
 	}
 	if !c.OldestDue.IsZero() {

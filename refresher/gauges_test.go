@@ -46,6 +46,7 @@ func (c fixedClock) Now() time.Time { return time.Time(c) }
 // instances only the one holding the lock counts, the other reporting its
 // snapshot.
 func TestGaugesOneInstanceComputes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := gaugeTable(t, "g")
 	now := time.Date(2026, 3, 4, 14, 0, 0, 0, time.UTC)
@@ -116,6 +117,7 @@ refresher_priority_alert_max_attempts{level="0",priority="interactive"} 2
 // every kind exists at 0 before the first count (paused and kind_paused
 // included), and that a resumed kind and model go back to 0.
 func TestGaugesPauseEndsAndSeriesExistFromTheStart(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb, prefix := testenv.Redis(t)
 	lists := redisio.DefaultLists(prefix + "k")

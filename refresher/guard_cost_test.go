@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/refresher/refresher/internal/testenv"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
 )
@@ -78,17 +79,17 @@ func TestIncidentGuardOneRoundTripPerBatch(t *testing.T) {
 	defer reader.Close()
 	// Written after the next empty fetch (at most idleFetchBlock, 0.67s
 	// here), well before the idle poller's read every idleCheck (5s).
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		got, err := reader.HMGet(context.Background(), bucket, "results", "failures").Result()
+	var got []any
+	testenv.EventuallyNil(t, 3*time.Second, "12 results in the window", func() error {
+		var err error
+		got, err = reader.HMGet(context.Background(), bucket, "results", "failures").Result()
 		require.NoError(t, err)
-		if got[0] == "12" {
-			require.Equal(t, "0", got[1], "failures in the window")
-			break
+		if got[0] != "12" {
+			return fmt.Errorf("the window holds %v results", got[0])
 		}
-		require.True(t, time.Now().Before(deadline), "the window holds %v results within 3s, want 12", got[0])
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
+	require.Equal(t, "0", got[1], "failures in the window")
 	require.Equal(t, int64(4), trips.n.Load(), "the incident guard's round trips for 3 batches")
 }
 
@@ -152,7 +153,7 @@ func TestIncidentCountsABatchThatComesBackOnce(t *testing.T) {
 	b.insert("s1", "s2")
 	var failed atomic.Bool
 	svc, stop := stoppable(t, b, func(c *Config) {
-		c.Hooks.BeforeAck = func(string) error {
+		c.faults.beforeAck = func(string) error {
 			if failed.CompareAndSwap(false, true) {
 				return errors.New("Redis lost the Ack")
 			}
@@ -166,7 +167,7 @@ func TestIncidentCountsABatchThatComesBackOnce(t *testing.T) {
 	}
 	b.sendAll(rs...)
 	waitCounter(t, results(svc, "success", "stale"), 2, "the batch applied again, stale")
-	eventually(t, 10*time.Second, "the batch acknowledged", func() bool { return b.inRedis(b.cfg.InstanceID) == 0 })
+	testenv.Eventually(t, 10*time.Second, "the batch acknowledged", func() bool { return b.inRedis(b.cfg.InstanceID) == 0 })
 	stop()
 	require.Equal(t, []any{"2", "0"}, windowNow(t, b), "the window after the batch came back")
 }

@@ -2,6 +2,7 @@ package refresher
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -39,13 +40,20 @@ func (c *commandCount) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		c.mu.Lock()
 		name := strings.ToLower(cmd.Name())
-		if name == "evalsha" && len(cmd.Args()) == 15 {
-			name = "fetch" // the fetch script: 4 keys and 8 arguments
+		if args := cmd.Args(); (name == "evalsha" || name == "eval") && len(args) > 3+4+1 && fmt.Sprint(args[2]) == "4" {
+			name = "fetch" // the fetch script: 4 keys and 9 arguments (recover's: 4 keys and 1)
 		}
 		c.n[name]++
 		c.mu.Unlock()
 		return next(ctx, cmd)
 	}
+}
+
+// of returns how many name commands were counted since the last take.
+func (c *commandCount) of(name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[name]
 }
 
 func (c *commandCount) take() map[string]int {
@@ -93,10 +101,15 @@ func TestIdleKindRoundTrips(t *testing.T) {
 		c.Heartbeat, c.FetchBlock = 9*time.Second, time.Second
 	})
 	b.passes.wait(t, 5) // started, and idle
-	time.Sleep(1500 * time.Millisecond)
+	// The poller is idle from its second fetch on: the first, at start,
+	// blocks for FetchBlock.
+	testenv.Eventually(t, 10*time.Second, "the poller's second fetch", func() bool { return count.of("fetch") >= 2 })
 	count.take()
 	one, many := store.one.Load(), store.many.Load()
 	b.passes.wait(t, 20) // at least 20 idle passes (the watch's looks), every MaxSleep (20ms)
+	// The window over which the commands are counted: the sleep is the
+	// measure, not a wait. Its 1s blocking steps (redisio's) cannot be
+	// shortened by the config.
 	time.Sleep(5500 * time.Millisecond)
 	n := count.take()
 	one, many = store.one.Load()-one, store.many.Load()-many
@@ -122,7 +135,7 @@ func TestParkedDispatcherWakes(t *testing.T) {
 	store := &nextDueCount{Store: b.store}
 	var log passLog
 	b.runOn(context.Background(), store, b.rio, func(c *Config) {
-		c.Hooks.AfterDispatch = log.hook
+		c.Observer.AfterDispatch = log.hook
 	})
 	parked := func() {
 		t.Helper()
@@ -136,7 +149,7 @@ func TestParkedDispatcherWakes(t *testing.T) {
 		t.Helper()
 		job := b.popJob()
 		var started []int
-		eventually(t, 10*time.Second, "the pass that started "+job.UID+" ends", func() bool {
+		testenv.Eventually(t, 10*time.Second, "the pass that started "+job.UID+" ends", func() bool {
 			_, started = log.since(from)
 			return slices.ContainsFunc(started, startedAny)
 		})

@@ -29,6 +29,12 @@ import (
 // empty fetch (at most FetchBlock later) or when the poller stops; other
 // instances see the counts that much later. A poller that dies loses the
 // counts of its last batch.
+//
+// The same writes carry the batches' counts for the dashboard's charts
+// (redisio.StatsAdd: applied, failed, dead-lettered, and the incident
+// mark), so the charts cost no round trip of their own. With the guard
+// off, nothing else is written per batch: the counts then wait and go in
+// one write every idleCheck at most.
 type incident struct {
 	rdb     *redisio.Client
 	guard   policy.Guard
@@ -83,14 +89,21 @@ func incidentBuckets(l redisio.Lists, window time.Duration, now time.Time) []str
 // counted) and decides whether the kind is in an incident. A Redis error
 // keeps the last decision and is returned for the log.
 func (g *incident) decide(ctx context.Context, now time.Time, batch policy.Window) (bool, error) {
-	if g == nil || g.guard.Off {
+	if g == nil {
 		return false, nil
+	}
+	if g.guard.Off {
+		return false, g.writeStats(ctx, false)
 	}
 	g.mu.Lock()
 	g.checked = time.Now()
 	pending := g.pending
 	g.pending = nil // sent now, and never again: a lost count is better than a double one
 	g.mu.Unlock()
+	if g.active.Load() {
+		// The charts mark the minutes the kind spent in an incident.
+		pending = append(pending, redisio.Tally{Stats: redisio.StatsAdd{Lists: g.lists, At: now, Incident: true}})
+	}
 	results, failures, worker, err := g.rdb.CountThenRead(ctx, pending, g.buckets(now), g.lists.IncidentWorker())
 	if err != nil {
 		return g.active.Load(), err
@@ -114,14 +127,49 @@ func (g *incident) decide(ctx context.Context, now time.Time, batch policy.Windo
 }
 
 // due reports whether the window should be read again by an idle poller:
-// it has not been for idleCheck, or counts wait to be written.
+// it has not been for idleCheck, or counts wait to be written. With the
+// guard off: counts for the charts have waited idleCheck.
 func (g *incident) due() bool {
-	if g == nil || g.guard.Off {
+	if g == nil {
 		return false
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.guard.Off {
+		return len(g.pending) > 0 && time.Since(g.checked) >= idleCheck
+	}
 	return len(g.pending) > 0 || time.Since(g.checked) >= idleCheck
+}
+
+// writeStats writes the counts waiting for the charts, with the guard off
+// (no read of the window carries them): all of them when force is set,
+// else only once idleCheck has passed since the last write.
+func (g *incident) writeStats(ctx context.Context, force bool) error {
+	g.mu.Lock()
+	if len(g.pending) == 0 || (!force && time.Since(g.checked) < idleCheck) {
+		g.mu.Unlock()
+		return nil
+	}
+	g.checked = time.Now()
+	adds := make([]redisio.StatsAdd, len(g.pending))
+	for i, t := range g.pending {
+		adds[i] = t.Stats
+	}
+	g.pending = nil
+	g.mu.Unlock()
+	return g.rdb.AddStats(ctx, adds)
+}
+
+// flush writes every count waiting (the poller stops).
+func (g *incident) flush(ctx context.Context, now time.Time) error {
+	if g == nil {
+		return nil
+	}
+	if g.guard.Off {
+		return g.writeStats(ctx, true)
+	}
+	_, err := g.decide(ctx, now, policy.Window{})
+	return err
 }
 
 // waiting reports whether counts wait to be written (see countLater).
@@ -135,20 +183,41 @@ func (g *incident) waiting() bool {
 }
 
 // countLater keeps a committed batch's counts at now for the next decide,
-// which writes them before it reads (see incident).
-func (g *incident) countLater(now time.Time, batch policy.Window) {
-	if g == nil || g.guard.Off || (batch.Results == 0 && !batch.Worker) {
+// which writes them before it reads (see incident): batch for the window,
+// stats for the charts.
+func (g *incident) countLater(now time.Time, batch policy.Window, stats redisio.StatsCount) {
+	if g == nil {
+		return
+	}
+	t := g.tally(now, batch, stats)
+	if t.Results == 0 && t.FlagTTL == 0 && t.Stats.Empty() {
 		return
 	}
 	g.mu.Lock()
-	g.pending = append(g.pending, g.tally(now, batch))
-	g.mu.Unlock()
+	defer g.mu.Unlock()
+	if n := len(g.pending); n > 0 {
+		// Same minute: one write instead of two (with the guard off,
+		// counts wait up to idleCheck).
+		last := &g.pending[n-1]
+		if merged, ok := last.Stats.Merge(t.Stats); ok && last.Key == t.Key && last.FlagTTL == 0 && t.FlagTTL == 0 {
+			last.Results += t.Results
+			last.Failures += t.Failures
+			last.Stats = merged
+			return
+		}
+	}
+	g.pending = append(g.pending, t)
 }
 
 // tally is batch's count in the window's bucket of now, with the worker
-// flag when a result said "scope":"worker".
-func (g *incident) tally(now time.Time, batch policy.Window) redisio.Tally {
-	t := redisio.Tally{Key: g.buckets(now)[0], Results: batch.Results, Failures: batch.Failures, TTL: g.guard.Window + time.Minute}
+// flag when a result said "scope":"worker", and stats for the charts. With
+// the guard off, it counts for the charts only.
+func (g *incident) tally(now time.Time, batch policy.Window, stats redisio.StatsCount) redisio.Tally {
+	t := redisio.Tally{Stats: redisio.StatsAdd{Lists: g.lists, At: now, Count: stats}}
+	if g.guard.Off || (batch.Results == 0 && !batch.Worker) {
+		return t
+	}
+	t.Key, t.Results, t.Failures, t.TTL = g.buckets(now)[0], batch.Results, batch.Failures, g.guard.Window+time.Minute
 	if batch.Worker {
 		t.FlagTTL = g.guard.Window
 	}
@@ -156,12 +225,17 @@ func (g *incident) tally(now time.Time, batch policy.Window) redisio.Tally {
 }
 
 // record adds counts to the window at now at once (the dispatcher's
-// timeouts; the poller's batches wait for the next read, countLater).
-func (g *incident) record(ctx context.Context, now time.Time, batch policy.Window) error {
-	if g == nil || g.guard.Off || (batch.Results == 0 && !batch.Worker) {
+// timeouts; the poller's batches wait for the next read, countLater), with
+// stats for the charts.
+func (g *incident) record(ctx context.Context, now time.Time, batch policy.Window, stats redisio.StatsCount) error {
+	if g == nil {
 		return nil
 	}
-	return g.rdb.Add(ctx, []redisio.Tally{g.tally(now, batch)}, g.lists.IncidentWorker())
+	t := g.tally(now, batch, stats)
+	if t.Results == 0 && t.FlagTTL == 0 && t.Stats.Empty() {
+		return nil
+	}
+	return g.rdb.Add(ctx, []redisio.Tally{t}, g.lists.IncidentWorker())
 }
 
 // window counts the results of a batch for the guard, as read (a stale

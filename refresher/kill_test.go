@@ -239,18 +239,12 @@ func TestKilledServiceLosesNoResult(t *testing.T) {
 		// no result is left in Redis.
 		sched, err := schedule.Parse(killRule)
 		require.NoError(t, err)
-		var why string
-		deadline := time.Now().Add(killTimeout + 15*time.Second)
-		for {
-			why = b.killSettled(uids, sched)
-			if why == "" {
-				break
+		testenv.EventuallyNil(t, killTimeout+15*time.Second, "settled after the last kill", func() error {
+			if why := b.killSettled(uids, sched); why != "" {
+				return errors.New(why)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("not settled within %s of the last kill: %s", killTimeout+15*time.Second, why)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return nil
+		})
 
 		// Every result the worker pushed was applied: its attempt ended with
 		// the worker's answer.
@@ -376,7 +370,8 @@ func (b *testBundle) killSettled(uids []string, sched *schedule.Schedule) string
 }
 
 // pollList checks the length of a list every millisecond until cond holds
-// (true) or limit passes (false).
+// (true) or limit passes (false). Unlike testenv.Eventually it catches a
+// moment, which may pass unseen without failing the test.
 func (b *testBundle) pollList(key string, limit time.Duration, cond func(int64) bool) bool {
 	for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(time.Millisecond) {
 		if cond(b.llen(key)) {

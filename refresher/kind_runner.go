@@ -19,7 +19,9 @@ type kindRunner struct {
 	clock   Clock
 	log     *slog.Logger
 	metrics *Metrics
-	hooks   Hooks
+	// observer and faults are Config's (see Observer and faults).
+	observer Observer
+	faults   faults
 	// activity sums the kind's work for its periodic log line.
 	activity *activity
 	// throttle and incident are the kind's throttle groups and incident
@@ -41,12 +43,13 @@ func (r *kindRunner) batchContext(ctx context.Context) (context.Context, context
 	return context.WithTimeout(context.WithoutCancel(ctx), r.cfg.OpTimeout)
 }
 
-// dueGate is the dispatcher's view of the store: a dispatcher pass whose
-// kind has nothing due skips its claim transaction. A claim is 4 round
-// trips (isolation level, BEGIN, SELECT ... FOR UPDATE SKIP LOCKED, COMMIT)
-// besides NextDue's one. (An idle kind makes no passes at all: its
-// dispatcher parks at the due watch, see dueWatch; the gate serves the
-// passes of kinds with rows due soon, or due but not claimable.)
+// dueGate is the dispatcher's gate to the store (dispatcher.gate): a
+// dispatcher pass whose kind has nothing due skips its claim transaction.
+// A claim is 4 round trips (isolation level, BEGIN, SELECT ... FOR UPDATE
+// SKIP LOCKED, COMMIT) besides NextDue's one. (An idle kind makes no
+// passes at all: its dispatcher parks at the due watch, see dueWatch; the
+// gate serves the passes of kinds with rows due soon, or due but not
+// claimable.)
 //
 // Tx first asks NextDue (one indexed row, no lock), unless Due asked it
 // just before for this pass. When no row is due at the clock's now it runs
@@ -57,7 +60,7 @@ func (r *kindRunner) batchContext(ctx context.Context) (context.Context, context
 // an empty claim.
 // It is used by one dispatcher goroutine.
 type dueGate struct {
-	models.Store
+	store models.Store
 	table models.Table
 	clock Clock
 
@@ -73,7 +76,7 @@ type dueGate struct {
 // the NextDue that follows the pass; with a row due, it serves the Tx of
 // the same pass, so the pass still asks NextDue once.
 func (g *dueGate) Due(ctx context.Context) (bool, error) {
-	next, ok, err := g.Store.NextDue(ctx, g.table)
+	next, ok, err := g.store.NextDue(ctx, g.table)
 	if err != nil {
 		g.peeked, g.known = false, false
 		return false, err
@@ -84,6 +87,8 @@ func (g *dueGate) Due(ctx context.Context) (bool, error) {
 	return due, nil
 }
 
+// Tx runs fn on a claim transaction, or on one that claims nothing when
+// no row is due (see dueGate).
 func (g *dueGate) Tx(ctx context.Context, fn func(tx models.Tx) error) error {
 	var next time.Time
 	var ok bool
@@ -92,22 +97,24 @@ func (g *dueGate) Tx(ctx context.Context, fn func(tx models.Tx) error) error {
 		g.peeked = false
 		next, ok = g.next, g.ok
 	} else {
-		next, ok, err = g.Store.NextDue(ctx, g.table)
+		next, ok, err = g.store.NextDue(ctx, g.table)
 	}
 	if err != nil || (ok && !next.After(g.clock.Now())) {
 		g.known = false
-		return g.Store.Tx(ctx, fn)
+		return g.store.Tx(ctx, fn)
 	}
 	g.known, g.next, g.ok = true, next, ok
 	return fn(nothingDue{})
 }
 
-func (g *dueGate) NextDue(ctx context.Context, t models.Table) (time.Time, bool, error) {
+// NextDue is the store's NextDue of the gate's table, answered from the
+// last Tx or Due when that one already asked it.
+func (g *dueGate) NextDue(ctx context.Context) (time.Time, bool, error) {
 	if g.known {
 		g.known = false
 		return g.next, g.ok, nil
 	}
-	return g.Store.NextDue(ctx, t)
+	return g.store.NextDue(ctx, g.table)
 }
 
 // nothingDue is the transaction of a pass with nothing due: it claims and
@@ -134,4 +141,11 @@ func (nothingDue) Save(_ context.Context, t models.Table, rows []models.Row) err
 		return fmt.Errorf("save %d rows of %s: no transaction (nothing was due)", len(rows), t.Name)
 	}
 	return nil
+}
+
+func (nothingDue) SaveSuccesses(_ context.Context, t models.Table, _ time.Time, rows []models.Success) ([]bool, error) {
+	if len(rows) > 0 {
+		return nil, fmt.Errorf("save %d successes of %s: no transaction (nothing was due)", len(rows), t.Name)
+	}
+	return nil, nil
 }

@@ -21,7 +21,7 @@ func TestLateResultEndsAttemptAsTimedOut(t *testing.T) {
 	b.insert("ontime", "success", "permanent", "status")
 	firstPass, release := make(chan struct{}), make(chan struct{})
 	svc := b.start(func(c *Config) {
-		c.Hooks.AfterDispatch = func(_ string, started int) {
+		c.Observer.AfterDispatch = func(_ string, started int) {
 			if started > 0 {
 				close(firstPass)
 				<-release // held until the test ends

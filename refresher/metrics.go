@@ -85,7 +85,7 @@ func NewMetrics() *Metrics {
 // for every kind so that a series exists before its first event (rate() and
 // absent() alerts see it from the start).
 var (
-	resultTypes      = []string{"success", "failure", "status"}
+	resultTypes      = []string{"success", "failure", "status", "extend"}
 	resultOutcomes   = []string{"applied", "stale", "unknown_model"}
 	decisionBranches = []string{"retry", "planned", "disabled", "throttled"}
 	throttledHows    = []string{"held", "answered"}

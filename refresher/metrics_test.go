@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/refresher/refresher/internal/testenv"
+	"github.com/refresher/refresher/models/stores"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
 	"github.com/refresher/refresher/schedule"
@@ -23,7 +24,10 @@ func TestMetricsExistBeforeTheFirstEvent(t *testing.T) {
 	sched, err := schedule.Parse(dailyAt14)
 	require.NoError(t, err)
 	cfg := Config{InstanceID: "metrics", Kinds: []Kind{{Name: "a", Schedule: sched}, {Name: "b", Schedule: sched}}}
-	svc, err := New(cfg, nil, nil)
+	store, err := stores.Open(t.Context(), "sqlite::memory:", stores.Options{CreateSQLite: true})
+	require.NoError(t, err)
+	defer store.Close()
+	svc, err := New(cfg, store, nil)
 	require.NoError(t, err)
 
 	families, err := svc.Metrics().Registry.Gather()
@@ -41,8 +45,8 @@ func TestMetricsExistBeforeTheFirstEvent(t *testing.T) {
 	for _, kind := range []string{"a", "b"} {
 		for name, n := range map[string]int{
 			"refresher_attempts_started_total":  1,
-			"refresher_results_total":           9, // 3 types x applied, stale, unknown_model
-			"refresher_failure_decisions_total": 8, // retry, planned, disabled, throttled x worker, timeout
+			"refresher_results_total":           12, // 4 types x applied, stale, unknown_model
+			"refresher_failure_decisions_total": 8,  // retry, planned, disabled, throttled x worker, timeout
 			"refresher_push_failures_total":     1,
 			"refresher_dead_letters_total":      1,
 			"refresher_invalid_schedules_total": 1,
@@ -93,7 +97,7 @@ func TestActivityIsLogged(t *testing.T) {
 		}
 		return n
 	}
-	eventually(t, 10*time.Second, "activity logged", func() bool {
+	testenv.Eventually(t, 10*time.Second, "activity logged", func() bool {
 		return sum("started") == 1 && sum("applied") == 1 && sum("disabled") == 1
 	})
 	logs := out.String()

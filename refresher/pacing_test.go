@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/refresher/refresher/internal/testenv"
 )
 
 // passLog records when each dispatcher pass ended and how many attempts it
@@ -70,7 +72,7 @@ func TestDispatcherDoesNotSpinOnUnclaimableRows(t *testing.T) {
 			var log passLog
 			b.start(func(c *Config) {
 				c.MaxSleep = 100 * time.Millisecond
-				c.Hooks.AfterDispatch = log.hook
+				c.Observer.AfterDispatch = log.hook
 			})
 			b.passes.wait(t, 6)
 			at, started := log.since(0)
@@ -91,9 +93,9 @@ func TestBackpressure(t *testing.T) {
 	b.start(func(c *Config) {
 		c.MaxSleep = 100 * time.Millisecond
 		c.Kinds[0].MaxQueued = 2
-		c.Hooks.AfterDispatch = log.hook
+		c.Observer.AfterDispatch = log.hook
 	})
-	pollList(t, func() bool { return b.llen(b.kind.Lists.Input) >= 3 }, "first batch pushed")
+	testenv.Eventually(t, 10*time.Second, "first batch pushed", func() bool { return b.llen(b.kind.Lists.Input) >= 3 })
 	b.passes.wait(t, 1) // the pass that pushed has ended
 	b.insert("d", "e")
 	from := log.len()
@@ -125,17 +127,10 @@ func TestBackpressureCountsOwnPushes(t *testing.T) {
 		c.MaxSleep = 50 * time.Millisecond
 		c.Kinds[0].MaxQueued = 20
 	})
-	pollList(t, func() bool { return b.llen(b.kind.Lists.Input) >= 20 }, "first two batches pushed")
+	testenv.Eventually(t, 10*time.Second, "first two batches pushed", func() bool { return b.llen(b.kind.Lists.Input) >= 20 })
 	b.passes.wait(t, 3)
 	require.EqualValues(t, 20, b.llen(b.kind.Lists.Input), "dispatched past MaxQueued")
 
 	b.popJobs(15)
-	pollList(t, func() bool { return b.llen(b.kind.Lists.Input) >= 15 }, "dispatching resumed")
-}
-
-// pollList waits up to 10s for cond, a condition on Redis that no hook
-// signals (workers are the test itself).
-func pollList(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	eventually(t, 10*time.Second, what, cond)
+	testenv.Eventually(t, 10*time.Second, "dispatching resumed", func() bool { return b.llen(b.kind.Lists.Input) >= 15 })
 }

@@ -14,9 +14,6 @@ import (
 	"github.com/refresher/refresher/redisio"
 )
 
-// errCrashed stops a poller as if its process had died (Hooks.BeforeCommit).
-var errCrashed = errors.New("poller stopped by test hook before commit")
-
 // poller applies the results of one kind.
 type poller struct {
 	*kindRunner
@@ -34,12 +31,22 @@ type poller struct {
 	// asked is how many messages the Next that fetched next asked for.
 	asked int
 	tally tally // the counts of the batch in hand
+	// counted sums the committed transactions' counts of the batch in
+	// hand for the charts (applied one by one, a batch commits several).
+	counted redisio.StatsCount
 	// holds are the throttle holds the committed results of the batch in
 	// hand decided, by group (see throttle).
 	holds map[string]time.Time
+	// leases are the answers to the requests for more time of the batch
+	// in hand, in order, written after its commit (see writeLeases).
+	leases []redisio.LeaseAnswer
 	// idle is set after a fetch that found nothing: the next one blocks
 	// for idleFetchBlock instead of FetchBlock.
 	idle bool
+	// fastSkip is how many more batches are applied without
+	// SaveSuccesses, and fastPenalty how many the last miss skipped (see
+	// fastMissed).
+	fastSkip, fastPenalty int
 }
 
 // maxIdleFetchBlock caps idleFetchBlock.
@@ -59,7 +66,7 @@ func idleFetchBlock(cfg Config) time.Duration {
 // results of dead instances once per heartbeat period.
 func (p *poller) loop(ctx context.Context) {
 	var lastBeat, lastRecover time.Time
-	backoff := time.Duration(0)
+	retry := backoff{limit: 5 * time.Second}
 	crashed := false
 	defer func() {
 		if !crashed { // a killed process writes nothing more
@@ -82,7 +89,7 @@ func (p *poller) loop(ctx context.Context) {
 				recover = p.recoverOthers
 			}
 			if err := recover(ctx); err != nil {
-				p.fail(ctx, "recover", err, &backoff)
+				p.fail(ctx, "recover", err, &retry)
 				continue
 			}
 			lastRecover = now
@@ -96,12 +103,12 @@ func (p *poller) loop(ctx context.Context) {
 			break // a fetch cut short by shutdown
 		}
 		if err != nil {
-			p.fail(ctx, "poll", err, &backoff)
+			p.fail(ctx, "poll", err, &retry)
 			continue
 		}
-		backoff = 0
-		if n > 0 && p.hooks.AfterApply != nil {
-			p.hooks.AfterApply(p.kind.Name, n)
+		retry.reset()
+		if n > 0 && p.observer.AfterApply != nil {
+			p.observer.AfterApply(p.kind.Name, n)
 		}
 	}
 	p.release()
@@ -129,7 +136,7 @@ func (p *poller) flushIncident() {
 	}
 	ctx, cancel := p.batchContext(context.Background())
 	defer cancel()
-	if _, err := p.incident.decide(ctx, p.clock.Now(), policy.Window{}); err != nil {
+	if err := p.incident.flush(ctx, p.clock.Now()); err != nil {
 		p.log.Warn("cannot count results for the incident guard", "err", err)
 	}
 }
@@ -170,18 +177,12 @@ func (p *poller) recoverOthers(ctx context.Context) error {
 	return nil
 }
 
-// fail logs a failed pass and sleeps a growing backoff (100ms doubling up to
-// 5s) so a down database or Redis is not hammered.
-func (p *poller) fail(ctx context.Context, what string, err error, backoff *time.Duration) {
+// fail logs a failed pass and sleeps retry's next wait (up to 5s) or
+// until ctx is done.
+func (p *poller) fail(ctx context.Context, what string, err error, retry *backoff) {
 	p.metrics.Errors.WithLabelValues(p.kind.Name, "poll").Inc()
 	p.log.Error(what+" pass failed", "err", err)
-	*backoff = min(max(2**backoff, 100*time.Millisecond), 5*time.Second)
-	t := time.NewTimer(*backoff)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
+	sleep(ctx, retry.failed())
 }
 
 // runOnce takes one batch of results (the one fetched ahead, or a new
@@ -206,7 +207,7 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 		msgs, err = p.drain.Fetch(fctx, p.cfg.BatchSize, block)
 		cancel()
 		if err != nil {
-			return 0, fmt.Errorf("fetch results from %s: %w", p.kind.Lists.Output, err)
+			return 0, err // the drain's error names the list
 		}
 	}
 	p.idle = len(msgs) == 0
@@ -244,6 +245,8 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 		p.log.Warn("cannot read the incident window; keeping the last decision", "err", err)
 	}
 	clear(p.holds)
+	p.leases = p.leases[:0]
+	p.counted = redisio.StatsCount{}
 
 	// A full batch suggests more are queued: fetch the next one, as large
 	// as this one, meanwhile. The drain is not used by this goroutine
@@ -280,6 +283,7 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 		p.metrics.Errors.WithLabelValues(p.kind.Name, "poll").Inc()
 		p.log.Error("cannot hold throttle groups; their rows are dispatched meanwhile", "err", err)
 	}
+	p.writeLeases(bctx, now)
 	<-ahead
 	if errors.Is(nextErr, redisio.ErrRecovered) {
 		err = nextErr // the batch in hand was taken back with the next one
@@ -300,7 +304,9 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 	}
 	// Counted once acknowledged: a batch that comes back (its Ack failed,
 	// or another instance took it over) is counted when read again.
-	p.incident.countLater(now, batch) // written with the next read of the window
+	stats := p.counted
+	stats.Dead = int64(len(dead))
+	p.incident.countLater(now, batch, stats) // written with the next read of the window
 
 	p.requeue = nextErr != nil // what Next may have moved goes back first
 	if nextErr != nil {
@@ -351,7 +357,7 @@ func (p *poller) topUp(ctx context.Context, msgs []redisio.Message) (_ []redisio
 		more, err := p.drain.Next(fctx, ask)
 		cancel()
 		if err != nil {
-			return nil, false, fmt.Errorf("top up a batch of %d results from %s: %w", len(msgs), p.kind.Lists.Output, err)
+			return nil, false, fmt.Errorf("top up a batch of %d results: %w", len(msgs), err)
 		}
 		msgs = append(msgs, more...)
 		valid += countValid(more)
@@ -362,10 +368,10 @@ func (p *poller) topUp(ctx context.Context, msgs []redisio.Message) (_ []redisio
 	return msgs, true, nil
 }
 
-// ack is Drain.Ack, unless Hooks.BeforeAck fails it first.
+// ack is Drain.Ack, unless faults.beforeAck fails it first.
 func (p *poller) ack(ctx context.Context, msgs, dead []redisio.Message) error {
-	if p.hooks.BeforeAck != nil {
-		if err := p.hooks.BeforeAck(p.kind.Name); err != nil {
+	if p.faults.beforeAck != nil {
+		if err := p.faults.beforeAck(p.kind.Name); err != nil {
 			return err
 		}
 	}
@@ -392,35 +398,153 @@ func countValid(msgs []redisio.Message) int {
 // has not parsed yet rolls back at once, the rules are parsed, and it runs
 // again (see schedules.prepare). `now` is read before, so that the
 // occurrences computed then are the ones the transaction uses.
+//
+// The successes among msgs (see fastSuccesses) are written first without
+// reading their rows (Tx.SaveSuccesses); only the results it did not write
+// are locked, read and decided one by one.
 func (p *poller) applyBatch(ctx context.Context, msgs []redisio.Message) (dead []redisio.Message, earliest time.Time, err error) {
 	now := p.clock.Now()
+	fast := p.fastSuccesses(msgs, now)
+	p.schedules.prepare(p.knownRules(msgs), now)
 	for round := 1; ; round++ {
 		var pending []keyRule
-		dead, earliest, pending, err = p.applyTx(ctx, msgs, now, round < maxPrepareRounds)
+		dead, earliest, pending, err = p.applyTx(ctx, msgs, now, round < maxPrepareRounds, fast)
+		if errors.Is(err, models.ErrUnmatched) {
+			// The store cannot tell which rows took their success: the
+			// transaction rolled back, and the batch is read and decided.
+			p.fastMissed()
+			fast = fastBatch{}
+			continue
+		}
 		if !errors.Is(err, errUnprepared) {
+			if err == nil && len(fast.succ) > 0 {
+				p.fastPenalty = 0
+			}
 			return dead, earliest, err
 		}
 		p.schedules.prepare(pending, now)
 	}
 }
 
+// knownRules returns the rules the rows of msgs were last read with, for
+// those that had one of their own (ownRules), so that applyBatch prepares
+// them before its transaction locks the rows.
+func (p *poller) knownRules(msgs []redisio.Message) []keyRule {
+	var out []keyRule
+	for _, m := range msgs {
+		if m.Err != nil {
+			continue
+		}
+		if rule, ok := p.schedules.own.rule(m.Result.UID); ok {
+			out = append(out, keyRule{m.Result.UID, rule})
+		}
+	}
+	return out
+}
+
+// fastBatch is what a batch's successes write without reading their rows:
+// succ for Tx.SaveSuccesses, and for each message the index of its
+// success in succ (-1: read and decided).
+type fastBatch struct {
+	succ []models.Success
+	at   []int
+}
+
+// maxFastPenalty bounds the batches applied without SaveSuccesses after
+// the store reported models.ErrUnmatched (see fastMissed).
+const maxFastPenalty = 64
+
+// fastSuccesses returns the successes of msgs whose write needs nothing of
+// their row but its key: success results whose key occurs once among the
+// batch's results (results of one row apply in order, so a repeated key
+// is read and decided), with the kind's schedule spread by the row's
+// offset. Whether the row has no rule of its own, still runs that attempt
+// and is not late, the store checks as it writes (Tx.SaveSuccesses); the
+// columns are policy.Succeeded's, the same Apply writes. A success whose
+// next run the schedule cannot compute is read and decided (Apply disables
+// the row), and so is one whose row was last read with a rule of its own
+// (ownRules). After a models.ErrUnmatched, it returns nothing for a few
+// batches (fastMissed).
+func (p *poller) fastSuccesses(msgs []redisio.Message, now time.Time) fastBatch {
+	if p.fastSkip > 0 {
+		p.fastSkip--
+		return fastBatch{}
+	}
+	if p.schedules.kindDefault == nil {
+		return fastBatch{}
+	}
+	seen := make(map[string]int, len(msgs))
+	for _, m := range msgs {
+		if m.Err == nil {
+			seen[m.Result.UID]++
+		}
+	}
+	f := fastBatch{at: make([]int, len(msgs))}
+	for i, m := range msgs {
+		f.at[i] = -1
+		if m.Err != nil || m.Result.Type != redisio.ResultSuccess || m.Result.AttemptUID == "" || seen[m.Result.UID] != 1 {
+			continue
+		}
+		if _, own := p.schedules.own.rule(m.Result.UID); own {
+			continue // read with a rule of its own: SaveSuccesses would not match it
+		}
+		sched, err := p.schedules.lookup(m.Result.UID, "")
+		if err != nil {
+			continue
+		}
+		w, err := policy.Succeeded(policyResult(m.Result), now, sched)
+		if err != nil {
+			continue
+		}
+		f.at[i] = len(f.succ)
+		f.succ = append(f.succ, models.Success{Key: m.Result.UID, AttemptUID: m.Result.AttemptUID, State: w})
+	}
+	if len(f.succ) == 0 {
+		return fastBatch{}
+	}
+	return f
+}
+
+// fastMissed notes a models.ErrUnmatched: the next batches (1, then twice
+// as many after each miss in a row, up to maxFastPenalty) are read and
+// decided without trying SaveSuccesses first, so that a kind whose
+// batches often hold rows it does not match (rules of their own, stale or
+// late results) on a store that cannot tell which does not pay for a
+// rolled-back write every batch.
+func (p *poller) fastMissed() {
+	p.fastPenalty = min(max(2*p.fastPenalty, 1), maxFastPenalty)
+	p.fastSkip = p.fastPenalty
+}
+
 // applyTx is one transaction of applyBatch. With prepared, it rolls back
 // with errUnprepared, returning the rows to prepare, as soon as it has
 // locked rows whose rules are not parsed yet.
-func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.Time, prepared bool) (dead []redisio.Message, earliest time.Time, pending []keyRule, err error) {
+func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.Time, prepared bool, fast fastBatch) (dead []redisio.Message, earliest time.Time, pending []keyRule, err error) {
 	var holds map[string]time.Time // allocated for the first hold only
+	var leases []redisio.LeaseAnswer
 	err = p.store.Tx(ctx, func(tx models.Tx) error {
 		dead, earliest = dead[:0], time.Time{}
 		p.tally.reset()
+		var written []bool
+		if len(fast.succ) > 0 {
+			var err error
+			if written, err = tx.SaveSuccesses(ctx, p.kind.Table, now, fast.succ); err != nil {
+				return err
+			}
+		}
+		wrote := func(i int) bool { return written != nil && fast.at[i] >= 0 && written[fast.at[i]] }
 		keys := make([]string, 0, len(msgs))
-		for _, m := range msgs {
-			if m.Err == nil {
+		for i, m := range msgs {
+			if m.Err == nil && !wrote(i) {
 				keys = append(keys, m.Result.UID)
 			}
 		}
-		rows, err := tx.LockByKeys(ctx, p.kind.Table, keys)
-		if err != nil {
-			return err
+		rows := map[string]models.Row{}
+		if len(keys) > 0 {
+			var err error
+			if rows, err = tx.LockByKeys(ctx, p.kind.Table, keys); err != nil {
+				return err
+			}
 		}
 		if prepared {
 			if pending = p.schedules.unprepared(slices.Collect(maps.Values(rows)), now, nil); len(pending) > 0 {
@@ -428,11 +552,19 @@ func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.T
 			}
 		}
 		pol := p.incident.policy(p.kind.Policy)
-		holds = nil
+		holds, leases = nil, leases[:0]
 		changed := make(map[string]struct{}, len(rows))
-		for _, m := range msgs {
+		for i, m := range msgs {
 			if m.Err != nil {
 				dead = append(dead, m)
+				continue
+			}
+			if wrote(i) {
+				// What Apply decides for a current, on-time success.
+				p.tally.apply(m.Result.UID, m.Result.Type, policy.ApplyDecision{Outcome: policy.OutcomeApplied})
+				if at := fast.succ[fast.at[i]].State.RefreshAt; !at.IsZero() && (earliest.IsZero() || at.Before(earliest)) {
+					earliest = at
+				}
 				continue
 			}
 			row, ok := rows[m.Result.UID]
@@ -446,6 +578,9 @@ func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.T
 			pr := policyResult(m.Result)
 			st, dec := pol.Apply(row.State, pr, now, sched, serr, p.rand())
 			p.tally.apply(m.Result.UID, m.Result.Type, dec)
+			if pr.Extend > 0 {
+				leases = append(leases, leaseAnswer(pr, st, dec))
+			}
 			if dec.Outcome == policy.OutcomeStale {
 				continue
 			}
@@ -464,15 +599,17 @@ func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.T
 				earliest = at
 			}
 		}
-		save := make([]models.Row, 0, len(changed))
-		for key := range changed {
-			save = append(save, rows[key])
+		if len(changed) > 0 {
+			save := make([]models.Row, 0, len(changed))
+			for key := range changed {
+				save = append(save, rows[key])
+			}
+			if err := tx.Save(ctx, p.kind.Table, save); err != nil {
+				return err
+			}
 		}
-		if err := tx.Save(ctx, p.kind.Table, save); err != nil {
-			return err
-		}
-		if p.hooks.BeforeCommit != nil {
-			if err := p.hooks.BeforeCommit(p.kind.Name); err != nil {
+		if p.faults.beforeCommit != nil {
+			if err := p.faults.beforeCommit(p.kind.Name); err != nil {
 				return fmt.Errorf("%w: %v", errCrashed, err)
 			}
 		}
@@ -482,6 +619,9 @@ func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.T
 		return nil, time.Time{}, pending, err
 	}
 	p.tally.flush(p.metrics, p.activity, p.kind.Name) // committed: counted once
+	c := p.tally.stats()
+	p.counted.Applied += c.Applied
+	p.counted.Failed += c.Failed
 	if p.holds == nil {
 		p.holds = map[string]time.Time{}
 	}
@@ -490,6 +630,7 @@ func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.T
 			p.holds[g] = until
 		}
 	}
+	p.leases = append(p.leases, leases...)
 	return dead, earliest, nil, nil
 }
 
@@ -543,5 +684,27 @@ func policyResult(r redisio.Result) policy.Result {
 		RetryAfter:         time.Duration(r.RetryAfterSeconds) * time.Second,
 		Status:             redact.Text(r.Status),
 		Scope:              policy.Scope(r.Scope),
+		Extend:             time.Duration(r.Seconds) * time.Second,
+	}
+}
+
+// leaseAnswer is the answer to r, a request for more time, that Apply
+// decided with st and d: the attempt's timeout_at while it still runs, or
+// that it is over (stale, late, or its row disabled).
+func leaseAnswer(r policy.Result, st policy.State, d policy.ApplyDecision) redisio.LeaseAnswer {
+	a := redisio.LeaseAnswer{AttemptUID: r.AttemptUID}
+	if d.Outcome == policy.OutcomeApplied && st.Running() && st.AttemptUID == r.AttemptUID {
+		a.Running, a.TimeoutAt, a.Capped = true, st.TimeoutAt, string(d.Lease.Cap)
+	}
+	return a
+}
+
+// writeLeases tells the workers what became of the requests for more time
+// of the committed batch (redisio.Client.WriteLeases). A failed write
+// loses only the answers: the leases are in the database.
+func (p *poller) writeLeases(ctx context.Context, now time.Time) {
+	if err := p.rdb.WriteLeases(ctx, p.kind.Lists, p.leases, now); err != nil {
+		p.metrics.Errors.WithLabelValues(p.kind.Name, "poll").Inc()
+		p.log.Error("cannot answer requests for more time; their leases are granted all the same", "err", err)
 	}
 }

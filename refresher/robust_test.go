@@ -106,13 +106,24 @@ func (b *testBundle) sendAll(rs ...redisio.Result) {
 func (b *testBundle) states(uids []string) map[string]policy.State {
 	b.t.Helper()
 	out := make(map[string]policy.State, len(uids))
-	err := b.store.Tx(context.Background(), func(tx models.Tx) error {
-		rows, err := tx.LockByKeys(context.Background(), b.kind.Table, uids)
-		for k, r := range rows {
-			out[k] = r.State
+	// The service may run meanwhile: its poller writes plain successes in
+	// the order the database picks, so this read's locks can deadlock with
+	// it, and the database then aborts one of the two. Like the service,
+	// take a transient error again.
+	var err error
+	for range 5 {
+		clear(out)
+		err = b.store.Tx(context.Background(), func(tx models.Tx) error {
+			rows, err := tx.LockByKeys(context.Background(), b.kind.Table, uids)
+			for k, r := range rows {
+				out[k] = r.State
+			}
+			return err
+		})
+		if err == nil || b.store.Classify(err) != models.Transient {
+			break
 		}
-		return err
-	})
+	}
 	require.NoError(b.t, err)
 	require.Len(b.t, out, len(uids))
 	return out
@@ -138,19 +149,6 @@ func (b *testBundle) inRedis(id string) int64 {
 	})
 	require.NoError(b.t, err)
 	return out.Val() + proc.Val()
-}
-
-// eventually checks cond after each loop event (see untilEvent) until it
-// holds, up to limit.
-func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not happen within %s", what, limit)
-		}
-		untilEvent()
-	}
 }
 
 // redisVia returns a Redis client that talks to the test Redis through a
@@ -201,7 +199,7 @@ func TestGarbageResultsAreDeadLettered(t *testing.T) {
 		{`[1,2]`, "message is a JSON array, not an object"},
 		{`{"uid":1,"attempt_uid":"` + job.AttemptUID + `","type":"success"}`, `"uid" is a number, want a string`},
 		{`{"uid":"m1","attempt_uid":"` + job.AttemptUID + `","type":"success","permanent":"yes"}`, `"permanent" is a string, want true or false`},
-		{`{"uid":"m1","attempt_uid":"` + job.AttemptUID + `","type":"done"}`, `"type" is "done", want "success", "failure" or "status"`},
+		{`{"uid":"m1","attempt_uid":"` + job.AttemptUID + `","type":"done"}`, `"type" is "done", want "success", "failure", "status" or "extend"`},
 		{`{"uid":"m1","type":"success"}`, `"attempt_uid" is missing`},
 		{`{"uid":"nope","attempt_uid":"` + job.AttemptUID + `","type":"success"}`, `unknown model: no row in table items with uid = "nope"`},
 		{huge, fmt.Sprintf("message is %d bytes, the limit is %d", len(huge), redisio.DefaultMaxResultBytes)},
@@ -335,7 +333,7 @@ func TestPollerCrashBeforeCommitLosesNoResult(t *testing.T) {
 		var once sync.Once
 		a := b.runOn(context.Background(), b.store, b.rio, func(c *Config) {
 			c.InstanceID = "a"
-			c.Hooks.BeforeCommit = func(string) error {
+			c.faults.beforeCommit = func(string) error {
 				once.Do(func() { close(crashed) })
 				return errors.New("killed before commit")
 			}
@@ -404,7 +402,7 @@ func TestPollerCrashAfterCommitBeforeAck(t *testing.T) {
 			c.InstanceID = "a"
 			// Redis goes away for a right before its commit: the commit
 			// succeeds, the ack cannot, and a never talks to Redis again.
-			c.Hooks.BeforeCommit = func(string) error {
+			c.faults.beforeCommit = func(string) error {
 				once.Do(func() { proxy.Cut(); close(committing) })
 				return nil
 			}
@@ -468,7 +466,7 @@ func TestRedisDownDuringPushUndoesAttempts(t *testing.T) {
 		committed := make(chan map[string]policy.State, 1)
 		var once sync.Once
 		r := b.runOn(context.Background(), b.store, rio, func(c *Config) {
-			c.Hooks.BeforePush = func(string) {
+			c.faults.beforePush = func(string) {
 				once.Do(func() {
 					// What the dispatcher committed before the push.
 					committed <- b.states(uids)
@@ -588,7 +586,7 @@ func TestDatabaseOutageLosesNothing(t *testing.T) {
 		)
 		// Applied (counted in the transaction), committed and acknowledged.
 		waitCounter(t, results(r.svc, "success", "applied"), 2, "results applied before the outage")
-		eventually(t, 10*time.Second, "results acknowledged before the outage", func() bool { return b.inRedis("test-a") == 0 })
+		testenv.Eventually(t, 10*time.Second, "results acknowledged before the outage", func() bool { return b.inRedis("test-a") == 0 })
 
 		proxy.Cut()
 		done := b.clock.Advance(time.Minute)
@@ -660,7 +658,7 @@ func TestGracefulShutdownFinishesBatchInHand(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		r := b.runOn(ctx, b.store, b.rio, func(c *Config) {
-			c.Hooks.BeforePush = func(string) { cancel() }
+			c.faults.beforePush = func(string) { cancel() }
 		})
 		waitRun(t, r)
 		// Run has returned: the attempts it committed must be pushed.
@@ -684,7 +682,7 @@ func TestGracefulShutdownFinishesBatchInHand(t *testing.T) {
 		defer cancel()
 		r := b.runOn(ctx, b.store, b.rio, func(c *Config) {
 			c.InstanceID = "p"
-			c.Hooks.BeforeCommit = func(string) error { cancel(); return nil }
+			c.faults.beforeCommit = func(string) error { cancel(); return nil }
 		})
 		rs := make([]redisio.Result, len(jobs))
 		for i, j := range jobs {
@@ -721,7 +719,7 @@ func TestKeyTheColumnCannotHoldIsAnUnknownModel(t *testing.T) {
 		b.insert("m1", "m2")
 		var commits atomic.Int64
 		svc := b.start(func(c *Config) {
-			c.Hooks.BeforeCommit = func(string) error { commits.Add(1); return nil }
+			c.faults.beforeCommit = func(string) error { commits.Add(1); return nil }
 		})
 		jobs := map[string]redisio.Job{}
 		for _, j := range b.popJobs(2) {
@@ -845,10 +843,10 @@ func TestBusyInstanceTakesOverDeadInstance(t *testing.T) {
 			if n, err := b.rdb.LLen(ctx, b.kind.Lists.Output).Result(); err == nil && n < 2000 {
 				b.rdb.RPush(ctx, b.kind.Lists.Output, noise...)
 			}
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // the producer's pace, not a wait
 		}
 	}()
-	eventually(t, 10*time.Second, "the backlog is drained in batches", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the backlog is drained in batches", func() bool {
 		return toFloat(svc.Metrics().DeadLetters.WithLabelValues("items")) > 100
 	})
 

@@ -2,6 +2,8 @@ package refresher
 
 import (
 	"errors"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/refresher/refresher/models"
@@ -26,6 +28,9 @@ type schedules struct {
 	kindDefault *schedule.Schedule
 	cache       *schedule.Cache // parsed refresh_rrule texts; made on first use when nil
 	memo        map[*schedule.Schedule]*memoNext
+	// own is shared by the copies: the keys of the rows read with a rule
+	// of their own (see ownRules).
+	own *ownRules
 }
 
 // maxMemo bounds the memo and the parse cache; rows with rules of their own
@@ -35,7 +40,7 @@ const maxMemo = 4096
 // newSchedules returns the schedules of kind k, for its dispatcher and its
 // poller to copy.
 func newSchedules(k Kind) schedules {
-	return schedules{kind: k.Name, spread: k.Policy.Spread, kindDefault: k.Schedule, cache: schedule.NewCache(maxMemo)}
+	return schedules{kind: k.Name, spread: k.Policy.Spread, kindDefault: k.Schedule, cache: schedule.NewCache(maxMemo), own: &ownRules{}}
 }
 
 // errUnprepared rolls back a transaction that found rows whose own rules
@@ -100,7 +105,15 @@ func (s *schedules) prepare(rows []keyRule, now time.Time) {
 // refresh_rrule, or the kind's default when that is NULL, spread by the
 // row's offset when the kind spreads (policy.Spread), so that Due and Apply
 // align to the row's own occurrences.
+// It notes whether the row has a rule of its own (ownRules).
 func (s *schedules) get(key, rule string) (policy.Nexter, error) {
+	s.own.note(key, rule)
+	return s.lookup(key, rule)
+}
+
+// lookup is get without noting the row's rule: the poller asks it for
+// rows it has not read (fastSuccesses).
+func (s *schedules) lookup(key, rule string) (policy.Nexter, error) {
 	sched := s.kindDefault
 	if rule != "" {
 		if s.cache == nil {
@@ -157,4 +170,56 @@ func (m *memoNext) NextChecked(after time.Time) (time.Time, error) {
 		m.after, m.ok = after, true
 	}
 	return m.next, m.err
+}
+
+// maxOwnRules bounds ownRules; beyond it, further keys are not noted.
+const maxOwnRules = 100_000
+
+// ownRules holds the keys of a kind's rows that had a rule of their own
+// when one of its loops last read them (the dispatcher claiming them, the
+// poller locking them), with that rule. The poller does not offer their
+// successes to Tx.SaveSuccesses, which would not match them (on MySQL,
+// where a partial match rolls the whole batch back, models.ErrUnmatched,
+// one such row among a batch's successes would cost the batch its fast
+// write), and it prepares their rules for the batch before its
+// transaction (schedules.prepare), so that the transaction does not lock
+// them, find them unprepared and roll back first. It is a hint, never a
+// decision: SaveSuccesses checks the rule itself, the transaction still
+// checks that every rule it reads is prepared, and a row whose rule went
+// away is noted again when read without one. Safe for concurrent use; a
+// nil *ownRules notes nothing.
+type ownRules struct {
+	n    atomic.Int64 // len(keys), read without the lock
+	mu   sync.Mutex
+	keys map[string]string // key -> its rule as last read
+}
+
+// note records the rule the row with key was read with ("": none).
+func (o *ownRules) note(key, rule string) {
+	if o == nil || (rule == "" && o.n.Load() == 0) {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if rule == "" {
+		delete(o.keys, key)
+	} else if _, ok := o.keys[key]; ok || len(o.keys) < maxOwnRules {
+		if o.keys == nil {
+			o.keys = map[string]string{}
+		}
+		o.keys[key] = rule
+	}
+	o.n.Store(int64(len(o.keys)))
+}
+
+// rule returns the rule the row with key was last read with, if it had
+// one of its own.
+func (o *ownRules) rule(key string) (string, bool) {
+	if o == nil || o.n.Load() == 0 {
+		return "", false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r, ok := o.keys[key]
+	return r, ok
 }

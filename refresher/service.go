@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -11,7 +12,8 @@ import (
 	"github.com/refresher/refresher/redisio"
 )
 
-// Service runs the dispatcher and the poller of every configured kind.
+// Service runs the dispatcher and the poller of every configured kind, and
+// the alert gauges (Config.Gauges) if any.
 //
 // # Errors: fatal or retried
 //
@@ -38,7 +40,8 @@ import (
 // Run is the one owner of shutdown, in this order:
 //
 //  1. the signal: Run's context is cancelled (cmd/refresher cancels it on
-//     SIGINT or SIGTERM), or a loop fails fatally;
+//     SIGINT or SIGTERM), or a loop fails fatally; the alert gauges stop
+//     counting with the signal (not with a fatal error);
 //  2. the dispatchers stop: each finishes the batch in hand (commit, then
 //     push, or undo) with a context that is not cancelled, bounded by
 //     OpTimeout, and claims nothing more;
@@ -46,28 +49,38 @@ import (
 //     so that results of the last jobs that arrive meanwhile are applied;
 //     each finishes its batch in hand (apply, commit, acknowledge in Redis);
 //     a blocking fetch is cut short;
-//  4. Run returns; its caller, which opened them, closes Redis and then the
-//     database (cmd/refresher does, with defers).
+//  4. Run waits for the alert gauges' last count, then returns (also when
+//     the start-up check fails); its caller, which opened them, closes
+//     Redis and then the database (cmd/refresher does, with defers).
 //
 // Nothing is lost if the process dies at any step instead (see the package
 // doc).
 type Service struct {
-	cfg   Config
-	store models.Store
-	rdb   *redisio.Client
+	cfg Config // each kind with its Store
+	rdb *redisio.Client
 }
 
-// New checks cfg and returns a Service on the given database and Redis.
-// An invalid Config (see Service) is an error here, before anything runs.
+// New checks cfg and returns a Service on the given database and Redis:
+// store is the database of the kinds whose Kind.Store is nil (nil when
+// every kind names its own). An invalid Config (see Service) is an error
+// here, before anything runs.
 func New(cfg Config, store models.Store, rdb *redisio.Client) (*Service, error) {
 	cfg = cfg.WithDefaults()
+	for i := range cfg.Kinds { // WithDefaults copied them
+		if cfg.Kinds[i].Store == nil {
+			cfg.Kinds[i].Store = store
+		}
+		if cfg.Kinds[i].Store == nil {
+			return nil, fmt.Errorf("refresher config: kind %q has no Store and New was given none", cfg.Kinds[i].Name)
+		}
+	}
 	if err := errors.Join(cfg.validate(), validateLists(cfg)); err != nil {
 		return nil, fmt.Errorf("refresher config: %w", err)
 	}
 	for _, k := range cfg.Kinds {
 		cfg.Metrics.initKind(k.Name)
 	}
-	return &Service{cfg: cfg, store: store, rdb: rdb}, nil
+	return &Service{cfg: cfg, rdb: rdb}, nil
 }
 
 // validateLists checks what each kind's Redis drain needs, which the drain
@@ -94,7 +107,7 @@ func (s *Service) Metrics() *Metrics { return s.cfg.Metrics }
 func (s *Service) Check(ctx context.Context) error {
 	var errs []error
 	for _, k := range s.cfg.Kinds {
-		if err := s.store.Check(ctx, k.Table); err != nil {
+		if err := k.Store.Check(ctx, k.Table); err != nil {
 			errs = append(errs, fmt.Errorf("kind %s: %w", k.Name, err))
 		}
 	}
@@ -106,7 +119,7 @@ func (s *Service) Check(ctx context.Context) error {
 // database does not answer (Ping fails) it retries with a backoff of up to
 // 5s: an outage at start is waited out, like one later.
 func (s *Service) checkAtStart(ctx context.Context) error {
-	backoff := time.Duration(0)
+	retry := backoff{limit: 5 * time.Second}
 	for {
 		err := s.Check(ctx)
 		if err == nil {
@@ -115,22 +128,53 @@ func (s *Service) checkAtStart(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil // stopped before starting: a clean shutdown
 		}
-		pctx, cancel := context.WithTimeout(ctx, s.cfg.OpTimeout)
-		pingErr := s.store.Ping(pctx)
-		cancel()
+		pingErr := s.ping(ctx)
 		if pingErr == nil {
 			return err
 		}
-		backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
-		s.cfg.Logger.Error("database does not answer; retrying the start-up check", "err", pingErr, "retry_in", backoff)
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		wait := retry.failed()
+		s.cfg.Logger.Error("database does not answer; retrying the start-up check", "err", pingErr, "retry_in", wait)
+		if !sleep(ctx, wait) {
 			return nil
-		case <-t.C:
 		}
 	}
+}
+
+// ping pings every kind's database, each once, and returns the errors of
+// those that do not answer, naming their kinds.
+func (s *Service) ping(ctx context.Context) error {
+	var errs []error
+	for _, st := range s.stores() {
+		pctx, cancel := context.WithTimeout(ctx, s.cfg.OpTimeout)
+		if err := st.store.Ping(pctx); err != nil {
+			errs = append(errs, fmt.Errorf("the database of kinds %s: %w", strings.Join(st.kinds, ", "), err))
+		}
+		cancel()
+	}
+	return errors.Join(errs...)
+}
+
+// kindStore is one database of the service and the kinds on it.
+type kindStore struct {
+	store models.Store
+	kinds []string
+}
+
+// stores lists the kinds' distinct stores, in the order of their first
+// kind.
+func (s *Service) stores() []kindStore {
+	var out []kindStore
+	at := map[models.Store]int{}
+	for _, k := range s.cfg.Kinds {
+		i, ok := at[k.Store]
+		if !ok {
+			i = len(out)
+			at[k.Store] = i
+			out = append(out, kindStore{store: k.Store})
+		}
+		out[i].kinds = append(out[i].kinds, k.Name)
+	}
+	return out
 }
 
 // Run checks the kinds' tables (see Check), then runs every kind's
@@ -139,6 +183,7 @@ func (s *Service) checkAtStart(ctx context.Context) error {
 // clean shutdown, the misconfiguration Check found, or the first fatal
 // error of a loop.
 func (s *Service) Run(ctx context.Context) error {
+	defer s.runGauges(ctx)()
 	if err := s.checkAtStart(ctx); err != nil {
 		return err
 	}
@@ -177,33 +222,30 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 
 	var dispatchers, pollers sync.WaitGroup
-	watch := newDueWatch(s.store, s.cfg)
-	var gate *claimGate
-	if s.cfg.ClaimConnections > 0 {
-		gate = newClaimGate(s.cfg.ClaimConnections)
-	}
+	watch := newDueWatch(s.cfg)
+	claims := s.claimGates()
 	dispatchers.Go(guard("due watch", func() { watch.loop(runCtx) }))
 	for _, k := range s.cfg.Kinds {
 		r := &kindRunner{
-			cfg: s.cfg, kind: k, store: s.store, rdb: s.rdb, clock: s.cfg.Clock,
-			log: s.cfg.Logger.With("kind", k.Name), metrics: s.cfg.Metrics, hooks: s.cfg.Hooks,
+			cfg: s.cfg, kind: k, store: k.Store, rdb: s.rdb, clock: s.cfg.Clock,
+			log: s.cfg.Logger.With("kind", k.Name), metrics: s.cfg.Metrics,
+			observer: s.cfg.Observer, faults: s.cfg.faults,
 			activity: &activity{},
 			fatal:    fatal,
 			throttle: newThrottle(s.rdb, k),
 		}
 		r.incident = newIncident(s.rdb, k, r.log, s.cfg.Metrics)
 		wake := make(chan struct{}, 1)
-		dr := *r // the dispatcher's store skips claims when nothing is due
-		dr.store = &dueGate{Store: s.store, table: k.Table, clock: s.cfg.Clock}
 		sched := newSchedules(k) // one parse cache for both
-		d := &dispatcher{kindRunner: &dr, wake: wake, schedules: sched, watch: watch, gate: gate}
+		d := &dispatcher{kindRunner: r, wake: wake, schedules: sched, watch: watch, claims: claims[k.Store],
+			gate: &dueGate{store: k.Store, table: k.Table, clock: s.cfg.Clock}}
 		p := &poller{kindRunner: r, wake: wake, drain: s.rdb.Drain(k.Lists, s.cfg.InstanceID, s.cfg.Heartbeat),
 			schedules: sched}
 		dispatchers.Go(guard("kind "+k.Name+": dispatcher", func() { d.loop(runCtx) }))
 		if len(k.Lanes) > 0 {
-			ur := *r // not the gate of dr: it serves one goroutine
 			d.backlog = newBacklogSignal()
-			u := &dispatcher{kindRunner: &ur, schedules: sched, gate: gate, urgent: true, backlog: d.backlog}
+			// No due gate: it asks Store.UrgentDue before each pass.
+			u := &dispatcher{kindRunner: r, schedules: sched, claims: claims[k.Store], urgent: true, backlog: d.backlog}
 			dispatchers.Go(guard("kind "+k.Name+": urgent dispatcher", func() { u.urgentLoop(runCtx) }))
 		}
 		pollers.Go(guard("kind "+k.Name+": poller", func() { p.loop(pollCtx) }))
@@ -219,6 +261,43 @@ func (s *Service) Run(ctx context.Context) error {
 	mu.Lock()
 	defer mu.Unlock()
 	return firstFatal
+}
+
+// claimGates returns the claim gate of each store that holds several kinds
+// (one pool of connections each), when Config.ClaimConnections asks for
+// them: the kinds of one database take turns by priority for its
+// connections; a kind alone on its database needs no order.
+func (s *Service) claimGates() map[models.Store]*claimGate {
+	gates := map[models.Store]*claimGate{}
+	if s.cfg.ClaimConnections <= 0 {
+		return gates
+	}
+	kinds := map[models.Store]int{}
+	for _, k := range s.cfg.Kinds {
+		kinds[k.Store]++
+	}
+	for store, n := range kinds {
+		if n > 1 {
+			gates[store] = newClaimGate(s.cfg.ClaimConnections)
+		}
+	}
+	return gates
+}
+
+// runGauges runs the alert gauges, if any, until ctx ends or the returned
+// stop is called; stop returns once they stopped, so that no count outlives
+// Run (and the Redis client its caller closes then).
+func (s *Service) runGauges(ctx context.Context) (stop func()) {
+	if s.cfg.Gauges == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { s.cfg.Gauges.Run(ctx) })
+	return func() {
+		cancel()
+		wg.Wait()
+	}
 }
 
 // RedisPoolSize is the size of the Redis connection pool a service of kinds

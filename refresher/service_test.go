@@ -3,11 +3,14 @@ package refresher
 import (
 	"context"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/redisio"
 )
 
@@ -75,7 +78,7 @@ func TestRunReturnsTheFatalError(t *testing.T) {
 	b := setup(t, setupOpts{})
 	b.insert("m1")
 	cfg := b.cfg
-	cfg.Hooks.AfterDispatch = func(string, int) { panic("boom in the dispatcher") }
+	cfg.Observer.AfterDispatch = func(string, int) { panic("boom in the dispatcher") }
 	svc, err := New(cfg, b.store, b.rio)
 	require.NoError(t, err)
 	err = runFor(t, svc)
@@ -87,12 +90,12 @@ func TestRunReturnsTheFatalError(t *testing.T) {
 func TestRunReturnsNilOnCancel(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
-	svc, err := New(b.cfg, b.store, b.rio)
+	svc, err := New(b.config(nil), b.store, b.rio)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(ctx) }()
-	time.Sleep(200 * time.Millisecond)
+	b.passes.wait(t, 1) // running
 	cancel()
 	select {
 	case err := <-done:
@@ -100,4 +103,57 @@ func TestRunReturnsNilOnCancel(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return within 10s of cancel")
 	}
+}
+
+// slowCounts is an Inspector whose Counts is slow to give up: it returns
+// 1.5s after its context ends (longer than the loops take to stop), as a
+// count caught in a long query would. started is closed at the first
+// call; inFlight counts the calls running.
+type slowCounts struct {
+	models.Inspector
+	started  chan struct{}
+	once     sync.Once
+	inFlight atomic.Int32
+}
+
+func (s *slowCounts) Counts(ctx context.Context, _ models.Table, _ time.Time, _ time.Duration) (models.Counts, error) {
+	s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+	s.once.Do(func() { close(s.started) })
+	<-ctx.Done()
+	time.Sleep(1500 * time.Millisecond)
+	return models.Counts{}, ctx.Err()
+}
+
+// Run runs the alert gauges (Config.Gauges) and, when it returns, they have
+// stopped: no count is in flight, so the caller may close Redis and the
+// database.
+func TestRunStopsTheGaugesBeforeItReturns(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	counts := &slowCounts{Inspector: b.store, started: make(chan struct{})}
+	cfg := b.cfg
+	cfg.Metrics = NewMetrics()
+	cfg.Gauges = NewGauges(cfg.Metrics.Registry, GaugeConfig{
+		Kinds:     []GaugeKind{{Name: b.kind.Name, Table: b.kind.Table, Lists: b.kind.Lists}},
+		Inspector: counts, Redis: b.rio, Interval: time.Minute, Logger: cfg.Logger,
+	})
+	svc, err := New(cfg, b.store, b.rio)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	select {
+	case <-counts.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the gauges did not count within 10s of Run")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return within 10s of cancel")
+	}
+	require.Zero(t, counts.inFlight.Load(), "a gauge count outlived Run")
 }

@@ -1,6 +1,9 @@
 package refresher
 
-import "github.com/refresher/refresher/policy"
+import (
+	"github.com/refresher/refresher/policy"
+	"github.com/refresher/refresher/redisio"
+)
 
 // tally holds the counts of one batch (of the poller or the dispatcher)
 // until its transaction commits,
@@ -113,4 +116,21 @@ func (t *tally) flush(m *Metrics, a *activity, kind string) {
 		m.Misfires.WithLabelValues(kind, string(action)).Add(float64(n))
 	}
 	a.add(t)
+}
+
+// stats returns what the batch adds to the kind's charts: results applied
+// (successes and failures that changed their row) and failures (a worker's,
+// a late answer's, or a timeout's; throttled answers are not failures).
+func (t *tally) stats() redisio.StatsCount {
+	var c redisio.StatsCount
+	for k, n := range t.results {
+		if k[1] == string(policy.OutcomeApplied) && (k[0] == redisio.ResultSuccess || k[0] == redisio.ResultFailure) {
+			c.Applied += int64(n)
+		}
+	}
+	for _, n := range t.decisions {
+		c.Failed += int64(n)
+	}
+	c.Failed -= int64(t.answered)
+	return c
 }

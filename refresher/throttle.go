@@ -47,13 +47,9 @@ func (t *throttle) until(holds map[string]time.Time, row *models.Row) time.Time 
 }
 
 // hold writes the holds a batch of results decided; the later end wins.
+// All of a batch's groups go in one round trip.
 func (t *throttle) hold(ctx context.Context, holds map[string]time.Time, now time.Time) error {
-	for g, until := range holds {
-		if err := t.rdb.Hold(ctx, t.key, g, until, now); err != nil {
-			return err
-		}
-	}
-	return nil
+	return t.rdb.Holds(ctx, t.key, holds, now)
 }
 
 // groupOf is a payload value as a group name, as a worker reads it from the

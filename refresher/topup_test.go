@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/refresher/refresher/internal/testenv"
 )
 
 // TestGarbageTopsUpBatches: messages that cannot be applied do not shrink
@@ -47,7 +49,7 @@ func TestGarbageTopsUpBatches(t *testing.T) {
 	)
 	svc := b.start(func(c *Config) {
 		c.BatchSize = 10
-		c.Hooks.AfterApply = func(_ string, n int) {
+		c.Observer.AfterApply = func(_ string, n int) {
 			mu.Lock()
 			defer mu.Unlock()
 			batches = append(batches, n)
@@ -56,7 +58,7 @@ func TestGarbageTopsUpBatches(t *testing.T) {
 	waitCounter(t, func() float64 { return toFloat(svc.Metrics().DeadLetters.WithLabelValues("items")) }, float64(len(msgs)), "every message dead-lettered")
 	// The dead letters are written before the batch's AfterApply runs, so
 	// wait for the hook of the last batch too.
-	eventually(t, 10*time.Second, "every batch's AfterApply", func() bool {
+	testenv.Eventually(t, 10*time.Second, "every batch's AfterApply", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		sum := 0

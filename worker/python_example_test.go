@@ -74,13 +74,13 @@ func TestPythonWorkerExample(t *testing.T) {
 		{Kind: "big_tables", UID: "token", AttemptUID: "a6", AttemptNo: 1, TimeoutAt: soon,
 			Payload: map[string]any{"input_url": srv.URL + "/missing?x=1&api_key=S3cretUrlPw3"}},
 	} {
-		data, err := redisio.EncodeJob(job)
+		data, err := redisio.AppendJob(nil, job)
 		require.NoError(t, err)
 		require.NoError(t, rdb.RPush(ctx, input, data).Err())
 	}
 	// A job on the priority lane 0, pushed last, is done first.
 	lane := redisio.Lists{Input: input}.PriorityInput(0)
-	data, err := redisio.EncodeJob(redisio.Job{Kind: "big_tables", UID: "urgent", AttemptUID: "a7", AttemptNo: 1, TimeoutAt: soon,
+	data, err := redisio.AppendJob(nil, redisio.Job{Kind: "big_tables", UID: "urgent", AttemptUID: "a7", AttemptNo: 1, TimeoutAt: soon,
 		Payload: map[string]any{"input_url": srv.URL + "/data.csv"}})
 	require.NoError(t, err)
 	require.NoError(t, rdb.RPush(ctx, lane, data).Err())
@@ -121,4 +121,57 @@ func TestPythonWorkerExample(t *testing.T) {
 	}, got)
 	require.Equal(t, redisio.ResultFailure, got["secret"].Type)
 	require.NotContains(t, string(out), "S3cretUrlPw", "the worker's output shows a secret")
+}
+
+// examples/worker.py asks for its lease again every third of it while a
+// download makes progress, and drops the job when the service answers that
+// its attempt is over.
+func TestPythonWorkerExampleExtends(t *testing.T) {
+	t.Parallel()
+	python := pythonWithRedis(t)
+	rdb, prefix := testenv.Redis(t)
+	release := make(chan struct{})
+	srv, endless := slowBody(t, release), slowBody(t, make(chan struct{}))
+	input, output := prefix+"big_tables-input", prefix+"big_tables-output"
+	ctx := context.Background()
+	for _, job := range []redisio.Job{
+		{Kind: "big_tables", UID: "big", AttemptUID: "a1", AttemptNo: 1, TimeoutAt: time.Now().Add(time.Minute), Payload: map[string]any{"input_url": srv.URL + "/big.csv"}},
+		{Kind: "big_tables", UID: "over", AttemptUID: "a2", AttemptNo: 1, TimeoutAt: time.Now().Add(time.Minute), Payload: map[string]any{"input_url": endless.URL + "/over.csv"}},
+	} {
+		data, err := redisio.AppendJob(nil, job)
+		require.NoError(t, err)
+		require.NoError(t, rdb.RPush(ctx, input, data).Err())
+	}
+	script, err := filepath.Abs("../examples/worker.py")
+	require.NoError(t, err)
+	cmdCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(cmdCtx, python, script, "--kind", "big_tables", "--input", input, "--output", output,
+		"--redis", testenv.RedisURL(), "--max-jobs", "2", "--lease", "1.5")
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Start())
+
+	next := func() redisio.Result {
+		kv, err := rdb.BLPop(ctx, 10*time.Second, output).Result()
+		require.NoError(t, err, "no message on %s within 10s", output) // its output is read after Wait only
+		res, err := redisio.DecodeResult([]byte(kv[1]))
+		require.NoError(t, err, kv[1])
+		return res
+	}
+	for range 2 {
+		require.Equal(t, redisio.Result{UID: "big", AttemptUID: "a1", Type: redisio.ResultExtend, Seconds: 2}, next())
+	}
+	close(release)
+	require.Equal(t, redisio.ResultSuccess, next().Type)
+
+	// The next download's attempt is answered as over after its first request.
+	require.Equal(t, redisio.Result{UID: "over", AttemptUID: "a2", Type: redisio.ResultExtend, Seconds: 2}, next())
+	require.NoError(t, redisio.New(rdb).WriteLeases(ctx, redisio.Lists{Output: output}, []redisio.LeaseAnswer{{AttemptUID: "a2"}}, time.Now()))
+	require.NoError(t, cmd.Wait(), "worker.py:\n%s", out.String())
+	require.Contains(t, out.String(), "drop job whose attempt is over over")
+	n, err := rdb.LLen(ctx, output).Result()
+	require.NoError(t, err)
+	require.Zero(t, n, "no result for the attempt that is over")
 }

@@ -11,7 +11,9 @@
 //     body size limit (Fetch), turned into a result by the pure function
 //     Classify. input_url is end-user input: the GET connects only to
 //     public addresses unless the configuration allows others (see
-//     AddressPolicy);
+//     AddressPolicy). While the GET runs, ask the service for more time
+//     every Lease/3 (keepLease), and drop the job if it answers that the
+//     attempt is over;
 //  4. push the JSON result onto the kind's output list (default
 //     "<kind>-output") with RPUSH.
 //
@@ -70,7 +72,7 @@ type Config struct {
 	// Redis is the client of the service's Redis. Required by Run; leave its
 	// ContextTimeoutEnabled off (the default), the worker relies on blocking
 	// calls returning on their own timeout.
-	Redis *redis.Client
+	Redis redis.UniversalClient
 	// Input is the list jobs are popped from. Default "<Kind>-input".
 	Input string
 	// PriorityInputs are the kind's priority lanes' lists
@@ -88,6 +90,11 @@ type Config struct {
 	// (redisio.Lists.Throttle) is answered as throttled ("scope":"group")
 	// without a request. Default "": no groups.
 	ThrottleGroup string
+	// Lease is how long a job whose work runs asks for at each request for
+	// more time, every Lease/3 of the wall clock (docs/protocol.md,
+	// "Leases"): the kind's timeout. Default 0: the time the job has left
+	// (by Now) when its work begins. Negative: never ask.
+	Lease time.Duration
 	// Concurrency is the number of jobs done at once. Default 4.
 	Concurrency int
 	// HTTPTimeout limits one GET, body included. Default 30s.
@@ -116,8 +123,9 @@ type Config struct {
 
 // WithDefaults returns a copy of c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
-	c.Input = cmp.Or(c.Input, c.Kind+"-input")
-	c.Output = cmp.Or(c.Output, c.Kind+"-output")
+	lists := redisio.DefaultLists(c.Kind)
+	c.Input = cmp.Or(c.Input, lists.Input)
+	c.Output = cmp.Or(c.Output, lists.Output)
 	c.Concurrency = cmp.Or(c.Concurrency, ConcurrencyDefault)
 	c.HTTPTimeout = cmp.Or(c.HTTPTimeout, HTTPTimeoutDefault)
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, MaxBodyBytesDefault)
@@ -184,7 +192,7 @@ func (w *Worker) Stats() Stats {
 // retried with a backoff of 1 s doubling up to 30 s; they do not end Run.
 func (w *Worker) Run(ctx context.Context) error {
 	if w.cfg.Redis == nil {
-		return errors.New("worker: Redis is required to run (pass a *redis.Client in Config.Redis)")
+		return errors.New("worker: Redis is required to run (pass a client from redisio.Open or redis.NewClient in Config.Redis)")
 	}
 	log := w.cfg.Logger.With("kind", w.cfg.Kind)
 	log.Info("worker started", "input", w.cfg.Input, "output", w.cfg.Output, "concurrency", w.cfg.Concurrency)
@@ -294,9 +302,11 @@ func (w *Worker) handle(ctx context.Context, log *slog.Logger, msg string) {
 	log.Info("job done")
 }
 
-// Process does one job without touching Redis: it returns the result to
-// push, or ok == false when the job's timeout_at has passed and it must be
-// dropped. A job without timeout_at never expires. A payload without a
+// Process does one job: it returns the result to push, or ok == false when
+// the job's timeout_at has passed and it must be dropped, or the service
+// answered, while the work ran, that its attempt is over. While the GET
+// runs, it asks the service for more time (keepLease). With Config.Redis
+// nil it touches no Redis. A job without timeout_at never expires. A payload without a
 // string input_url is a malformed URL: a permanent failure.
 func (w *Worker) Process(ctx context.Context, job redisio.Job) (res redisio.Result, ok bool) {
 	if !job.TimeoutAt.IsZero() && !w.cfg.Now().Before(job.TimeoutAt) {
@@ -314,7 +324,15 @@ func (w *Worker) Process(ctx context.Context, job redisio.Job) (res redisio.Resu
 		}, true
 	}
 	rawURL, _ := job.Payload["input_url"].(string)
-	res = Classify(w.Fetch(ctx, rawURL), w.cfg.Now())
+	fctx, cancel := context.WithCancel(ctx)
+	stop := w.keepLease(ctx, job, cancel)
+	o := w.Fetch(fctx, rawURL)
+	over := stop()
+	cancel()
+	if over {
+		return redisio.Result{}, false
+	}
+	res = Classify(o, w.cfg.Now())
 	res.UID, res.AttemptUID = job.UID, job.AttemptUID
 	if group != "" && res.Type == redisio.ResultFailure && !res.Permanent && res.RetryAfterSeconds > 0 {
 		res.ThrottleKey = group // the service holds the whole group

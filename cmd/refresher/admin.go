@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/refresher/refresher/config"
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/models/stores"
 	"github.com/refresher/refresher/refresher"
@@ -39,15 +40,19 @@ func adminCmd(name, short string, fn adminFunc) *cobra.Command {
 		Short: short,
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, keys []string) error {
-			c, store, err := loadAndOpen(cmd.Context(), path, stores.Options{AdminSQLite: true})
+			c, err := config.Load(path)
 			if err != nil {
 				return err
 			}
-			defer store.Close()
 			k, err := c.Kind(kind)
 			if err != nil {
 				return err
 			}
+			store, err := openKindDatabase(cmd.Context(), c, k, stores.Options{AdminSQLite: true})
+			if err != nil {
+				return err
+			}
+			defer store.Close()
 			// The same message as `run` for a missing table or column.
 			if err := store.Check(cmd.Context(), k.ModelsTable()); err != nil {
 				return fmt.Errorf("kind %s: %w", k.Name, err)

@@ -36,6 +36,10 @@ type explainOptions struct {
 	// throttled is --throttled: the retry_after_seconds of a throttled
 	// answer to the first attempt; "" for none.
 	throttled string
+	// extend is --extend (each "FOR@AFTER") and maxTimeout --max-timeout:
+	// the lease simulation (explain_lease.go).
+	extend     []string
+	maxTimeout string
 }
 
 func newExplainCmd() *cobra.Command {
@@ -64,12 +68,20 @@ With --throttled D the attempt starting at --from is answered, after --run,
 as throttled with its group ("scope":"group", retry_after_seconds D): the
 group's hold, the attempt that does not count, a row of the group held at
 the schedule's next occurrence when it falls inside the hold, and the next
-dispatch are shown.`,
+dispatch are shown.
+
+With --extend FOR@AFTER (repeatable) the attempt starting at --from asks for
+FOR more time AFTER its start (an "extend" result with seconds), then its
+worker dies: each request's new timeout_at (capped by --max-timeout, default
+4 times --timeout, and by the next occurrence), and the timeout at the
+lease's end are shown.`,
 		Example: `  refresher explain --schedule 'DTSTART;TZID=Europe/Berlin:20250101T140000\nRRULE:FREQ=DAILY' \
       --from 2025-06-10T10:00:00Z --occurrences 3 --fail 8 --retry 'exponential:base=1m,factor=2'
   refresher explain --schedule 'DTSTART:20250101T140000Z\nRRULE:FREQ=DAILY' --kind feeds --key 42 --spread 10m \
       --from 2025-06-10T12:00:00Z --down-until 2025-06-13T16:00:00Z --catchup-window 1h --misfire skip
-  refresher explain --schedule 'RRULE:FREQ=HOURLY;BYMINUTE=5' --from 2025-06-10T10:00:00Z --occurrences 2 --throttled 15m`,
+  refresher explain --schedule 'RRULE:FREQ=HOURLY;BYMINUTE=5' --from 2025-06-10T10:00:00Z --occurrences 2 --throttled 15m
+  refresher explain --schedule 'DTSTART:20250101T140000Z\nRRULE:FREQ=DAILY' --from 2025-06-10T10:00:00Z --occurrences 0 \
+      --extend 30m@50m --extend 3h@1h10m`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// The only clock read of explain: the default of --from.
@@ -93,6 +105,8 @@ dispatch are shown.`,
 	f.StringVar(&o.misfire, "misfire", "", "the kind's misfire setting: skip (default) or run_once")
 	f.StringVar(&o.downUntil, "down-until", "", "simulate the service down from --from until this RFC 3339 time")
 	f.StringVar(&o.throttled, "throttled", "", "simulate the first attempt answered as throttled with its group, with this retry_after_seconds as a duration, e.g. 15m (0s: none)")
+	f.StringArrayVar(&o.extend, "extend", nil, "simulate a request for more time of the attempt starting at --from: FOR@AFTER asks for FOR, AFTER the start (e.g. 30m@50m); repeatable")
+	f.StringVar(&o.maxTimeout, "max-timeout", "", "the kind's max_timeout for --extend (default 4 times --timeout)")
 	_ = cmd.MarkFlagRequired("schedule")
 	return cmd
 }
@@ -164,11 +178,15 @@ func runExplain(o explainOptions, now time.Time, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	lease, err := simulateLease(o, p, nexter, from)
+	if err != nil {
+		return err
+	}
 	sim := policy.Simulate(nexter, p, policy.SimulateOptions{From: from, Occurrences: o.occurrences, Fail: o.fail, Run: run})
 	if o.json {
-		return writeExplainJSON(out, sim, sp, down, th)
+		return writeExplainJSON(out, sim, sp, down, th, lease)
 	}
-	return writeExplainText(out, o, p.WithDefaults(), from, run, sim, sp, down, th)
+	return writeExplainText(out, o, p.WithDefaults(), from, run, sim, sp, down, th, lease)
 }
 
 // explainSpreadInfo is the row's spread, when --spread is given.
@@ -305,6 +323,8 @@ type explainJSON struct {
 	Downtime *explainDowntimeJSON `json:"downtime,omitempty"`
 	// Throttled is set with --throttled.
 	Throttled *explainThrottleJSON `json:"throttled,omitempty"`
+	// Lease is set with --extend.
+	Lease *explainLeaseJSON `json:"lease,omitempty"`
 }
 
 type explainSpreadJSON struct {
@@ -367,8 +387,11 @@ func jsonSeconds(d time.Duration, ok bool) *float64 {
 	return &s
 }
 
-func writeExplainJSON(out io.Writer, sim policy.Simulation, sp *explainSpreadInfo, down *explainDowntime, th *explainThrottle) error {
+func writeExplainJSON(out io.Writer, sim policy.Simulation, sp *explainSpreadInfo, down *explainDowntime, th *explainThrottle, lease *explainLease) error {
 	v := explainJSON{Occurrences: []string{}, Attempts: []explainAttemptJSON{}}
+	if lease != nil {
+		v.Lease = lease.json()
+	}
 	if th != nil {
 		v.Throttled = th.json()
 	}
@@ -424,7 +447,7 @@ func textTime(t time.Time) string {
 }
 
 func writeExplainText(out io.Writer, o explainOptions, p policy.Policy, from time.Time, run time.Duration, sim policy.Simulation,
-	sp *explainSpreadInfo, down *explainDowntime, th *explainThrottle) error {
+	sp *explainSpreadInfo, down *explainDowntime, th *explainThrottle, lease *explainLease) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Schedule: %s\n", strings.NewReplacer("\r\n", " | ", "\n", " | ", `\n`, " | ").Replace(strings.TrimSpace(o.schedule)))
 	fmt.Fprintf(&b, "Retry:    %s (timeout %s)\n", p.Retry, policy.FormatDuration(p.Timeout))
@@ -458,6 +481,9 @@ func writeExplainText(out io.Writer, o explainOptions, p policy.Policy, from tim
 	}
 	if th != nil {
 		th.writeText(&b)
+	}
+	if lease != nil {
+		lease.writeText(&b)
 	}
 
 	if o.occurrences > 0 {

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"github.com/refresher/refresher/models/stores"
@@ -15,22 +18,35 @@ func newMigrateCmd() *cobra.Command {
 		Use:   "migrate",
 		Short: "Add the refresh columns and index to each kind's table",
 		Long: `Add the refresh_* columns and an index on refresh_at to each configured
-kind's existing table. Safe to run again: what is there already is left alone.
+kind's existing table, on the kind's own database. Safe to run again: what is there already is left alone.
 It never drops or changes the application's own columns. With --print it
 shows the SQL for a DBA instead of running it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, store, err := loadAndOpen(cmd.Context(), path, stores.Options{CreateSQLite: !print}) // --print changes nothing
+			c, dbs, err := loadAndOpen(cmd.Context(), path, stores.Options{CreateSQLite: !print}) // --print changes nothing
 			if err != nil {
 				return err
 			}
-			defer store.Close()
-			tables := make([]string, len(c.Kinds))
-			for i := range c.Kinds {
-				tables[i] = c.Kinds[i].Table
+			defer dbs.Close()
+			// Each database migrates its own kinds' tables, one after the other.
+			for _, url := range dbs.order {
+				var tables []string
+				for i := range c.Kinds {
+					if c.KindDatabase(&c.Kinds[i]) == url {
+						tables = append(tables, c.Kinds[i].Table)
+					}
+				}
+				if len(dbs.order) > 1 {
+					fmt.Fprintf(cmd.OutOrStdout(), "-- the database of kinds %s\n", strings.Join(dbs.kindsOn(url), ", "))
+				}
+				if _, err := dbs.byURL[url].Migrate(cmd.Context(), tables, cmd.OutOrStdout(), print); err != nil {
+					if len(dbs.order) > 1 {
+						return fmt.Errorf("database of kinds %s: %w", strings.Join(dbs.kindsOn(url), ", "), err)
+					}
+					return err
+				}
 			}
-			_, err = store.Migrate(cmd.Context(), tables, cmd.OutOrStdout(), print)
-			return err
+			return nil
 		},
 	}
 	configFlag(cmd, &path)

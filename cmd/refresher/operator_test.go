@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"log/slog"
 	"strings"
 	"testing"
@@ -19,13 +18,12 @@ import (
 func TestOperatorRefusesOpenListenerWithoutToken(t *testing.T) {
 	for _, addr := range []string{":9090", "0.0.0.0:9090", "10.1.2.3:80"} {
 		c := &config.Config{HTTP: addr}
-		_, err := operatorServer(context.Background(), nil, c, nil, nil, nil, nil)
+		_, err := operatorServer(c, nil, nil, nil, nil)
 		if err == nil || !strings.Contains(err.Error(), "REFRESHER_API_TOKENS") || !strings.Contains(err.Error(), "127.0.0.1") {
 			t.Errorf("http: %s without a token: err %v, want a refusal saying how to set a token", addr, err)
 		}
 	}
 }
-
 
 // TestAnnounceReadOnly: the log says read_only=true when no token may act,
 // e.g. when the only token has role read, and says whether reads need a
@@ -48,7 +46,7 @@ func TestAnnounceReadOnly(t *testing.T) {
 	} {
 		c := &config.Config{HTTP: tc.addr, APITokens: tc.tokens, HTTPPublicRead: tc.public}
 		c.SetDefaults()
-		op, err := operator.New(withAccess(c, operator.Options{Store: store, Redis: rdb}))
+		op, err := operator.New(c.OperatorAccess(operator.Options{Store: store, Redis: rdb}))
 		require.NoError(t, err)
 		var out strings.Builder
 		announce(slog.New(slog.NewTextHandler(&out, nil)), tc.addr, op)

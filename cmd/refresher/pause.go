@@ -129,7 +129,7 @@ func withPauseTargets(ctx context.Context, path, kind string, withModels bool, f
 	}
 	var store models.Store
 	if withModels {
-		store, err = stores.Open(ctx, c.Database, stores.Options{MaxConnections: c.MaxConnections, AdminSQLite: true})
+		store, err = openKindDatabase(ctx, c, k, stores.Options{AdminSQLite: true})
 		if err != nil {
 			return err
 		}

@@ -9,14 +9,12 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/refresher/refresher/config"
-	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/models/stores"
 	"github.com/refresher/refresher/operator"
 	"github.com/refresher/refresher/redisio"
@@ -37,47 +35,53 @@ way: unapplied results stay in Redis, unanswered attempts time out).
 Configuration comes from --config and the REFRESHER_* environment variables.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, store, err := loadAndOpen(cmd.Context(), path, stores.Options{})
+			c, dbs, err := loadAndOpen(cmd.Context(), path, stores.Options{})
 			if err != nil {
 				return err
 			}
-			defer store.Close()
+			defer dbs.Close()
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			return runService(cmd.Context(), c, store, log)
+			return runService(cmd.Context(), c, dbs, log)
 		},
 	}
 	configFlag(cmd, &path)
 	return cmd
 }
 
-func runService(ctx context.Context, c *config.Config, store models.Store, log *slog.Logger) error {
+func runService(ctx context.Context, c *config.Config, dbs *databases, log *slog.Logger) error {
 	// Each kind's poller holds a connection while it blocks on its list.
 	rdb, err := openRedis(ctx, c.Redis, refresher.RedisPoolSize(len(c.Kinds)))
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
-	svc, err := refresher.New(c.Service(log), store, redisio.New(rdb))
+	cfg := c.Service(log)
+	for i := range cfg.Kinds {
+		cfg.Kinds[i].Store = dbs.Of(&c.Kinds[i])
+	}
+	if c.HTTPAddr() != "" {
+		// The alert gauges are served on /metrics. The service runs them
+		// and stops them before Run returns, so before Redis is closed: a
+		// start that fails (a missing table) returns its error without a
+		// gauge logging "redis: client is closed" after it.
+		cfg.Metrics = refresher.NewMetrics()
+		cfg.Gauges = alertGauges(c, dbs, rdb, cfg.Metrics, log)
+	}
+	svc, err := refresher.New(cfg, nil, redisio.New(rdb))
 	if err != nil {
 		return err
 	}
-	// The gauges stop, and are waited for, before Redis is closed: a start
-	// that fails (a missing table) returns its error without a gauge
-	// logging "redis: client is closed" after it.
-	gaugeCtx, stopGauges := context.WithCancel(ctx)
-	var gauges sync.WaitGroup
-	defer gauges.Wait()
-	defer stopGauges()
 	if addr := c.HTTPAddr(); addr != "" {
-		op, err := operatorServer(gaugeCtx, &gauges, c, store, rdb, svc, log)
+		op, err := operatorServer(c, dbs, rdb, svc, log)
 		if err != nil {
 			return err
 		}
+		defer op.Close() // after the HTTP server's: no request starts a recount then
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("listen on %q: %w (change \"http:\" or REFRESHER_HTTP; \"off\" for no server)", addr, err)
 		}
-		srv, ln := operator.NewHTTPServer(op.Handler(), ln, operator.Limits{MaxConns: c.HTTPMaxConnections})
+		srv, ln := operator.NewHTTPServer(op.Handler(), ln, c.HTTPLimits())
 		announce(log, ln.Addr().String(), op)
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -122,36 +126,34 @@ func exitOnSecondSignal(sig <-chan os.Signal, done <-chan struct{}, log *slog.Lo
 	}
 }
 
+// alertGauges registers the alert gauges of c's kinds on m's registry; each
+// kind is counted on its own database.
+func alertGauges(c *config.Config, dbs *databases, rdb redis.UniversalClient, m *refresher.Metrics, log *slog.Logger) *refresher.Gauges {
+	gk := make([]refresher.GaugeKind, len(c.Kinds))
+	for i := range c.Kinds {
+		gk[i] = c.Kinds[i].Gauge()
+		gk[i].Inspector = dbs.Of(&c.Kinds[i])
+	}
+	return refresher.NewGauges(m.Registry, refresher.GaugeConfig{Kinds: gk, Priorities: c.GaugePriorities(), Redis: redisio.New(rdb),
+		Interval: c.GaugeInterval.D(), Logger: log})
+}
+
 // operatorServer is the one HTTP surface: /metrics, /healthz, /readyz, the
-// API and the dashboard (package operator), and it starts the alert gauges
-// in gauges, until ctx ends. It refuses a non-loopback address without a token; there, reads need a
+// API and the dashboard (package operator); its caller closes it. It
+// refuses a non-loopback address without a token; there, reads need a
 // token too unless http_public_read says otherwise, and on loopback only
 // loopback names are served (DNS rebinding).
-func operatorServer(ctx context.Context, gauges *sync.WaitGroup, c *config.Config, store models.Store, rdb *redis.Client,
+func operatorServer(c *config.Config, dbs *databases, rdb redis.UniversalClient,
 	svc *refresher.Service, log *slog.Logger) (*operator.Server, error) {
 	addr := c.HTTPAddr()
 	if !operator.IsLoopback(addr) && len(c.APITokens) == 0 {
 		return nil, fmt.Errorf("http: %q accepts connections from other machines, but no API token is configured: %s; or listen on 127.0.0.1 only", addr, operator.NoTokenHelp)
 	}
 	kinds := make([]operator.Kind, len(c.Kinds))
-	gk := make([]refresher.GaugeKind, len(c.Kinds))
 	for i := range c.Kinds {
-		kinds[i], gk[i] = c.Kinds[i].Operator(), c.Kinds[i].Gauge()
+		kinds[i] = c.Kinds[i].Operator()
+		kinds[i].Store = dbs.Of(&c.Kinds[i])
 	}
-	g := refresher.NewGauges(svc.Metrics().Registry, refresher.GaugeConfig{Kinds: gk, Priorities: c.GaugePriorities(),
-		Inspector: store, Redis: redisio.New(rdb), Interval: c.GaugeInterval.D(), Logger: log})
-	gauges.Go(func() { g.Run(ctx) })
-	return operator.New(withAccess(c, operator.Options{Kinds: kinds, Store: store, Redis: rdb, Gatherer: svc.Metrics().Registry,
+	return operator.New(c.OperatorAccess(operator.Options{Kinds: kinds, Redis: rdb, Gatherer: svc.Metrics().Registry,
 		Logger: log, SearchBudget: c.SearchScanBudget}))
-}
-
-// withAccess sets o's tokens by role and what the listen address implies:
-// off loopback reads need a token unless http_public_read; on loopback only
-// loopback names are served in Host.
-func withAccess(c *config.Config, o operator.Options) operator.Options {
-	loopback := operator.IsLoopback(c.HTTPAddr())
-	o.Tokens, o.ReadTokens = c.TokensOf(config.RoleAct), c.TokensOf(config.RoleRead)
-	o.ReadNeedsToken = !loopback && !c.HTTPPublicRead
-	o.Loopback = loopback
-	return o
 }

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/refresher/refresher/config"
@@ -38,8 +37,9 @@ func init() { commands = append(commands, newWorkerCmd) }
 type workerSettings struct {
 	Kind                 string
 	RedisURL             string
-	Input                string // "" means worker's default "<kind>-input"
-	Output               string // "" means worker's default "<kind>-output"
+	Prefix               string // starts the default list names, as the service's redis_prefix
+	Input                string // "" means the default "<prefix><kind>-input" (see withLists)
+	Output               string // "" means the default "<prefix><kind>-output" (see withLists)
 	Concurrency          int
 	HTTPTimeout          time.Duration
 	MaxBodyBytes         int64
@@ -52,6 +52,9 @@ type workerSettings struct {
 	// priority:, whose jobs have lists of their own), from the config file
 	// or --lanes.
 	Lanes []int
+	// Lease is the kind's timeout, from the config file only: what a job
+	// whose work runs asks for at each request for more time.
+	Lease time.Duration
 }
 
 // workerDefaults are the settings when nothing else is given.
@@ -65,11 +68,12 @@ func workerDefaults() workerSettings {
 }
 
 // workerEnv reads the environment variables of the worker: REFRESHER_REDIS
-// (shared with the service), REFRESHER_WORKER_ALLOW_PRIVATE_NETWORKS (true
-// or false), REFRESHER_WORKER_ALLOW_NETWORKS (comma-separated CIDRs) and
+// and REFRESHER_REDIS_PREFIX (shared with the service),
+// REFRESHER_WORKER_ALLOW_PRIVATE_NETWORKS (true or false),
+// REFRESHER_WORKER_ALLOW_NETWORKS (comma-separated CIDRs) and
 // REFRESHER_WORKER_MAX_BODY_BYTES.
 func workerEnv(getenv func(string) string) (workerSettings, error) {
-	s := workerSettings{RedisURL: getenv("REFRESHER_REDIS")}
+	s := workerSettings{RedisURL: getenv("REFRESHER_REDIS"), Prefix: getenv("REFRESHER_REDIS_PREFIX")}
 	if v := getenv("REFRESHER_WORKER_ALLOW_PRIVATE_NETWORKS"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -94,11 +98,21 @@ func workerEnv(getenv func(string) string) (workerSettings, error) {
 	return s, nil
 }
 
+// withLists returns s with Input and Output set: as given, else the
+// service's default lists of the kind, which start with the prefix and are
+// tagged on a Redis Cluster ("{<prefix><kind>}-input").
+func (s workerSettings) withLists() workerSettings {
+	lists := redisio.DefaultListsOn(redisio.TopologyOf(s.RedisURL), s.Prefix+s.Kind)
+	s.Input, s.Output = cmp.Or(s.Input, lists.Input), cmp.Or(s.Output, lists.Output)
+	return s
+}
+
 // overlay returns s with every field that o sets replaced by o's.
 func (s workerSettings) overlay(o workerSettings) workerSettings {
 	r := workerSettings{
 		Kind:                 cmp.Or(o.Kind, s.Kind),
 		RedisURL:             cmp.Or(o.RedisURL, s.RedisURL),
+		Prefix:               cmp.Or(o.Prefix, s.Prefix),
 		Input:                cmp.Or(o.Input, s.Input),
 		Output:               cmp.Or(o.Output, s.Output),
 		Concurrency:          cmp.Or(o.Concurrency, s.Concurrency),
@@ -108,6 +122,7 @@ func (s workerSettings) overlay(o workerSettings) workerSettings {
 		AllowNetworks:        s.AllowNetworks,
 		ThrottleGroup:        cmp.Or(o.ThrottleGroup, s.ThrottleGroup),
 		Lanes:                s.Lanes,
+		Lease:                cmp.Or(o.Lease, s.Lease),
 	}
 	if o.AllowNetworks != nil {
 		r.AllowNetworks = o.AllowNetworks
@@ -170,7 +185,8 @@ finishes the jobs in hand and pushes their results.
 With --config, the Redis URL, the kind's list names and the "worker:"
 section (allow_private_networks, allow_networks, max_body_bytes) come from
 the service's configuration file. Environment: REFRESHER_REDIS (the Redis
-URL), REFRESHER_WORKER_ALLOW_PRIVATE_NETWORKS (true or false),
+URL), REFRESHER_REDIS_PREFIX (starts the default list names, as the
+service's redis_prefix), REFRESHER_WORKER_ALLOW_PRIVATE_NETWORKS (true or false),
 REFRESHER_WORKER_ALLOW_NETWORKS (comma-separated CIDRs),
 REFRESHER_WORKER_MAX_BODY_BYTES. Flags win over the environment, and it
 wins over the file.`,
@@ -198,6 +214,7 @@ wins over the file.`,
 			if err := s.validate(); err != nil {
 				return err
 			}
+			s = s.withLists()
 			logSources(log, s, configPath, file, env, flags)
 			return runWorker(cmd.Context(), s, log)
 		},
@@ -206,9 +223,9 @@ wins over the file.`,
 	f.StringVar(&configPath, "config", "", "the service's YAML configuration file (optional): Redis URL and the kind's lists")
 	f.StringVar(&flags.Kind, "kind", "", "kind whose jobs to do, e.g. big_tables (required)")
 	f.StringVar(&flags.RedisURL, "redis", "", `Redis URL (default $REFRESHER_REDIS, else "redis://127.0.0.1:6379/0")`)
-	f.StringVar(&flags.Input, "input", "", `list to pop jobs from (default "<kind>-input")`)
+	f.StringVar(&flags.Input, "input", "", `list to pop jobs from (default "<kind>-input", after $REFRESHER_REDIS_PREFIX)`)
 	f.IntSliceVar(&flags.Lanes, "lanes", nil, `the kind's priority lanes, most urgent first: their lists "<input>:p<N>" are popped before the input list (default: from --config, the levels more urgent than the kind's priority)`)
-	f.StringVar(&flags.Output, "output", "", `list to push results to (default "<kind>-output")`)
+	f.StringVar(&flags.Output, "output", "", `list to push results to (default "<kind>-output", after $REFRESHER_REDIS_PREFIX)`)
 	f.IntVar(&flags.Concurrency, "concurrency", 0, fmt.Sprintf("jobs done at once (default %d)", worker.ConcurrencyDefault))
 	f.DurationVar(&flags.HTTPTimeout, "http-timeout", 0, fmt.Sprintf("time limit of one GET, body included (default %s)", worker.HTTPTimeoutDefault))
 	f.Int64Var(&flags.MaxBodyBytes, "max-body-bytes", 0, fmt.Sprintf("size limit of one response body; a larger one is a failure (default %d, 100 MB)", worker.MaxBodyBytesDefault))
@@ -236,30 +253,41 @@ func workerFile(path, kind string) (workerSettings, error) {
 		return workerSettings{}, fmt.Errorf("worker: %s: worker.allow_networks: %w", path, err)
 	}
 	return workerSettings{RedisURL: c.Redis, Input: k.Input, Output: k.Output, MaxBodyBytes: c.Worker.MaxBodyBytes,
-		AllowPrivateNetworks: c.Worker.AllowPrivateNetworks, AllowNetworks: nets, ThrottleGroup: k.ThrottleGroup, Lanes: k.Lanes}, nil
+		AllowPrivateNetworks: c.Worker.AllowPrivateNetworks, AllowNetworks: nets, ThrottleGroup: k.ThrottleGroup, Lanes: k.Lanes,
+		Lease: k.Timeout.D()}, nil
 }
 
 // logSources says which Redis and lists the worker uses and where each
 // came from, so that a worker started without --config does not wait
 // silently on the default Redis while the service uses another. It warns
-// when both are the defaults.
+// when both are the defaults. s is the merged settings with its lists set
+// (withLists): what the worker uses.
 func logSources(log *slog.Logger, s workerSettings, configPath string, file, env, flags workerSettings) {
-	from := func(flag string, f, e, fl string) string {
+	from := func(flag, envName string, f, e, fl string) string {
 		switch {
 		case fl != "":
 			return flag
 		case e != "":
-			return "REFRESHER_REDIS"
+			return envName
 		case f != "":
 			return configPath
 		}
 		return "default"
 	}
-	redisFrom := from("--redis", file.RedisURL, env.RedisURL, flags.RedisURL)
-	listsFrom := from("--input/--output", file.Input+file.Output, "", flags.Input+flags.Output)
-	w := worker.Config{Kind: s.Kind, Input: s.Input, Output: s.Output}.WithDefaults()
+	redisFrom := from("--redis", "REFRESHER_REDIS", file.RedisURL, env.RedisURL, flags.RedisURL)
+	// The file's lists already hold its redis_prefix, or the environment's
+	// (config.Load applies it): the prefix only names the default lists.
+	prefix := env.Prefix
+	if file.Input+file.Output != "" {
+		prefix = ""
+	}
+	listsFrom := from("--input/--output", "REFRESHER_REDIS_PREFIX", file.Input+file.Output, prefix, flags.Input+flags.Output)
 	attrs := []any{"redis", redact.String(s.RedisURL), "redis_from", redisFrom,
-		"input", w.Input, "output", w.Output, "lists_from", listsFrom}
+		"input", s.Input, "output", s.Output, "lists_from", listsFrom}
+	if len(s.Lanes) > 0 {
+		inputs := redisio.Lists{Input: s.Input}.Inputs(s.Lanes)
+		attrs = append(attrs, "lanes", inputs[:len(inputs)-1])
+	}
 	if redisFrom == "default" && listsFrom == "default" {
 		log.Warn("worker uses the default Redis and lists: pass --config with the service's configuration file (or --redis, --input, --output) if the service uses others", attrs...)
 		return
@@ -272,21 +300,17 @@ func runWorker(ctx context.Context, s workerSettings, log *slog.Logger) error {
 	if err := s.validate(); err != nil {
 		return err
 	}
-	opt, err := redis.ParseURL(s.RedisURL)
+	s = s.withLists()
+	rdb, err := redisio.Open(ctx, s.RedisURL, redisio.Options{PoolSize: s.Concurrency + 4})
 	if err != nil {
-		return redact.Error(fmt.Errorf("worker: read Redis URL: %w (use e.g. redis://127.0.0.1:6379/0)", err), s.RedisURL)
+		return fmt.Errorf("worker: %w", err)
 	}
-	rdb := redis.NewClient(opt)
 	defer rdb.Close()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("worker: connect to Redis at %s: %w (is redis-server running? check `redis:` in the config or REFRESHER_REDIS)", opt.Addr, err)
-	}
-	input := cmp.Or(s.Input, s.Kind+"-input")
-	inputs := redisio.Lists{Input: input}.Inputs(s.Lanes)
+	inputs := redisio.Lists{Input: s.Input}.Inputs(s.Lanes)
 	w, err := worker.New(worker.Config{
 		Kind:                 s.Kind,
 		Redis:                rdb,
-		Input:                input,
+		Input:                s.Input,
 		PriorityInputs:       inputs[:len(inputs)-1],
 		Output:               s.Output,
 		Concurrency:          s.Concurrency,
@@ -295,6 +319,7 @@ func runWorker(ctx context.Context, s workerSettings, log *slog.Logger) error {
 		AllowPrivateNetworks: s.AllowPrivateNetworks,
 		AllowNetworks:        s.AllowNetworks,
 		ThrottleGroup:        s.ThrottleGroup,
+		Lease:                s.Lease,
 		Logger:               log,
 	})
 	if err != nil {

@@ -31,9 +31,9 @@ func TestWorkerSettings(t *testing.T) {
 	}{
 		{"defaults", nil, workerSettings{Kind: "big_tables"},
 			workerSettings{Kind: "big_tables", RedisURL: "redis://127.0.0.1:6379/0", Concurrency: 4, HTTPTimeout: 30 * time.Second, MaxBodyBytes: 100 << 20}},
-		{"environment", map[string]string{"REFRESHER_REDIS": "redis://redis:6379/1", "REFRESHER_WORKER_ALLOW_PRIVATE_NETWORKS": "true",
+		{"environment", map[string]string{"REFRESHER_REDIS": "redis://redis:6379/1", "REFRESHER_REDIS_PREFIX": "blog:", "REFRESHER_WORKER_ALLOW_PRIVATE_NETWORKS": "true",
 			"REFRESHER_WORKER_ALLOW_NETWORKS": "10.1.0.0/16, fd00::/8", "REFRESHER_WORKER_MAX_BODY_BYTES": "2048"}, workerSettings{Kind: "k"},
-			workerSettings{Kind: "k", RedisURL: "redis://redis:6379/1", Concurrency: 4, HTTPTimeout: 30 * time.Second, MaxBodyBytes: 2048,
+			workerSettings{Kind: "k", RedisURL: "redis://redis:6379/1", Prefix: "blog:", Concurrency: 4, HTTPTimeout: 30 * time.Second, MaxBodyBytes: 2048,
 				AllowPrivateNetworks: true, AllowNetworks: []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16"), netip.MustParsePrefix("fd00::/8")}}},
 		{"flags win", map[string]string{"REFRESHER_REDIS": "redis://redis:6379/1", "REFRESHER_WORKER_ALLOW_NETWORKS": "10.1.0.0/16"},
 			workerSettings{Kind: "k", RedisURL: "redis://other:6379/2", Input: "in", Output: "out", Concurrency: 9, HTTPTimeout: time.Second,
@@ -66,7 +66,7 @@ func TestWorkerCommandErrors(t *testing.T) {
 		{[]string{"worker"}, "worker: --kind is required (the kind whose jobs to do, e.g. --kind big_tables)"},
 		{[]string{"worker", "--kind", "k", "--concurrency", "-2"}, "worker: --concurrency must be at least 1, not -2"},
 		{[]string{"worker", "--kind", "k", "--http-timeout", "-1s"}, "worker: --http-timeout must be positive, not -1s"},
-		{[]string{"worker", "--kind", "k", "--redis", "http://127.0.0.1:6379"}, "worker: read Redis URL: redis: invalid URL scheme: http (use e.g. redis://127.0.0.1:6379/0)"},
+		{[]string{"worker", "--kind", "k", "--redis", "http://127.0.0.1:6379"}, `worker: redis URL "http://127.0.0.1:6379": redis: invalid URL scheme: http (use redis://[user:password@]host:6379/0, redis+cluster://[user:password@]h1:7000,h2:7001,h3:7002 or redis+sentinel://[user:password@]s1:26379,s2:26379/mymaster)`},
 		{[]string{"worker", "--kind", "k", "extra"}, `unknown command "extra" for "refresher worker"`},
 		{[]string{"worker", "--kind", "k", "--max-body-bytes", "-1"}, "worker: --max-body-bytes must be positive, not -1"},
 		{[]string{"worker", "--kind", "k", "--allow-networks", "10.0.0.0/8,10.1.0.0/99"},
@@ -152,6 +152,7 @@ kinds:
     schedule: "RRULE:FREQ=DAILY"
     input: bt-in
     output: bt-out
+    timeout: 20m
 worker:
   allow_private_networks: true
   allow_networks: [10.1.0.0/16]
@@ -160,7 +161,8 @@ worker:
 	file, err := workerFile(path, "big_tables")
 	require.NoError(t, err)
 	require.Equal(t, workerSettings{RedisURL: "redis://files-redis:6379/3", Input: "bt-in", Output: "bt-out", MaxBodyBytes: 5000,
-		AllowPrivateNetworks: true, AllowNetworks: []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16")}, Lanes: []int{0}}, file)
+		AllowPrivateNetworks: true, AllowNetworks: []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16")}, Lanes: []int{0},
+		Lease: 20 * time.Minute}, file)
 
 	got := workerDefaults().overlay(file).overlay(workerSettings{Kind: "big_tables", Output: "flag-out"})
 	require.Equal(t, []int{0}, got.Lanes, "the lanes of the kind's priority (normal: interactive's)")
@@ -168,6 +170,7 @@ worker:
 	require.Equal(t, "redis://files-redis:6379/3", got.RedisURL)
 	require.Equal(t, "bt-in", got.Input)
 	require.Equal(t, "flag-out", got.Output)
+	require.Equal(t, 20*time.Minute, got.Lease, "the kind's timeout is what a running job asks for")
 
 	_, err = workerFile(path, "nope")
 	require.ErrorContains(t, err, `unknown kind "nope" (configured: [big_tables])`)
@@ -191,7 +194,7 @@ func TestWorkerLogsItsSources(t *testing.T) {
 	t.Parallel()
 	logged := func(configPath string, file, env, flags workerSettings) string {
 		var out bytes.Buffer
-		s := workerDefaults().overlay(file).overlay(env).overlay(flags)
+		s := workerDefaults().overlay(file).overlay(env).overlay(flags).withLists()
 		logSources(slog.New(slog.NewTextHandler(&out, nil)), s, configPath, file, env, flags)
 		return out.String()
 	}
@@ -204,4 +207,28 @@ func TestWorkerLogsItsSources(t *testing.T) {
 
 	out = logged("/etc/refresher.yml", workerSettings{RedisURL: "redis://r:6379/1", Input: "a-in", Output: "a-out"}, workerSettings{}, workerSettings{Kind: "k"})
 	require.Contains(t, out, "redis=redis://r:6379/1 redis_from=/etc/refresher.yml input=a-in output=a-out lists_from=/etc/refresher.yml")
+
+	// A prefix in the environment names the default lists only: the file's
+	// lists are used as written.
+	out = logged("/etc/refresher.yml", workerSettings{Input: "a-in", Output: "a-out"}, workerSettings{Prefix: "blog:"}, workerSettings{Kind: "k"})
+	require.Contains(t, out, "input=a-in output=a-out lists_from=/etc/refresher.yml")
+	out = logged("", workerSettings{}, workerSettings{Prefix: "blog:"}, workerSettings{Kind: "k"})
+	require.Contains(t, out, "input=blog:k-input output=blog:k-output lists_from=REFRESHER_REDIS_PREFIX")
+}
+
+// The worker logs the lists it pops and pushes: REFRESHER_REDIS_PREFIX
+// starts them, as the service's redis_prefix does, and on a Redis Cluster
+// they carry the kind's hash tag. (Nothing listens on port 1: the worker
+// logs its settings, then fails to connect.)
+func TestWorkerLogsTheListsItUses(t *testing.T) {
+	t.Setenv("REFRESHER_REDIS_PREFIX", "blog:")
+	for url, want := range map[string]string{
+		"redis://127.0.0.1:1/0":       "input=blog:t-input output=blog:t-output lists_from=REFRESHER_REDIS_PREFIX",
+		"redis+cluster://127.0.0.1:1": "input={blog:t}-input output={blog:t}-output lists_from=REFRESHER_REDIS_PREFIX",
+	} {
+		var stderr bytes.Buffer
+		err := run(context.Background(), []string{"worker", "--kind", "t", "--redis", url}, io.Discard, &stderr)
+		require.Error(t, err, url)
+		require.Contains(t, stderr.String(), want, url)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/models/storetest"
 
 	"github.com/refresher/refresher/internal/testenv"
 	"github.com/refresher/refresher/policy"
@@ -79,7 +80,7 @@ var strategies = []struct {
 	for i := range rows {
 		ptrs[i] = &rows[i]
 	}
-	return jsonUpdate(q, by, q.meta.cols[strings.ToLower(q.keyName)], q.meta.cols[models.ColAttemptUID], models.AllColumns, ids, ptrs, guard)
+	return jsonUpdate(q, by, q.meta.cols[strings.ToLower(q.keyName)], q.meta.cols[models.ColAttemptUID], models.AllColumns, ids, ptrs, guard, nil)
 }}}
 
 // TestBulkUpdateStrategies checks that both strategies write every column
@@ -260,11 +261,32 @@ func BenchmarkBuildUpdate(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				query, _ := jsonUpdate(q, q.key, keyMeta, colMeta{dataType: "char"}, cols, ids, ptrs, nil)
+				query, _ := jsonUpdate(q, q.key, keyMeta, colMeta{dataType: "char"}, cols, ids, ptrs, nil, nil)
 				if query == "" {
 					b.Fatal("no query")
 				}
 			}
 		})
 	}
+}
+
+// BenchmarkApplySuccesses compares a poller's two ways of applying 1000
+// successes (storetest.BenchApplySuccesses).
+func BenchmarkApplySuccesses(b *testing.B) {
+	const n = 1000
+	db, err := Open(context.Background(), testenv.MySQLDSN(b))
+	must(b, err)
+	defer db.Close()
+	tbl := itemsTable(b, db, "INT")
+	insertItems(b, db, n)
+	storetest.BenchApplySuccesses(b, New(db), tbl, benchKeys(n))
+}
+
+// benchKeys are the keys "1" to "n".
+func benchKeys(n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprint(i + 1)
+	}
+	return keys
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	redactpkg "github.com/refresher/refresher/internal/redact"
+	"github.com/refresher/refresher/internal/redact"
 )
 
 // openHint ends connection errors: where the DSN comes from.
@@ -25,7 +25,8 @@ const openHint = `check "database:" in the config or REFRESHER_DATABASE, and tha
 //     a server-side prepare per statement, one round trip instead of three.
 //
 // It pings the server and returns an error naming the host and database and
-// where to fix the DSN when that fails.
+// where to fix the DSN when that fails. It refuses a server known to break
+// the service's guarantees (TiDB, Vitess; see classifyEngine), saying why.
 func Open(ctx context.Context, dsn string) (*sql.DB, error) {
 	dsn, err := DSN(dsn)
 	if err != nil {
@@ -33,10 +34,10 @@ func Open(ctx context.Context, dsn string) (*sql.DB, error) {
 	}
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
-		return nil, redactpkg.Error(fmt.Errorf("parse database DSN: %w (%s)", err, openHint), dsn)
+		return nil, redact.Error(fmt.Errorf("parse database DSN: %w (%s)", err, openHint), dsn)
 	}
 	if cfg.DBName == "" {
-		return nil, fmt.Errorf("database DSN %q names no database: add it after the slash, e.g. root:@tcp(127.0.0.1:3306)/app", redact(cfg))
+		return nil, fmt.Errorf("database DSN %q names no database: add it after the slash, e.g. root:@tcp(127.0.0.1:3306)/app", redact.String(cfg.FormatDSN()))
 	}
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
@@ -47,23 +48,18 @@ func Open(ctx context.Context, dsn string) (*sql.DB, error) {
 	cfg.Params["time_zone"] = "'+00:00'"
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
-		return nil, redactpkg.Error(fmt.Errorf("configure database %s: %w (%s)", redact(cfg), err, openHint), dsn)
+		return nil, redact.Error(fmt.Errorf("configure database %s: %w (%s)", redact.String(cfg.FormatDSN()), err, openHint), dsn)
 	}
 	db := sql.OpenDB(connector)
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.PingContext(pctx); err != nil {
 		_ = db.Close()
-		return nil, redactpkg.Error(fmt.Errorf("connect to MySQL at %s (database %q): %w (%s)", cfg.Addr, cfg.DBName, err, openHint), dsn)
+		return nil, redact.Error(fmt.Errorf("connect to MySQL at %s (database %q): %w (%s)", cfg.Addr, cfg.DBName, err, openHint), dsn)
+	}
+	if err := checkEngine(pctx, db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("MySQL at %s (database %q): %w", cfg.Addr, cfg.DBName, err)
 	}
 	return db, nil
-}
-
-// redact formats cfg without its password, for error messages.
-func redact(cfg *mysql.Config) string {
-	c := cfg.Clone()
-	if c.Passwd != "" {
-		c.Passwd = "xxxxx"
-	}
-	return c.FormatDSN()
 }

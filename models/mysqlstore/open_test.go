@@ -37,10 +37,12 @@ func TestOpenErrors(t *testing.T) {
 	_, err := Open(ctx, "root:secret@tcp(127.0.0.1:1)/app?timeout=2s")
 	errContains(t, err, "connect to MySQL at 127.0.0.1:1", `database "app"`, "REFRESHER_DATABASE")
 
-	_, err = Open(ctx, "root:secret@tcp(127.0.0.1:3306)/")
-	errContains(t, err, "names no database")
-	if err != nil && strings.Contains(err.Error(), "secret") {
-		t.Fatalf("error shows the password: %v", err)
+	for _, dsn := range []string{"root:secret@tcp(127.0.0.1:3306)/", "root@tcp(127.0.0.1:3306)/?password=secret"} {
+		_, err = Open(ctx, dsn)
+		errContains(t, err, "names no database")
+		if err != nil && strings.Contains(err.Error(), "secret") {
+			t.Fatalf("error shows the password: %v", err)
+		}
 	}
 
 	_, err = Open(ctx, "not a dsn")

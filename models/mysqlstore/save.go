@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/refresher/refresher/models"
 
@@ -86,7 +87,7 @@ func (s *Store) SaveIfAttempt(ctx context.Context, t models.Table, rows []models
 // update is the UPDATE statement that writes batch b, and its arguments.
 func (q compiled) update(b models.SaveGroup) (string, []any) {
 	by, byMeta := q.by(b.ByID)
-	return jsonUpdate(q, by, byMeta, q.meta.cols[models.ColAttemptUID], b.Cols, b.IDs, b.Rows, b.Guard)
+	return jsonUpdate(q, by, byMeta, q.meta.cols[models.ColAttemptUID], b.Cols, b.IDs, b.Rows, b.Guard, nil)
 }
 
 // groupByID splits rows into those read with a primary key other than the
@@ -154,7 +155,10 @@ func columnValue(col *models.Column, s *policy.State) any {
 // index. So the id is declared as an integer for integer columns and
 // otherwise converted to the column's character set and collation
 // (matchExpr), and the same is done for the guard.
-func jsonUpdate(q compiled, by string, byMeta, uidMeta colMeta, cols models.ColumnSet, ids []string, rows []*models.Row, guard []string) (string, []any) {
+//
+// succeeded, when not nil, adds SaveSuccesses's conditions (see there) to
+// the join, with now as the time a timeout_at must lie after.
+func jsonUpdate(q compiled, by string, byMeta, uidMeta colMeta, cols models.ColumnSet, ids []string, rows []*models.Row, guard []string, succeeded *time.Time) (string, []any) {
 	same := models.Uniform(cols, rows)
 	perRow := cols &^ same
 	doc := make([]byte, 0, 64+len(rows)*(40+30*bits.OnesCount16(uint16(perRow))))
@@ -188,12 +192,27 @@ func jsonUpdate(q compiled, by string, byMeta, uidMeta colMeta, cols models.Colu
 		guardType, guardExpr = matchExpr(uidMeta, "j.`g`")
 		b.WriteString(", `g` " + guardType + " PATH '$.g'")
 	}
+	intKey := isIntType(byMeta.dataType)
+	if succeeded != nil && !intKey {
+		b.WriteString(", `s` VARCHAR(768) PATH '$.k'")
+	}
 	b.WriteString(")) AS j ON t." + by + " = " + keyExpr)
 	if guard != nil {
 		b.WriteString(" AND t.`" + models.ColAttemptUID + "` <=> " + guardExpr)
 	}
-	b.WriteString(" SET ")
 	args := []any{string(doc)}
+	if succeeded != nil {
+		// The key as the server sends it, byte for byte: a key that
+		// LockByKeys would return spelled otherwise is left to it (for an
+		// integer key SaveSuccesses sends canonical integers only).
+		if !intKey {
+			b.WriteString(" AND CAST(CONVERT(t." + by + " USING utf8mb4) AS BINARY) = CAST(j.`s` AS BINARY)")
+		}
+		b.WriteString(" AND t.`" + models.ColRRule + "` IS NULL" +
+			" AND (t.`" + models.ColTimeoutAt + "` IS NULL OR t.`" + models.ColTimeoutAt + "` > ?)")
+		args = append(args, dbTime(*succeeded))
+	}
+	b.WriteString(" SET ")
 	sep := ""
 	for c := range models.StateColumns {
 		col := &models.StateColumns[c]
@@ -217,8 +236,7 @@ func jsonUpdate(q compiled, by string, byMeta, uidMeta colMeta, cols models.Colu
 // (so the comparison is the column's own and can use its index), anything
 // else as text.
 func matchExpr(m colMeta, ref string) (jsonType, expr string) {
-	switch m.dataType {
-	case "tinyint", "smallint", "mediumint", "int", "integer", "bigint":
+	if isIntType(m.dataType) {
 		if m.unsigned {
 			return "BIGINT UNSIGNED", ref
 		}
@@ -230,6 +248,16 @@ func matchExpr(m colMeta, ref string) (jsonType, expr string) {
 	return "VARCHAR(768)", ref
 }
 
+// isIntType reports whether a column of information_schema's DATA_TYPE
+// holds integers.
+func isIntType(dataType string) bool {
+	switch dataType {
+	case "tinyint", "smallint", "mediumint", "int", "integer", "bigint":
+		return true
+	}
+	return false
+}
+
 var sqlName = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
 
 // nullText is s as col stores it (see Column.Fit), nil when empty.
@@ -238,4 +266,61 @@ func nullText(col *models.Column, s string) any {
 		return nil
 	}
 	return col.Fit(s)
+}
+
+// SaveSuccesses implements models.Tx.SaveSuccesses with one UPDATE per up
+// to 1000 rows, the JSON_TABLE join of Save with the conditions added to
+// its ON clause (the attempt UID, the key byte for byte as the server
+// sends it, no rule of the row's own, timeout_at NULL or after now). MySQL
+// and MariaDB have no UPDATE ... RETURNING, so the count of changed rows
+// (every match changes refresh_attempt_uid to NULL) is all it learns: when
+// it is short, SaveSuccesses returns models.ErrUnmatched.
+func (tx *Tx) SaveSuccesses(ctx context.Context, t models.Table, now time.Time, succ []models.Success) ([]bool, error) {
+	rows, guard, err := models.SuccessRows(t, succ)
+	if err != nil || len(rows) == 0 {
+		return make([]bool, len(succ)), err
+	}
+	q, err := tx.s.compileOn(ctx, tx.tx, t)
+	if err != nil {
+		return nil, err
+	}
+	if _, keyMeta := q.by(false); isIntType(keyMeta.dataType) {
+		rows, guard = canonicalInts(rows, guard)
+	}
+	groups, err := groupByID(ctx, tx.tx, q, rows, guard, true)
+	if err != nil {
+		return nil, fmt.Errorf("save successes of %s: %w", q.table, err)
+	}
+	sent := make(map[string]bool, len(rows))
+	for i := range groups {
+		groups[i].Cols = models.SuccessColumns
+		for _, k := range groups[i].IDs {
+			sent[k] = true
+		}
+	}
+	n, err := models.SaveBatches(q.table, groups, func(b models.SaveGroup) (int, error) {
+		_, byMeta := q.by(false)
+		query, args := jsonUpdate(q, q.key, byMeta, q.meta.cols[models.ColAttemptUID], b.Cols, b.IDs, b.Rows, b.Guard, &now)
+		return models.RowsAffected(tx.tx.ExecContext(ctx, query, args...))
+	})
+	if err != nil {
+		return nil, err
+	}
+	if n < len(sent) {
+		return nil, fmt.Errorf("save successes of %s: %d of %d rows matched: %w", q.table, n, len(sent), models.ErrUnmatched)
+	}
+	return models.Written(succ, sent), nil
+}
+
+// canonicalInts drops the rows whose key is no canonical integer
+// (models.CanonicalInt), keeping guard aligned: the server would print
+// their row's key otherwise, so they are left to LockByKeys.
+func canonicalInts(rows []models.Row, guard []string) ([]models.Row, []string) {
+	outRows, outGuard := rows[:0:0], guard[:0:0]
+	for i, r := range rows {
+		if models.CanonicalInt(r.Key) {
+			outRows, outGuard = append(outRows, r), append(outGuard, guard[i])
+		}
+	}
+	return outRows, outGuard
 }

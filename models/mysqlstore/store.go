@@ -24,15 +24,10 @@ type Store struct {
 
 	mu    sync.Mutex
 	metas map[string]tableMeta // by table name, loaded once
-	// compiled caches compile's result by tableKey, once the metadata is
+	// compiled caches compile's result by Table.CacheKey, once the metadata is
 	// cached: every NextDue (200 kinds ask every second) would otherwise
 	// quote and join the names again.
 	compiled map[string]compiled
-}
-
-// tableKey identifies a models.Table for Store.compiled.
-func tableKey(t models.Table) string {
-	return t.Name + "\x00" + t.Key + "\x00" + strings.Join(t.Payload, "\x00")
 }
 
 // tableMeta is what Save needs to know of a table's columns.
@@ -445,7 +440,7 @@ type metaQueryer interface {
 // (max_connections) is held by a transaction doing the same, none is ever
 // freed (each waits until its OpTimeout).
 func (s *Store) compileOn(ctx context.Context, db metaQueryer, t models.Table) (compiled, error) {
-	key := tableKey(t)
+	key := t.CacheKey()
 	s.mu.Lock()
 	if c, ok := s.compiled[key]; ok {
 		s.mu.Unlock()

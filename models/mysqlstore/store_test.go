@@ -490,7 +490,7 @@ func TestSaveSetsSharedValuesOnce(t *testing.T) {
 	q, err := s.compile(ctx, tbl)
 	must(t, err)
 	ptrs := []*models.Row{&rows[0], &rows[1], &rows[2]}
-	query, args := jsonUpdate(q, q.key, q.meta.cols["k"], q.meta.cols[models.ColAttemptUID], models.AllColumns, []string{"1", "2", "3"}, ptrs, nil)
+	query, args := jsonUpdate(q, q.key, q.meta.cols["k"], q.meta.cols[models.ColAttemptUID], models.AllColumns, []string{"1", "2", "3"}, ptrs, nil, nil)
 	if !strings.Contains(query, "t.`refresh_at` = ?") || !strings.Contains(query, "t.`refresh_attempt_uid` = j.`c1`") || strings.Contains(query, "'$.c0'") {
 		t.Fatalf("shared columns not set from arguments: %s", query)
 	}
@@ -582,4 +582,43 @@ func TestSaveReplacesZeroDate(t *testing.T) {
 	var n int
 	must(t, db.QueryRow("SELECT COUNT(*) FROM items WHERE refresh_at IS NULL").Scan(&n))
 	eq(t, n, 1, "zero date replaced by NULL")
+}
+
+// SaveSuccesses's UPDATE is driven by its JSON document: each row is found
+// through the key's unique index (eq_ref), never by scanning the table,
+// whatever the extra conditions of its join.
+func TestSaveSuccessesPlan(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, keyType := range []string{"INT", "CHAR(20)"} {
+		db := testDB(t)
+		tbl := itemsTable(t, db, keyType)
+		insertItems(t, db, 5000)
+		exec(t, db, "ANALYZE TABLE items")
+		q, err := New(db).compile(ctx, tbl)
+		must(t, err)
+		rows := []*models.Row{{Key: "7"}, {Key: "8"}}
+		_, keyMeta := q.by(false)
+		query, args := jsonUpdate(q, q.key, keyMeta, q.meta.cols[models.ColAttemptUID], models.SuccessColumns,
+			[]string{"7", "8"}, rows, []string{"a", "b"}, &base)
+		res, err := db.QueryContext(ctx, "EXPLAIN "+query, args...)
+		must(t, err)
+		cols, _ := res.Columns()
+		var plan []string
+		for res.Next() {
+			vals := make([]sql.NullString, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			must(t, res.Scan(ptrs...))
+			line := map[string]string{}
+			for i, c := range cols {
+				line[c] = vals[i].String
+			}
+			plan = append(plan, line["table"]+":"+line["type"]+":"+line["key"])
+		}
+		res.Close()
+		eq(t, plan, []string{"j:ALL:", "t:eq_ref:uk"}, keyType, "plan")
+	}
 }

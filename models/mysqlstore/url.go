@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/refresher/refresher/internal/redact"
 )
 
 // DSN turns a mysql:// URL ("mysql://user:pass@host:3306/app?tls=true")
@@ -20,7 +22,7 @@ func DSN(raw string) (string, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", fmt.Errorf("parse database URL: %s", strings.ReplaceAll(err.Error(), raw, redactURL(raw)))
+		return "", fmt.Errorf("parse database URL: %w", redact.Error(err, raw))
 	}
 	cfg := mysql.NewConfig()
 	cfg.User = u.User.Username()
@@ -44,24 +46,9 @@ func DSN(raw string) (string, error) {
 		// back through the driver so that e.g. tls and timeout take effect.
 		parsed, err := mysql.ParseDSN(cfg.FormatDSN())
 		if err != nil {
-			return "", fmt.Errorf("database URL %s: %w", redactURL(raw), err)
+			return "", fmt.Errorf("database URL %s: %w", redact.String(raw), redact.Error(err, raw))
 		}
 		cfg = parsed
 	}
 	return cfg.FormatDSN(), nil
-}
-
-// redactURL returns raw with the password of its userinfo replaced.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		if i, j := strings.Index(raw, "://"), strings.LastIndex(raw, "@"); i >= 0 && j > i {
-			return raw[:i+3] + "xxxxx" + raw[j:]
-		}
-		return raw
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
 }

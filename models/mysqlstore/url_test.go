@@ -17,8 +17,14 @@ func TestDSN(t *testing.T) {
 		must(t, err)
 		eq(t, got, tt.want, tt.in)
 	}
-	_, err := DSN("mysql://u:secret@host:notaport/app")
-	if err == nil || strings.Contains(err.Error(), "secret") {
-		t.Fatalf("want an error without the password, got %v", err)
+	for _, raw := range []string{
+		"mysql://u:secret@host:notaport/app",
+		"mysql://u@host:notaport/app?password=secret",
+		"mysql://u@host/app?password=secret&parseTime=maybe",
+	} {
+		_, err := DSN(raw)
+		if err == nil || strings.Contains(err.Error(), "secret") {
+			t.Fatalf("DSN(%q): want an error without the password, got %v", raw, err)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/models/storetest"
 	"github.com/refresher/refresher/policy"
 )
 
@@ -78,7 +79,7 @@ func BenchmarkSave(b *testing.B) {
 					rows[i].State = benchState(i, it)
 				}
 				g := groupByID(q, rows, nil, false)[0]
-				query, args := unnestUpdate(q, g)
+				query, args := unnestUpdate(q, g, nil)
 				tx, err := db.BeginTx(ctx, nil)
 				must(b, err)
 				res, err := tx.ExecContext(ctx, query, args...)
@@ -138,4 +139,17 @@ func BenchmarkClaim(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkApplySuccesses compares a poller's two ways of applying 1000
+// successes (storetest.BenchApplySuccesses).
+func BenchmarkApplySuccesses(b *testing.B) {
+	const n = 1000
+	s := testStore(b)
+	tbl := benchTable(b, s, "bigint", n)
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprint(i + 1)
+	}
+	storetest.BenchApplySuccesses(b, s, tbl, keys)
 }

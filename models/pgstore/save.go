@@ -32,7 +32,7 @@ func (tx *Tx) Save(ctx context.Context, t models.Table, rows []models.Row) error
 	}
 	rows, _ = models.LastWins(rows, nil)
 	_, err = models.SaveBatches(q.table, groupByID(q, rows, nil, false), func(b models.SaveGroup) (int, error) {
-		query, args := unnestUpdate(q, b)
+		query, args := unnestUpdate(q, b, nil)
 		_, err := tx.tx.Exec(ctx, query, args...)
 		return 0, err
 	})
@@ -54,7 +54,7 @@ func (s *Store) SaveIfAttempt(ctx context.Context, t models.Table, rows []models
 	}
 	rows, attemptUIDs = models.LastWins(rows, attemptUIDs)
 	return models.SaveBatches(q.table, groupByID(q, rows, attemptUIDs, true), func(b models.SaveGroup) (int, error) {
-		query, args := unnestUpdate(q, b)
+		query, args := unnestUpdate(q, b, nil)
 		tag, err := s.pool.Exec(ctx, query, args...)
 		return int(tag.RowsAffected()), withSchemaHint(err)
 	})
@@ -88,8 +88,9 @@ func paramType(k models.ColumnKind) string {
 // attemptUIDColumn describes refresh_attempt_uid, which guards SaveIfAttempt.
 var attemptUIDColumn = models.StateColumn(models.ColAttemptUID)
 
-// unnestUpdate builds the UPDATE of batch g; see Save.
-func unnestUpdate(q compiled, g models.SaveGroup) (string, []any) {
+// unnestUpdate builds the UPDATE of batch g; see Save. With succeeded it
+// is SaveSuccesses's (see there), now being *succeeded.
+func unnestUpdate(q compiled, g models.SaveGroup, succeeded *time.Time) (string, []any) {
 	rows := g.Rows
 	same := models.Uniform(g.Cols, rows)
 	perRow := g.Cols &^ same
@@ -131,14 +132,81 @@ func unnestUpdate(q compiled, g models.SaveGroup) (string, []any) {
 		from = append(from, "$"+strconv.Itoa(len(args))+"::text[]")
 		names = append(names, "g")
 	}
+	ordinality := ""
+	// The key as LockByKeys returns it (key::text), exactly; SaveSuccesses
+	// sends an integer key only in the spelling PostgreSQL prints.
+	keyText := succeeded != nil && byType.kind != kindInt
+	if keyText {
+		args = append(args, g.IDs)
+		from = append(from, "$"+strconv.Itoa(len(args))+"::text[]")
+		names = append(names, "s")
+	}
+	if succeeded != nil {
+		names = append(names, "i")
+		ordinality = " WITH ORDINALITY"
+	}
 	var b strings.Builder
 	b.WriteString("UPDATE " + q.table + " AS t SET " + strings.Join(set, ", "))
-	b.WriteString(" FROM unnest(" + strings.Join(from, ", ") + ") AS v(" + strings.Join(names, ", ") + ")")
+	b.WriteString(" FROM unnest(" + strings.Join(from, ", ") + ")" + ordinality + " AS v(" + strings.Join(names, ", ") + ")")
 	b.WriteString(" WHERE " + byType.equals("t."+by, "v.k"))
 	if g.Guard != nil {
 		b.WriteString(` AND t."` + models.ColAttemptUID + `" IS NOT DISTINCT FROM v.g`)
 	}
+	if keyText {
+		b.WriteString(" AND t." + by + "::text = v.s")
+	}
+	if succeeded != nil {
+		args = append(args, succeeded.UTC())
+		b.WriteString(` AND t."` + models.ColRRule + `" IS NULL` +
+			` AND (t."` + models.ColTimeoutAt + `" IS NULL OR t."` + models.ColTimeoutAt + `" > $` + strconv.Itoa(len(args)) + ")" +
+			" RETURNING v.i")
+	}
 	return b.String(), args
+}
+
+// SaveSuccesses implements models.Tx.SaveSuccesses with one UPDATE per up
+// to 1000 rows, Save's unnest join with the conditions added (the attempt
+// UID, the key as key::text prints it, no rule of the row's own,
+// timeout_at NULL or after now), RETURNING the ordinal of each row it
+// wrote.
+func (tx *Tx) SaveSuccesses(ctx context.Context, t models.Table, now time.Time, succ []models.Success) ([]bool, error) {
+	rows, guard, err := models.SuccessRows(t, succ)
+	if err != nil || len(rows) == 0 {
+		return make([]bool, len(succ)), err
+	}
+	q, err := tx.s.compile(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	valid := q.keyType.valid
+	if q.keyType.kind == kindInt {
+		valid = models.CanonicalInt // key::text prints no other spelling
+	}
+	groups := models.GroupByID(rows, guard, true, false, func(_ bool, id string) bool { return valid(id) })
+	wrote := make(map[string]bool, len(rows))
+	for i := range groups {
+		groups[i].Cols = models.SuccessColumns
+	}
+	_, err = models.SaveBatches(q.table, groups, func(b models.SaveGroup) (int, error) {
+		query, args := unnestUpdate(q, b, &now)
+		res, err := tx.tx.Query(ctx, query, args...)
+		if err != nil {
+			return 0, err
+		}
+		defer res.Close()
+		for res.Next() {
+			var i int64
+			if err := res.Scan(&i); err != nil {
+				return 0, err
+			}
+			wrote[b.IDs[i-1]] = true
+		}
+		return 0, res.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return models.Written(succ, wrote), nil
 }
 
 // columnArray is col's value in each of rows, as an array parameter.

@@ -25,10 +25,15 @@ type Store struct {
 
 	mu    sync.Mutex
 	metas map[string]tableMeta // by table name, loaded once per migrated table
+	// compiled caches compile's result by Table.CacheKey once the
+	// metadata is cached: each statement of a batch compiles its table.
+	compiled map[string]compiled
 }
 
 // New returns a Store on pool, which should come from Open.
-func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool, metas: map[string]tableMeta{}} }
+func New(pool *pgxpool.Pool) *Store {
+	return &Store{pool: pool, metas: map[string]tableMeta{}, compiled: map[string]compiled{}}
+}
 
 var (
 	_ models.Store = (*Store)(nil)
@@ -371,7 +376,12 @@ func compileTable(t models.Table, m tableMeta) (compiled, error) {
 // types), looked up once per table name and Store once the table is
 // migrated. A missing table is a TableRefused error that says how to fix it.
 func (s *Store) compile(ctx context.Context, t models.Table) (compiled, error) {
+	key := t.CacheKey()
 	s.mu.Lock()
+	if c, ok := s.compiled[key]; ok {
+		s.mu.Unlock()
+		return c, nil
+	}
 	meta, ok := s.metas[t.Name]
 	s.mu.Unlock()
 	if !ok {
@@ -392,7 +402,13 @@ func (s *Store) compile(ctx context.Context, t models.Table) (compiled, error) {
 	if _, ok := meta.cols[t.Key]; !ok {
 		return compiled{}, tableErrorf("table %q has no key column %q (fix `key:` of the kind in the config; results wait in Redis meanwhile)", t.Name, t.Key)
 	}
-	return compileTable(t, meta)
+	c, err := compileTable(t, meta)
+	if err == nil && ok {
+		s.mu.Lock()
+		s.compiled[key] = c
+		s.mu.Unlock()
+	}
+	return c, err
 }
 
 // query runs a SELECT built on q.selectFrom (withPayload) or q.selectState

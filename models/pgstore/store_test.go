@@ -49,6 +49,9 @@ func TestOpenHidesThePassword(t *testing.T) {
 		"postgresql://refresher:s3cret-pw@127.0.0.1:1/app?sslmode=bogus",
 		"postgres://refresher:s3cret-pw@127.0.0.1:1/?sslmode=disable",
 		"postgres://refresher:s3cret-pw@[bad/app",
+		// A password in the query, as pgx reads it too.
+		"postgres://refresher@127.0.0.1:1/?password=s3cret-pw&sslmode=disable",
+		"postgres://refresher@127.0.0.1:1/app?sslpassword=s3cret-pw&sslmode=bogus",
 	} {
 		_, err := Open(ctx, raw, 2)
 		if err == nil {
@@ -57,6 +60,16 @@ func TestOpenHidesThePassword(t *testing.T) {
 		if strings.Contains(err.Error(), "s3cret") {
 			t.Fatalf("error shows the password: %v", err)
 		}
+	}
+}
+
+// Open takes its pool size from its caller (stores.Open), which owns the
+// default: none is made up here.
+func TestOpenNeedsMaxConns(t *testing.T) {
+	t.Parallel()
+	_, err := Open(context.Background(), "postgres://refresher@127.0.0.1:1/app", 0)
+	if err == nil || !strings.Contains(err.Error(), "maxConns must be at least 1, not 0") {
+		t.Fatalf("Open with maxConns 0: %v, want a refusal", err)
 	}
 }
 
@@ -221,4 +234,20 @@ func TestTriggerRefusesOneKey(t *testing.T) {
 	eq(t, s.Classify(err), models.ValueRefused, err)
 	must(t, save("good"))
 	eq(t, lock(t, s, tbl, "good")["good"].State.Status, "s")
+}
+
+// A table's statements are compiled once, not for each statement of each
+// batch.
+func TestCompileCached(t *testing.T) {
+	ctx := context.Background()
+	s := testStore(t)
+	exec(t, s, "CREATE TABLE items (id bigserial PRIMARY KEY, k varchar(20) NOT NULL UNIQUE)")
+	_, err := s.Migrate(ctx, []string{"items"}, nil, false)
+	must(t, err)
+	tbl := models.Table{Name: "items", Key: "k"}
+	_, err = s.compile(ctx, tbl)
+	must(t, err)
+	if n := testing.AllocsPerRun(10, func() { _, _ = s.compile(ctx, tbl) }); n > 2 {
+		t.Errorf("compile allocates %v times once the table is known, want at most 2", n)
+	}
 }

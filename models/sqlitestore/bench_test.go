@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/models/storetest"
 )
 
 // BenchmarkSave writes 1000 changed rows in one transaction, on a file
@@ -132,7 +133,7 @@ func TestSaveUsesLookups(t *testing.T) {
 	must(t, err)
 	r := &models.Row{Key: "1", State: fullState(1)}
 	for _, byRowid := range []bool{true, false} {
-		query, args := jsonUpdate(q, models.SaveGroup{ByID: byRowid, Cols: models.AllColumns, IDs: []string{"1", "2"}, Rows: []*models.Row{r, r}, Guard: []string{"g", "h"}})
+		query, args := jsonUpdate(q, models.SaveGroup{ByID: byRowid, Cols: models.AllColumns, IDs: []string{"1", "2"}, Rows: []*models.Row{r, r}, Guard: []string{"g", "h"}}, nil)
 		rows, err := s.DB().Query("EXPLAIN QUERY PLAN "+query, args...)
 		must(t, err)
 		var plan []string
@@ -148,4 +149,20 @@ func TestSaveUsesLookups(t *testing.T) {
 			t.Fatalf("byRowid=%v: no lookup in %s", byRowid, p)
 		}
 	}
+}
+
+// BenchmarkApplySuccesses compares a poller's two ways of applying 1000
+// successes (storetest.BenchApplySuccesses).
+func BenchmarkApplySuccesses(b *testing.B) {
+	const n = 1000
+	s, err := Open(context.Background(), filepath.Join(b.TempDir(), "app.db"))
+	must(b, err)
+	defer s.Close()
+	tbl := itemsTable(b, s, "INTEGER")
+	insertItems(b, s, n)
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprint(i + 1)
+	}
+	storetest.BenchApplySuccesses(b, s, tbl, keys)
 }

@@ -262,3 +262,18 @@ func TestInspector(t *testing.T) {
 		errContains(t, err, `unknown state "sleeping"`)
 	})
 }
+
+// A table's statements are compiled once, not for each statement of each
+// batch.
+func TestCompileCached(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "app.db"))
+	must(t, err)
+	defer s.Close()
+	tbl := itemsTable(t, s, "TEXT")
+	_, err = s.compile(ctx, s.db, tbl)
+	must(t, err)
+	if n := testing.AllocsPerRun(10, func() { _, _ = s.compile(ctx, s.db, tbl) }); n > 2 {
+		t.Errorf("compile allocates %v times once the table is known, want at most 2", n)
+	}
+}

@@ -24,6 +24,9 @@ type Store struct {
 
 	mu    sync.Mutex
 	metas map[string]tableMeta // by table name, loaded once migrated
+	// compiled caches compile's result by Table.CacheKey once the
+	// metadata is cached: each statement of a batch compiles its table.
+	compiled map[string]compiled
 }
 
 var (
@@ -33,7 +36,9 @@ var (
 
 // New returns a Store on db, which must use the "sqlite" driver with
 // _txlock=immediate (Open sets it up); it takes no instance lock.
-func New(db *sql.DB) *Store { return &Store{db: db, metas: map[string]tableMeta{}} }
+func New(db *sql.DB) *Store {
+	return &Store{db: db, metas: map[string]tableMeta{}, compiled: map[string]compiled{}}
+}
 
 // DB returns the database the Store uses.
 func (s *Store) DB() *sql.DB { return s.db }
@@ -393,7 +398,12 @@ func compileTable(t models.Table, meta tableMeta) (compiled, error) {
 // transaction's connection inside a Tx: an in-memory Store has only one)
 // and kept once the table is migrated.
 func (s *Store) compile(ctx context.Context, q queryer, t models.Table) (compiled, error) {
+	key := t.CacheKey()
 	s.mu.Lock()
+	if c, ok := s.compiled[key]; ok {
+		s.mu.Unlock()
+		return c, nil
+	}
 	meta, ok := s.metas[t.Name]
 	s.mu.Unlock()
 	if !ok {
@@ -409,7 +419,13 @@ func (s *Store) compile(ctx context.Context, q queryer, t models.Table) (compile
 			s.mu.Unlock()
 		}
 	}
-	return compileTable(t, meta)
+	c, err := compileTable(t, meta)
+	if err == nil && ok {
+		s.mu.Lock()
+		s.compiled[key] = c
+		s.mu.Unlock()
+	}
+	return c, err
 }
 
 // query runs a SELECT built on q.selectFrom (withPayload) or q.selectState

@@ -18,7 +18,9 @@ import (
 // Options tune the connections of a Store.
 type Options struct {
 	// MaxConnections caps the database connections the Store opens, shared
-	// by every kind's loops; they wait for a free one in turn. Default 16.
+	// by the loops of the kinds on this database (each database a kind
+	// names gets a Store of its own); they wait for a free one in turn.
+	// Default 16.
 	MaxConnections int
 	// CreateSQLite creates a SQLite database file that does not exist.
 	// Default false: a missing file is an error, so that a typo in the path

@@ -33,6 +33,7 @@ func Run(t *testing.T, h Harness) {
 		{"SaveWritesOnlyWhatChanged", testSaveOnlyChanged},
 		{"SaveManyRows", testSaveMany},
 		{"SaveIfAttempt", testSaveIfAttempt},
+		{"SaveSuccessesOnlyWhereApplyWould", testSaveSuccesses},
 		{"LockByKeys", testLockByKeys},
 		{"LockByKeysWaits", testLockByKeysWaits},
 		{"TxRollsBack", testTxRollsBack},
