@@ -49,6 +49,7 @@ type childOpts struct {
 	dashboard     bool          // serve the operator's dashboard and API; its address goes to the parent
 	guardOff      bool          // turn the kind's incident guard off
 	throttleGroup string        // the kind's throttle_group column; "": none
+	lanes         bool          // the kind's priority is 10 with a lane for level 0 (--priority)
 }
 
 func lists(prefix string) redisio.Lists { return redisio.DefaultLists(prefix + benchTable) }
@@ -81,11 +82,15 @@ func (r *reporter) text(kind, text string) {
 // but for the batch size, and the variant's guard and throttle group.
 func serviceConfig(opts options, table models.Table, sched *schedule.Schedule, rep *reporter) refresher.Config {
 	o := opts.child
+	if o.lanes {
+		table.Priority = benchKindPriority
+	}
 	return refresher.Config{
 		Kinds: []refresher.Kind{{
 			Name: benchTable, Table: table, Lists: lists(o.prefix), Schedule: sched,
 			Policy:        policy.Policy{Kind: benchTable, Guard: policy.Guard{Off: o.guardOff}},
 			ThrottleGroup: o.throttleGroup,
+			Lanes:         priorityLanes(o.lanes),
 		}},
 		InstanceID: "bench-" + strconv.Itoa(os.Getpid()),
 		BatchSize:  opts.batch,

@@ -48,6 +48,11 @@ func (e *env) comparisons() ([]compared, error) {
 		add(compared{variant: variant{name: "service, guard + throttle_group", role: "service",
 			args: []string{"--child-throttle-group", guardColumn}}, ref: off})
 	}
+	if e.o.priority {
+		add(compared{variant: variant{name: "service", role: "service"}})
+		add(compared{variant: variant{name: fmt.Sprintf("service, lane 0 + %d triggers", e.o.triggers), role: "service",
+			args: []string{"--child-lanes"}, triggers: e.o.triggers}, ref: "service"})
+	}
 	if e.o.operator {
 		ref := "service"
 		if e.o.guard {
@@ -96,6 +101,11 @@ func (e *env) compare(ctx context.Context) error {
 			if r.stats.counts > 0 {
 				line += fmt.Sprintf(", %d counts in %s", r.stats.counts, round(r.stats.countTime))
 			}
+			if len(r.triggered) > 0 {
+				slices.Sort(r.triggered)
+				line += fmt.Sprintf(", %d triggered rows received after p50 %s p99 %s max %s", len(r.triggered),
+					pct(r.triggered, 0.5), pct(r.triggered, 0.99), round(r.triggered[len(r.triggered)-1]))
+			}
 			if r.dash.requests > 0 {
 				line += fmt.Sprintf(", dashboard: %d requests, slowest %s", r.dash.requests, round(r.dash.slowest))
 			}
@@ -138,6 +148,9 @@ func printComparison(w io.Writer, o options, due int64, vs []compared, runs map[
 	what := []string{}
 	if o.guard {
 		what = append(what, "--guard")
+	}
+	if o.priority {
+		what = append(what, "--priority")
 	}
 	if o.operator {
 		what = append(what, fmt.Sprintf("--operator (dashboard asked every %s)", o.dashboardEvery))

@@ -60,6 +60,9 @@ type options struct {
 	operatorGauges string
 	dashboardEvery time.Duration
 	guard          bool
+	// --priority (priority.go)
+	priority bool
+	triggers int
 }
 
 func main() {
@@ -89,12 +92,15 @@ func main() {
 	fs.StringVar(&o.operatorGauges, "operator-gauges", "1s,"+refresher.DefaultGaugeInterval.String(), "--operator: the gauge intervals to run, one variant each")
 	fs.DurationVar(&o.dashboardEvery, "dashboard-every", 5*time.Second, "--operator: how often the open dashboard asks for its overview and /api/v1/kinds (the page's own refresh is 5s)")
 	fs.BoolVar(&o.guard, "guard", false, "compare the full cycle with the incident guard and a throttle_group against with neither (instead of the standard table)")
+	fs.BoolVar(&o.priority, "priority", false, "compare the full cycle of a kind with a priority lane, while --triggers rows are triggered \"refresh now\" at priority 0 one by one, against the plain service; reports when a worker received each triggered job (instead of the standard table)")
+	fs.IntVar(&o.triggers, "triggers", 100, "--priority: rows triggered during each run")
+	fs.BoolVar(&o.child.lanes, "child-lanes", false, "internal: the service child's kind has priority 10 and a lane for level 0")
 	fs.DurationVar(&o.child.gauges, "child-gauges", 0, "internal: the service child runs the alert gauges at this interval")
 	fs.BoolVar(&o.child.dashboard, "child-dashboard", false, "internal: the service child serves the dashboard")
 	fs.BoolVar(&o.child.guardOff, "child-guard-off", false, "internal: the service child's kind has its incident guard off")
 	fs.StringVar(&o.child.throttleGroup, "child-throttle-group", "", "internal: the service child's kind's throttle_group column")
 	_ = fs.Parse(os.Args[1:])
-	if (o.operator || o.guard) && !flagSet(fs, "repeat") {
+	if (o.operator || o.guard || o.priority) && !flagSet(fs, "repeat") {
 		o.repeat = 3 // a ratio of single runs says nothing on a shared machine
 	}
 
@@ -151,7 +157,7 @@ func run(ctx context.Context, o options) error {
 	if o.scaling {
 		return e.scaling(ctx)
 	}
-	if o.operator || o.guard {
+	if o.operator || o.guard || o.priority {
 		return e.compare(ctx)
 	}
 	return e.standard(ctx)
@@ -316,6 +322,8 @@ const (
 type variant struct {
 	name, role string
 	args       []string
+	// triggers is how many rows the run triggers at priority 0 (--priority).
+	triggers int
 }
 
 // plain is the implementation impl (service or baseline) as configured by
@@ -334,6 +342,9 @@ type runResult struct {
 	keptUp           bool
 	dash             dashStats  // the dashboard's requests during the run, if open
 	stats            childStats // what the child counted (service only)
+	// triggered is, per row triggered during the run, the time from its
+	// trigger's commit to a worker's pop of its job (--priority).
+	triggered []time.Duration
 }
 
 func (r runResult) rate() float64 { return float64(r.n) / r.wall.Seconds() }
@@ -358,6 +369,9 @@ func (e *env) cycle(ctx context.Context, v variant, mode string, p *plan, profil
 	}()
 	ls := lists(e.prefix)
 	w := &workerPool{rdb: e.rdb, input: ls.Input, output: ls.Output, plan: p}
+	if v.triggers > 0 {
+		w.lanes = []string{ls.PriorityInput(0)}
+	}
 	w.hold.Store(mode == modeSplit)
 	stopWorkers := w.run(ctx, e.o.workers)
 	defer stopWorkers()
@@ -379,6 +393,8 @@ func (e *env) cycle(ctx context.Context, v variant, mode string, p *plan, profil
 	defer stopDash()
 	var dispatched, appliedN int64
 	var released time.Time
+	trig := e.newTriggerer(v.triggers, p, w)
+	defer trig.stop()
 	for appliedN < p.active {
 		select {
 		case <-ctx.Done():
@@ -392,6 +408,7 @@ func (e *env) cycle(ctx context.Context, v variant, mode string, p *plan, profil
 			switch pr.kind {
 			case "D":
 				dispatched += int64(pr.n)
+				trig.startAt(ctx, dispatched)
 				if dispatched >= p.active && res.dispatch == 0 {
 					res.dispatch = pr.at.Sub(t0)
 					if mode == modeSplit {
@@ -425,6 +442,9 @@ func (e *env) cycle(ctx context.Context, v variant, mode string, p *plan, profil
 	c = nil
 	stopWorkers()
 	res.lateness = w.takeLateness()
+	if res.triggered, err = trig.result(); err != nil {
+		return res, err
+	}
 	slices.Sort(res.lateness)
 	if n, err := e.st.applied(ctx, t0.UTC().Add(-time.Second)); err != nil {
 		return res, err

@@ -48,7 +48,8 @@ func (p *plan) refreshAt(id int64) (time.Time, bool) {
 const resetState = `refresh_attempt_uid = NULL, refresh_attempt_at = NULL, refresh_attempt_no = 0,
 		refresh_timeout_at = NULL, refresh_disabled_until_update = NULL,
 		refresh_disabled_user_friendly_reason = NULL, refresh_failing_since = NULL,
-		refresh_last_success_at = NULL, refresh_last_error = NULL, refresh_status = NULL`
+		refresh_last_success_at = NULL, refresh_last_error = NULL, refresh_status = NULL,
+		refresh_priority_once = NULL`
 
 // checkPlan checks that exactly p.active rows are due by the end of p;
 // countBefore counts the rows with refresh_at <= its argument.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,12 @@ type workerPool struct {
 	rdb           *redis.Client
 	input, output string
 	plan          *plan // refresh_at of each job's row, for lateness
+	// lanes are popped before input, in order (--priority).
+	lanes []string
+	// watched maps the uid of a triggered row to when its trigger
+	// committed; a pop of its job records the wait in received.
+	watched  sync.Map // string -> time.Time
+	received sync.Map // string -> time.Duration
 
 	hold   atomic.Bool
 	popped atomic.Int64
@@ -54,8 +61,9 @@ func (w *workerPool) loop(ctx context.Context) {
 		w.lateness = append(w.lateness, lat...)
 		w.mu.Unlock()
 	}()
+	keys := append(slices.Clone(w.lanes), w.input)
 	for ctx.Err() == nil {
-		first, err := w.rdb.BLPop(ctx, time.Second, w.input).Result()
+		first, err := w.rdb.BLPop(ctx, time.Second, keys...).Result()
 		if err != nil {
 			if !errors.Is(err, redis.Nil) && ctx.Err() == nil {
 				time.Sleep(10 * time.Millisecond)
@@ -63,7 +71,7 @@ func (w *workerPool) loop(ctx context.Context) {
 			continue
 		}
 		jobs := []string{first[1]}
-		more, err := w.rdb.LPopCount(ctx, w.input, popBatch-1).Result()
+		more, err := w.rdb.LPopCount(ctx, first[0], popBatch-1).Result()
 		if err == nil {
 			jobs = append(jobs, more...)
 		}
@@ -71,6 +79,9 @@ func (w *workerPool) loop(ctx context.Context) {
 		results = results[:0]
 		for _, j := range jobs {
 			uid, attempt := jobIDs([]byte(j))
+			if at, ok := w.watched.LoadAndDelete(uid); ok {
+				w.received.Store(uid, now.Sub(at.(time.Time)))
+			}
 			if id, err := strconv.ParseInt(uid, 10, 64); err == nil {
 				if at, ok := w.plan.refreshAt(id); ok {
 					lat = append(lat, now.Sub(at))

@@ -96,6 +96,11 @@ type Config struct {
 	// Heartbeat is how long a process may stay silent before other processes
 	// take over the results it had fetched but not applied. Default 30s.
 	Heartbeat Duration `yaml:"heartbeat"`
+	// Priorities names the priority levels (see Priority): a kind's
+	// `priority:` and the CLI's and API's `trigger --priority` name one.
+	// Default DefaultPriorities (interactive 0, normal 10, eventual 20); a
+	// map given here replaces it whole.
+	Priorities map[string]Priority `yaml:"priorities"`
 	// Kinds are the tables to refresh. At least one.
 	Kinds []Kind `yaml:"kinds"`
 	// Worker holds the reference worker's settings (see Worker).
@@ -158,9 +163,12 @@ type Kind struct {
 	// LateAfter is how long a due row may wait before it counts as late in
 	// the API, the dashboard and the gauges. Default 1m.
 	LateAfter Duration `yaml:"late_after"`
-	// Priority is free text (e.g. "interactive", "eventual") that labels the
-	// kind's alert gauges, so alerts can have one threshold per priority.
-	// Default "".
+	// Priority names the kind's level of `priorities:`: the level of its
+	// rows whose refresh_priority is NULL, which kind's dispatcher gets a
+	// database connection first when they are short, and the label of the
+	// kind's alert gauges, so alerts have one threshold per priority.
+	// Levels more urgent than it get lists of their own (priority lanes).
+	// Default "normal".
 	Priority string `yaml:"priority"`
 	// MaxDead caps the dead-letter list; the oldest entries beyond it are
 	// dropped. Default 10000.
@@ -212,6 +220,12 @@ type Kind struct {
 	// Parsed by Validate.
 	ScheduleParsed *schedule.Schedule `yaml:"-"`
 	RetryParsed    *policy.Retry      `yaml:"-"`
+	// PriorityLevel is the level Priority names and Lanes the levels more
+	// urgent than it, ascending (refresher.Kind.Lanes); set by Validate.
+	PriorityLevel int   `yaml:"-"`
+	Lanes         []int `yaml:"-"`
+	// priorityLevels are the configured levels by name, for the operator.
+	priorityLevels map[string]int
 }
 
 // Duration is a time.Duration written as "90s", "5m" or "2h" in YAML.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"cmp"
+	"maps"
 	"os"
 
 	"github.com/rs/xid"
@@ -30,6 +31,7 @@ var (
 		BatchSize:        refresher.DefaultBatchSize,
 		MaxSleep:         Duration(refresher.DefaultMaxSleep),
 		Heartbeat:        Duration(refresher.DefaultHeartbeat),
+		Priorities:       DefaultPriorities,
 		// HTTPMaxConnections: at most 256 open connections to the operator
 		// listener (lowered to the open-file limit less 64 at start).
 		HTTPMaxConnections: operator.DefaultMaxConns,
@@ -42,6 +44,7 @@ var (
 		LateAfter:      Duration(models.DefaultLateAfter),
 		MaxDead:        redisio.DefaultMaxDead,
 		MaxResultBytes: redisio.DefaultMaxResultBytes,
+		Priority:       DefaultKindPriority,
 	}
 )
 
@@ -56,6 +59,9 @@ func (c *Config) SetDefaults() {
 	c.BatchSize = cmp.Or(c.BatchSize, d.BatchSize)
 	c.MaxSleep = cmp.Or(c.MaxSleep, d.MaxSleep)
 	c.Heartbeat = cmp.Or(c.Heartbeat, d.Heartbeat)
+	if c.Priorities == nil {
+		c.Priorities = maps.Clone(d.Priorities)
+	}
 	if c.InstanceID == "" {
 		host, _ := os.Hostname()
 		c.InstanceID = cmp.Or(host, "refresher") + "-" + xid.New().String()
@@ -74,6 +80,7 @@ func (c *Config) SetDefaults() {
 		k.LateAfter = cmp.Or(k.LateAfter, kd.LateAfter)
 		k.MaxDead = cmp.Or(k.MaxDead, kd.MaxDead)
 		k.MaxResultBytes = cmp.Or(k.MaxResultBytes, kd.MaxResultBytes)
+		k.Priority = cmp.Or(k.Priority, kd.Priority)
 	}
 	c.HTTPMaxConnections = cmp.Or(c.HTTPMaxConnections, d.HTTPMaxConnections)
 	c.setTokenRoles()

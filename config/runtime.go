@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/models/stores"
 	"github.com/refresher/refresher/operator"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
@@ -42,24 +43,35 @@ func (k *Kind) Lists() redisio.Lists {
 // ModelsTable is the kind's table as the store reads it: its name, key and
 // payload columns.
 func (k *Kind) ModelsTable() models.Table {
-	return models.Table{Name: k.Table, Key: k.Key, Payload: k.Payload}
+	return models.Table{Name: k.Table, Key: k.Key, Payload: k.Payload, Priority: k.PriorityLevel}
 }
 
 // Service is the kind as the service runs it.
 func (k *Kind) Service() refresher.Kind {
 	return refresher.Kind{Name: k.Name, Table: k.ModelsTable(), Lists: k.Lists(), Schedule: k.ScheduleParsed,
-		Policy: k.Policy(), MaxQueued: k.MaxQueued, ThrottleGroup: k.ThrottleGroup}
+		Policy: k.Policy(), MaxQueued: k.MaxQueued, ThrottleGroup: k.ThrottleGroup, Lanes: k.Lanes}
 }
 
 // Operator is the kind as the dashboard and the API show it.
 func (k *Kind) Operator() operator.Kind {
 	return operator.Kind{Name: k.Name, Table: k.ModelsTable(), Lists: k.Lists(), Schedule: k.ScheduleParsed,
-		Policy: k.Policy(), LateAfter: k.LateAfter.D(), Priority: k.Priority, ThrottleGroup: k.ThrottleGroup}
+		Policy: k.Policy(), LateAfter: k.LateAfter.D(), Priority: k.Priority, ThrottleGroup: k.ThrottleGroup,
+		PriorityLevels: k.priorityLevels}
 }
 
 // Gauge is the kind as the alert gauges count it.
 func (k *Kind) Gauge() refresher.GaugeKind {
 	return refresher.GaugeKind{Name: k.Name, Table: k.ModelsTable(), Lists: k.Lists(), LateAfter: k.LateAfter.D(), Priority: k.Priority}
+}
+
+// GaugePriorities are the priority levels with their alert thresholds, as
+// the gauges export them.
+func (c *Config) GaugePriorities() []refresher.GaugePriority {
+	var out []refresher.GaugePriority
+	for _, p := range c.PriorityLevels() {
+		out = append(out, refresher.GaugePriority{Name: p.Name, Level: p.Level, MaxAttempts: p.AlertMaxAttempts, MaxAge: p.AlertMaxAge.D()})
+	}
+	return out
 }
 
 // KindDatabase is the URL of the database that holds k's table: its own
@@ -86,5 +98,16 @@ func (c *Config) Service(log *slog.Logger) refresher.Config {
 		kinds[i] = c.Kinds[i].Service()
 	}
 	return refresher.Config{Kinds: kinds, InstanceID: c.InstanceID, BatchSize: c.BatchSize,
-		MaxSleep: c.MaxSleep.D(), Heartbeat: c.Heartbeat.D(), Logger: log}
+		MaxSleep: c.MaxSleep.D(), Heartbeat: c.Heartbeat.D(), Logger: log, ClaimConnections: c.claimConnections()}
+}
+
+// claimConnections is the service's refresher.Config.ClaimConnections: with
+// several kinds, half of each database's connections (at least one) for
+// the claims of its kinds, handed out by the kinds' priority; the other
+// half for the pollers' applies and the rest. One kind needs no order.
+func (c *Config) claimConnections() int {
+	if len(c.Kinds) < 2 {
+		return 0
+	}
+	return max(cmp.Or(c.MaxConnections, stores.DefaultMaxConnections)/2, 1)
 }

@@ -41,6 +41,7 @@ func (c *Config) Validate() error {
 		bad("redis_prefix: %q may not hold spaces or control characters and is at most 100 characters (e.g. \"shop:\")", c.RedisPrefix)
 	}
 	c.validateHTTP(bad)
+	c.validatePriorities(bad)
 	if len(c.Kinds) == 0 {
 		bad("kinds: none configured (add at least one, e.g. kinds: [{name: big_tables, schedule: \"RRULE:FREQ=DAILY\"}], or set REFRESHER_KINDS)")
 	}

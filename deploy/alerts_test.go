@@ -15,7 +15,7 @@ import (
 
 // TestAlertRules parses alerts.yml with Prometheus's own rule parser (which
 // also parses each PromQL expression and template) and checks that the
-// seed-004 alerts exist for each priority.
+// seed-004 alerts exist, with the thresholds the config sets per priority.
 func TestAlertRules(t *testing.T) {
 	groups, errs := rulefmt.ParseFile("prometheus/alerts.yml", false, model.UTF8Validation, parser.NewParser(parser.Options{}), slog.New(slog.DiscardHandler))
 	for _, err := range errs {
@@ -36,14 +36,15 @@ func TestAlertRules(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"RefresherMaxAgeInteractive", "RefresherMaxAttemptsInteractive", "RefresherMaxAgeEventual",
-		"RefresherMaxAttemptsEventual", "RefresherDeadLettersGrowing", "RefresherNoProgressWhileDue"} {
+	for _, want := range []string{"RefresherMaxAgeInteractive", "RefresherMaxAttemptsInteractive", "RefresherMaxAge",
+		"RefresherMaxAttempts", "RefresherDeadLettersGrowing", "RefresherNoProgressWhileDue"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("alerts.yml has no alert %s (has %v)", want, names)
 		}
 	}
 	all := strings.Join(exprs, "\n")
-	for _, metric := range []string{"refresher_oldest_due_age_seconds", "refresher_max_attempt_no", "refresher_list_length", "refresher_models"} {
+	for _, metric := range []string{"refresher_oldest_due_age_seconds", "refresher_max_attempt_no", "refresher_list_length", "refresher_models",
+		"refresher_priority_alert_max_age_seconds", "refresher_priority_alert_max_attempts"} {
 		if !strings.Contains(all, metric) {
 			t.Errorf("no alert uses %s", metric)
 		}
@@ -74,7 +75,7 @@ func TestGrafanaDashboard(t *testing.T) {
 		}
 	}
 	all := strings.Join(exprs, "\n")
-	for _, metric := range []string{"refresher_oldest_due_age_seconds", "refresher_max_attempt_no", "refresher_models", "refresher_list_length", "refresher_kind_paused"} {
+	for _, metric := range []string{"refresher_oldest_due_age_seconds", "refresher_max_attempt_no", "refresher_models", "refresher_list_length", "refresher_kind_paused", "refresher_backlog"} {
 		if !strings.Contains(all, metric) {
 			t.Errorf("no panel draws %s", metric)
 		}

@@ -147,6 +147,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kind", required=True)
     ap.add_argument("--input", help="default <kind>-input")
+    ap.add_argument("--lanes", default="",
+                    help="the kind's priority lanes, most urgent first, e.g. 0 or 0,10: their lists "
+                         "<input>:p<N> are popped before the input list (default none)")
     ap.add_argument("--output", help="default <kind>-output")
     ap.add_argument("--redis", default=os.environ.get("REFRESHER_REDIS", "redis://127.0.0.1:6379/0"))
     ap.add_argument("--max-jobs", type=int, default=0, help="stop after this many jobs (0: never)")
@@ -154,11 +157,15 @@ def main():
                     help="seconds to ask for while a download runs: the kind's timeout (default: the time the job has left)")
     args = ap.parse_args()
     inp, out = args.input or args.kind + "-input", args.output or args.kind + "-output"
+    # One BLPOP on every list: Redis pops from the first one that holds a
+    # job, so a "refresh now" at a high priority does not wait for the jobs
+    # queued on the input list before it.
+    lists = ["%s:p%d" % (inp, int(n)) for n in args.lanes.split(",") if n.strip()] + [inp]
     r = redis.Redis.from_url(args.redis)
 
     done = 0
     while not args.max_jobs or done < args.max_jobs:
-        popped = r.blpop([inp], timeout=1)
+        popped = r.blpop(lists, timeout=1)
         if popped is None:
             continue
         try:

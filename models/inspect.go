@@ -23,6 +23,11 @@ type Inspector interface {
 	// for an operator's view of one model. ok is false when no row has
 	// that key.
 	Get(ctx context.Context, t Table, key string) (row Row, ok bool, err error)
+	// Backlog counts the due rows of t at now by priority level (see
+	// CountByPriority): the kind's level (t.Priority) always, the others
+	// with due rows, by level. A table without the priority columns has
+	// all its due rows at the kind's level.
+	Backlog(ctx context.Context, t Table, now time.Time) ([]LevelCount, error)
 }
 
 // DefaultScanBudget is ListQuery.ScanBudget's default: the rows a search

@@ -20,6 +20,9 @@ type Table struct {
 	Key string
 	// Payload lists the columns copied into each job's payload.
 	Payload []string
+	// Priority is the kind's priority: the level of the rows whose priority
+	// columns are NULL (see ClaimByPriority). Lower runs first.
+	Priority int
 }
 
 // CacheKey identifies t among the tables a driver compiles statements
@@ -42,6 +45,9 @@ type Row struct {
 	// binary columns (bytes as they are), RFC 3339 UTC text for DATE,
 	// DATETIME and TIMESTAMP. Nil when the Table has no payload columns.
 	Payload map[string]any
+	// Priority is the priority ClaimDue claimed the row at; zero for rows
+	// read otherwise.
+	Priority Priority
 	// Loaded is what the driver read. ClaimDue and LockByKeys set it so that
 	// Save writes only the columns that changed since, by the row's primary
 	// key. Callers copy rows whole and leave it alone; a Row built by hand
@@ -96,6 +102,12 @@ type Store interface {
 	// MaxSleep, not 200. An error of one table (dropped, not readable)
 	// fails the whole call.
 	NextDueMany(ctx context.Context, tables []Table) (next []Next, err error)
+	// UrgentDue reports whether a row more urgent than the kind's (of a
+	// priority level below t.Priority) is due at now, without a
+	// transaction: a few index lookups (see AnyUrgentDue). False for a
+	// table without the priority columns. The urgent dispatcher asks it
+	// before it claims.
+	UrgentDue(ctx context.Context, t Table, now time.Time) (bool, error)
 	// Check verifies that t's table has its key column (with a unique
 	// index), its payload columns and every refresh column. The error names
 	// everything missing and how to fix it.
@@ -117,12 +129,20 @@ type Store interface {
 // goroutine.
 type Tx interface {
 	// ClaimDue locks and returns up to limit rows whose refresh_at <= now,
-	// earliest first, skipping rows another transaction holds (SKIP
-	// LOCKED), so several dispatchers share the work without waiting for
-	// each other or claiming a row twice. When from is not zero only rows
-	// with refresh_at >= from are considered (a cursor the caller resets
-	// regularly). Rows whose key is NULL are never returned.
-	ClaimDue(ctx context.Context, t Table, now, from time.Time, limit int) ([]Row, error)
+	// by priority, then earliest first (see ClaimByPriority; a table
+	// without the priority columns by refresh_at alone), skipping rows
+	// another transaction holds (SKIP LOCKED), so several dispatchers share
+	// the work without waiting for each other or claiming a row twice. Each
+	// row's Priority says the scan it came from. from is a cursor the
+	// caller resets regularly (see Cursor, CursorAfter). Rows claimed by a
+	// one-shot priority have it cleared. Rows whose key is NULL are never
+	// returned.
+	ClaimDue(ctx context.Context, t Table, now time.Time, from Cursor, limit int) ([]Row, error)
+	// SetPriorityOnce sets refresh_priority_once of the rows with these keys
+	// to level, or to NULL when level is nil: the operator's trigger gives
+	// the next attempt a priority with it. Keys naming no row are ignored.
+	// It fails on a table without the priority columns.
+	SetPriorityOnce(ctx context.Context, t Table, keys []string, level *int) error
 	// LockByKeys locks (waiting for other transactions) and returns the rows
 	// with the given keys, by the key as the database returns it, without
 	// their Payload. Duplicate keys are fine. Keys naming no row are absent,

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -102,6 +105,9 @@ type KindSummary struct {
 	Running  int64  `json:"running"`
 	Failing  int64  `json:"failing"`
 	Disabled int64  `json:"disabled"`
+	// Backlog is the due rows by priority level (models.Inspector.Backlog):
+	// the kind's level always, the others with due rows; lower runs first.
+	Backlog []models.LevelCount `json:"backlog"`
 	// Paused is the number of models an operator paused.
 	Paused int64 `json:"paused"`
 	// Pause is the kind's own pause; nil when it is not paused.
@@ -202,6 +208,13 @@ func (s *Server) Overview(ctx context.Context, now time.Time) ([]KindSummary, er
 				ks.OldestDue = &t
 				ks.OldestDueAgeSeconds = max(0, now.Sub(t).Seconds())
 			}
+		}
+		if ks.Backlog, err = k.Store.Backlog(ctx, k.Table, now); err != nil {
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			s.o.Logger.Error("operator: backlog by priority", "kind", k.Name, "err", err)
+			ks.Error = "cannot count the backlog by priority of table " + k.Table.Name + "; the service log has the detail"
 		}
 		if ks.Lists, ks.Paused, ks.Pause, err = s.listLens(ctx, k); err != nil {
 			if ctx.Err() != nil {
@@ -446,7 +459,30 @@ func (s *Server) apiTrigger(w http.ResponseWriter, r *http.Request, k *Kind) {
 	if s.refusePaused(w, r, k, "a refresh now") {
 		return
 	}
-	s.change(w, r, k, "trigger", s.admin(k).Trigger)
+	fn := s.admin(k).Trigger
+	if p := r.URL.Query().Get("priority"); p != "" {
+		level, err := priorityLevel(k, p)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		fn = s.admin(k).TriggerAt(&level)
+	}
+	s.change(w, r, k, "trigger", fn)
+}
+
+// priorityLevel reads the priority of a trigger: a level's name or a
+// number (-32768 to 32767).
+func priorityLevel(k *Kind, p string) (int, error) {
+	if level, ok := k.PriorityLevels[p]; ok {
+		return level, nil
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil || n < math.MinInt16 || n > math.MaxInt16 {
+		names := slices.Sorted(maps.Keys(k.PriorityLevels))
+		return 0, fmt.Errorf("priority=%q: use a level of priorities: (%s) or a number from -32768 to 32767", p, strings.Join(names, ", "))
+	}
+	return n, nil
 }
 
 type changeFunc func(context.Context, models.Table, []string, time.Time) ([]refresher.Change, error)

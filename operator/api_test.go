@@ -2,10 +2,17 @@ package operator
 
 import (
 	"context"
+	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/refresher/refresher/models"
 )
 
 func TestKindsCounts(t *testing.T) {
@@ -18,8 +25,8 @@ func TestKindsCounts(t *testing.T) {
 	k.OldestDue = nil
 	want := KindSummary{Name: "items", Priority: "interactive", Table: "items", Total: 10, Due: 3, Late: 2, Running: 1,
 		Failing: 1, Disabled: 4, OldestDueAgeSeconds: 600, MaxAttemptNo: 3, LateAfterSeconds: 60,
-		Lists: ListLens{Input: 2, Output: 0, Dead: 3}}
-	if k != want {
+		Lists: ListLens{Input: 2, Output: 0, Dead: 3}, Backlog: []models.LevelCount{{Level: 0, Due: 3}}}
+	if !reflect.DeepEqual(k, want) {
 		t.Fatalf("kinds:\n got %+v\nwant %+v", k, want)
 	}
 }
@@ -99,6 +106,13 @@ func TestActionsNeedToken(t *testing.T) {
 	}
 	if st := f.do("POST", "/api/v1/kinds/items/models/ok-1/trigger", testToken, nil, &c); st != 200 || c.Note != "refresh due now" {
 		t.Fatalf("trigger: %d %+v", st, c)
+	}
+	if st := f.do("POST", "/api/v1/kinds/items/models/ok-1/trigger?priority=interactive", testToken, nil, &c); st != 200 || c.Note != "refresh due now at priority 0" {
+		t.Fatalf("trigger at a priority: %d %+v", st, c)
+	}
+	if st := f.do("POST", "/api/v1/kinds/items/models/ok-1/trigger?priority=soon", testToken, nil, &e); st != 400 ||
+		e["error"] != `priority="soon": use a level of priorities: (eventual, interactive) or a number from -32768 to 32767` {
+		t.Fatalf("trigger at a bad priority: %d %v", st, e)
 	}
 	if st := f.do("POST", "/api/v1/kinds/items/models/nope/trigger", testToken, nil, &e); st != 404 {
 		t.Fatalf("trigger missing: %d %v", st, e)
@@ -221,5 +235,27 @@ func TestIsLoopback(t *testing.T) {
 		if IsLoopback(addr) != want {
 			t.Errorf("IsLoopback(%q) != %v", addr, want)
 		}
+	}
+}
+
+// TestKindsBacklogOnKindsStore: the backlog by priority is counted on the
+// kind's own database; the server need not have a default store.
+func TestKindsBacklogOnKindsStore(t *testing.T) {
+	f := newFixture(t, nil)
+	k := f.kind
+	k.Store = f.store
+	srv, err := New(Options{Kinds: []Kind{k}, Redis: f.rdb, Now: func() time.Time { return now },
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/kinds", nil))
+	var got struct{ Kinds []KindSummary }
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || rec.Code != 200 {
+		t.Fatalf("status %d, %v: %s", rec.Code, err, rec.Body)
+	}
+	if b := got.Kinds[0].Backlog; !reflect.DeepEqual(b, []models.LevelCount{{Level: 0, Due: 3}}) || got.Kinds[0].Error != "" {
+		t.Fatalf("backlog %+v, error %q", b, got.Kinds[0].Error)
 	}
 }

@@ -109,7 +109,7 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	// 1. The overview.
 	run("overview", chromedp.Navigate(f.http.URL+"/"), chromedp.WaitVisible("table.overview", chromedp.ByQuery), shot("1-overview"))
-	if row := text("table.overview tbody tr"); !strings.Contains(row, "items") || !strings.Contains(row, "interactive") {
+	if row := text("table.overview tbody tr"); !strings.Contains(row, "items") || !strings.Contains(row, "interactive") || !strings.Contains(row, "0: 3") {
 		t.Fatalf("overview row: %q", row)
 	}
 

@@ -64,7 +64,7 @@ func newFixture(t *testing.T, tokens map[string]string) *fixture {
 	k := Kind{Name: "items", Table: models.Table{Name: "items", Key: "uid", Payload: []string{"host"}}, ThrottleGroup: "host",
 		Lists:    redisio.DefaultLists(prefix + "items"),
 		Schedule: sched, Policy: policy.Policy{Kind: "items", Timeout: time.Hour, Retry: retry},
-		LateAfter: time.Minute, Priority: "interactive"}
+		LateAfter: time.Minute, Priority: "interactive", PriorityLevels: map[string]int{"interactive": 0, "eventual": 20}}
 	f := &fixture{t: t, store: store, dsn: dsn, rdb: rdb, kind: k}
 	f.seed()
 	srv, err := New(Options{Kinds: []Kind{k}, Store: store, Redis: rdb, Tokens: tokens,

@@ -49,8 +49,11 @@ type Kind struct {
 	Policy   policy.Policy
 	// LateAfter: a row due for longer is late. Default 1m.
 	LateAfter time.Duration
-	// Priority labels the kind (free text); shown on the overview.
+	// Priority names the kind's priority level; shown on the overview.
 	Priority string
+	// PriorityLevels maps the names of the configured priority levels to
+	// their levels: the API's trigger?priority=NAME.
+	PriorityLevels map[string]int
 	// ThrottleGroup is the kind's throttle_group: the payload column (one
 	// of Table.Payload) naming a row's throttle group; "" for none. A
 	// model whose group is held shows the hold.

@@ -137,6 +137,26 @@ const processingInfix = ":processing:"
 // Cluster hash tag, if any, and two deployments whose lists differ never
 // share one (docs/operating.md lists every key the service writes).
 
+// PriorityInput returns the input list of the jobs of one priority level
+// that has a list of its own (a lane): "<input>:p<level>", e.g.
+// "big_tables-input:p0" ("<input>:p-5" for level -5). Workers pop the
+// lanes before the input list (see Inputs).
+func (l Lists) PriorityInput(level int) string {
+	return l.Input + ":p" + strconv.Itoa(level)
+}
+
+// Inputs returns the lists a worker pops, in the order it must try them:
+// the lanes' lists (PriorityInput) in the order of lanes, most urgent
+// first, then Input. One BLPOP on all of them takes the first job of the
+// first list that has one.
+func (l Lists) Inputs(lanes []int) []string {
+	out := make([]string, 0, len(lanes)+1)
+	for _, lane := range lanes {
+		out = append(out, l.PriorityInput(lane))
+	}
+	return append(out, l.Input)
+}
+
 // KindPause returns the key whose existence pauses the whole kind (the
 // operator's pause, a PauseInfo as JSON): "<input>:paused".
 func (l Lists) KindPause() string { return l.Input + ":paused" }

@@ -125,29 +125,63 @@ func (c *Client) AddStats(ctx context.Context, adds []StatsAdd) error {
 	return nil
 }
 
-// PushCounting pushes jobs to l.Input as Push does and, in the same round
-// trip, counts them as dispatched at at in the kind's stats. queued is the
-// input list's length after the push; a failed count does not fail the
-// push (the jobs are queued: the chart misses them).
-func (c *Client) PushCounting(ctx context.Context, l Lists, jobs []Job, at time.Time) (queued int64, err error) {
+// PushCounting pushes jobs as Push does and, in the same round trip,
+// counts them as dispatched at at in the kind's stats. lists[i] is the
+// list of jobs[i] (l.Input or one of its lanes, l.PriorityInput); nil
+// lists: every job goes to l.Input. Each run of jobs bound for the same
+// list is one RPUSH, all of them and the count in one pipeline. queued is
+// l.Input's length after its push, 0 when no job went to it. A failed
+// count does not fail the push (the jobs are queued: the chart misses
+// them); a failed RPUSH does, though the runs before it may be queued.
+func (c *Client) PushCounting(ctx context.Context, l Lists, lists []string, jobs []Job, at time.Time) (queued int64, err error) {
 	if len(jobs) == 0 {
 		return 0, nil
 	}
-	vals, err := encodeJobs(l.Input, jobs)
-	if err != nil {
-		return 0, err
+	if lists != nil && len(lists) != len(jobs) {
+		return 0, fmt.Errorf("push %d jobs with %d lists: one list per job", len(jobs), len(lists))
 	}
-	var push *redis.IntCmd
+	listOf := func(i int) string {
+		if lists == nil {
+			return l.Input
+		}
+		return lists[i]
+	}
+	type run struct {
+		list string
+		n    int
+		push *redis.IntCmd
+	}
+	var runs []run
+	var vals [][]any
+	for i := 0; i < len(jobs); {
+		j := i + 1
+		for j < len(jobs) && listOf(j) == listOf(i) {
+			j++
+		}
+		v, err := encodeJobs(listOf(i), jobs[i:j])
+		if err != nil {
+			return 0, err
+		}
+		runs, vals = append(runs, run{list: listOf(i), n: j - i}), append(vals, v)
+		i = j
+	}
 	_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		push = p.RPush(ctx, l.Input, vals...)
+		for i := range runs {
+			runs[i].push = p.RPush(ctx, runs[i].list, vals[i]...)
+		}
 		queueStats(ctx, p, StatsAdd{Lists: l, At: at, Count: StatsCount{Dispatched: int64(len(jobs))}})
 		return nil
 	})
-	n, err := push.Result()
-	if err != nil {
-		return 0, fmt.Errorf("push %d messages to %q: %w", len(jobs), l.Input, err)
+	for _, r := range runs {
+		n, err := r.push.Result()
+		if err != nil {
+			return 0, fmt.Errorf("push %d messages to %q: %w", r.n, r.list, err)
+		}
+		if r.list == l.Input {
+			queued = n
+		}
 	}
-	return n, nil
+	return queued, nil
 }
 
 // StatsSample is what the alert gauges saw of a kind at At: its due rows,

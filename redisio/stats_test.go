@@ -2,6 +2,7 @@ package redisio
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -26,9 +27,9 @@ func TestStatsAddUpAndRead(t *testing.T) {
 		return Job{Kind: "items", UID: uid, AttemptUID: "a" + uid, AttemptNo: 1, TimeoutAt: at}
 	}
 
-	_, err := a.PushCounting(ctx, l, []Job{job("1"), job("2")}, at)
+	_, err := a.PushCounting(ctx, l, nil, []Job{job("1"), job("2")}, at)
 	require.NoError(t, err)
-	_, err = b.PushCounting(ctx, l, []Job{job("3")}, at.Add(20*time.Second))
+	_, err = b.PushCounting(ctx, l, nil, []Job{job("3")}, at.Add(20*time.Second))
 	require.NoError(t, err)
 	require.EqualValues(t, 3, rdb.LLen(ctx, l.Input).Val(), "the jobs are pushed")
 	_, _, _, err = a.CountThenRead(ctx, []Tally{{Stats: StatsAdd{Lists: l, At: at, Count: StatsCount{Applied: 5, Failed: 2, Dead: 1}}}}, nil, "")
@@ -73,4 +74,51 @@ func TestStatsMerge(t *testing.T) {
 	require.Equal(t, StatsAdd{Lists: l, At: at, Count: StatsCount{Applied: 3, Failed: 1, Dead: 1}, Incident: true}, m)
 	_, ok = s.Merge(StatsAdd{Lists: l, At: at.Add(50 * time.Second)}) // 10:04
 	require.False(t, ok)
+}
+
+// PushCounting with lanes: each job goes to its own list, queued is the
+// input list's length (0 when no job went to it), and every job is counted
+// as dispatched with the push.
+func TestPushCountingLanes(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := testenv.Redis(t)
+	c := New(rdb)
+	ctx := context.Background()
+	l := DefaultLists(prefix + "items")
+	at := time.Date(2020, 1, 1, 10, 3, 10, 0, time.UTC)
+	job := func(uid string) Job {
+		return Job{Kind: "items", UID: uid, AttemptUID: "a" + uid, AttemptNo: 1, TimeoutAt: at}
+	}
+	p0 := l.PriorityInput(0)
+
+	queued, err := c.PushCounting(ctx, l, []string{p0, p0, l.Input}, []Job{job("1"), job("2"), job("3")}, at)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, queued, "the input list's length")
+	require.Equal(t, []string{"1", "2"}, uids(t, rdb.LRange(ctx, p0, 0, -1).Val()))
+	require.Equal(t, []string{"3"}, uids(t, rdb.LRange(ctx, l.Input, 0, -1).Val()))
+
+	queued, err = c.PushCounting(ctx, l, []string{p0}, []Job{job("4")}, at)
+	require.NoError(t, err)
+	require.Zero(t, queued, "no job went to the input list")
+
+	_, err = c.PushCounting(ctx, l, []string{p0}, []Job{job("5"), job("6")}, at)
+	require.ErrorContains(t, err, "one list per job")
+
+	got, err := c.ReadStats(ctx, []Lists{l}, false, at.Unix()/60, 1)
+	require.NoError(t, err)
+	require.EqualValues(t, 4, got[0][0].Dispatched, "every pushed job is counted, lanes included")
+}
+
+// uids returns the uid of each encoded job.
+func uids(t *testing.T, msgs []string) []string {
+	t.Helper()
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		var j struct {
+			UID string `json:"uid"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(m), &j))
+		out[i] = j.UID
+	}
+	return out
 }

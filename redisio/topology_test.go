@@ -143,7 +143,7 @@ func exerciseKind(t *testing.T, c *Client, rdb redis.UniversalClient, l Lists) {
 	require.Equal(t, []bool{true}, won)
 	_, err = c.ShareGauges(ctx, []Lists{l}, [][]byte{[]byte("{}")}, []StatsSample{{At: now, Backlog: 7, LatenessSeconds: 30, Paused: true}}, time.Minute)
 	require.NoError(t, err)
-	_, err = c.PushCounting(ctx, l, []Job{{Kind: "k", UID: "u2", AttemptUID: "a2", AttemptNo: 1, TimeoutAt: now}}, now)
+	_, err = c.PushCounting(ctx, l, nil, []Job{{Kind: "k", UID: "u2", AttemptUID: "a2", AttemptNo: 1, TimeoutAt: now}}, now)
 	require.NoError(t, err)
 	pts, err := c.ReadStats(ctx, []Lists{l}, false, minute, 1)
 	require.NoError(t, err)

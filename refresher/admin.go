@@ -3,6 +3,8 @@ package refresher
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/refresher/refresher/models"
@@ -56,18 +58,40 @@ func (a *Admin) Enable(ctx context.Context, t models.Table, keys []string, now t
 // runs is left alone; a disabled model is enabled (the user asked for a
 // refresh); any other is made due at now, keeping its failure counters.
 func (a *Admin) Trigger(ctx context.Context, t models.Table, keys []string, now time.Time) ([]Change, error) {
-	return change(ctx, a.store, t, keys, func(st policy.State) (policy.State, string) {
-		after, action := policy.Trigger(st, now)
-		switch action {
-		case policy.TriggerRunning:
-			return after, fmt.Sprintf("attempt %s is running (times out at %s); left alone",
-				st.AttemptUID, st.TimeoutAt.Format(time.RFC3339))
-		case policy.TriggerEnabled:
-			return after, "was disabled; enabled, refresh due now"
-		default:
-			return after, "refresh due now"
-		}
-	})
+	return a.TriggerAt(nil)(ctx, t, keys, now)
+}
+
+// TriggerAt returns Trigger at a priority: the models it makes due also get
+// refresh_priority_once = *level, so that their next attempt is claimed, and
+// pushed to its lane, before every row of a less urgent level; the claim
+// clears it, and the row is back at its own priority after. A nil level is
+// Trigger.
+func (a *Admin) TriggerAt(level *int) func(ctx context.Context, t models.Table, keys []string, now time.Time) ([]Change, error) {
+	return func(ctx context.Context, t models.Table, keys []string, now time.Time) ([]Change, error) {
+		urgent := map[string]bool{} // by key: a retried transaction adds the same
+		return changeRows(ctx, a.store, t, keys, func(row models.Row) (policy.State, string) {
+			st := row.State
+			after, action := policy.Trigger(st, now)
+			note := "refresh due now"
+			switch action {
+			case policy.TriggerRunning:
+				return after, fmt.Sprintf("attempt %s is running (times out at %s); left alone",
+					st.AttemptUID, st.TimeoutAt.Format(time.RFC3339))
+			case policy.TriggerEnabled:
+				note = "was disabled; enabled, refresh due now"
+			}
+			if level != nil {
+				urgent[row.Key] = true
+				note += fmt.Sprintf(" at priority %d", *level)
+			}
+			return after, note
+		}, func(tx models.Tx) error {
+			if len(urgent) == 0 {
+				return nil
+			}
+			return tx.SetPriorityOnce(ctx, t, slices.Sorted(maps.Keys(urgent)), level)
+		})
+	}
 }
 
 // change locks the rows of keys, sets each row's state to what fn returns
@@ -75,12 +99,13 @@ func (a *Admin) Trigger(ctx context.Context, t models.Table, keys []string, now 
 // Change with Found unset.
 func change(ctx context.Context, store models.Store, t models.Table, keys []string,
 	fn func(policy.State) (policy.State, string)) ([]Change, error) {
-	return changeRows(ctx, store, t, keys, func(row models.Row) (policy.State, string) { return fn(row.State) })
+	return changeRows(ctx, store, t, keys, func(row models.Row) (policy.State, string) { return fn(row.State) }, nil)
 }
 
-// changeRows is change for a fn that needs the whole row (its rule).
+// changeRows is change for a fn that needs the whole row (its rule); then,
+// when not nil, runs in the transaction after the save.
 func changeRows(ctx context.Context, store models.Store, t models.Table, keys []string,
-	fn func(models.Row) (policy.State, string)) ([]Change, error) {
+	fn func(models.Row) (policy.State, string), then func(tx models.Tx) error) ([]Change, error) {
 	var changes []Change
 	err := store.Tx(ctx, func(tx models.Tx) error {
 		changes = changes[:0]
@@ -101,7 +126,10 @@ func changeRows(ctx context.Context, store models.Store, t models.Table, keys []
 			changes = append(changes, c)
 			save = append(save, row)
 		}
-		return tx.Save(ctx, t, save)
+		if err := tx.Save(ctx, t, save); err != nil || then == nil {
+			return err
+		}
+		return then(tx)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("update %s: %w", t.Name, err)

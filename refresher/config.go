@@ -55,6 +55,11 @@ type Kind struct {
 	// ThrottleGroup is the payload column (one of Table.Payload) whose
 	// value is a row's throttle group; "" for none (see throttle).
 	ThrottleGroup string
+	// Lanes are the priority levels more urgent than the kind's
+	// (Table.Priority) whose jobs go to a list of their own
+	// (Lists.PriorityInput), ascending; workers pop them first. None: every
+	// job goes to Lists.Input.
+	Lanes []int
 }
 
 // Config configures a Service.
@@ -71,6 +76,13 @@ type Config struct {
 	// idle kind's dispatcher parks instead, and the service's due watch
 	// looks for all parked kinds every MaxSleep (see dueWatch).
 	MaxSleep time.Duration
+	// ClaimConnections caps how many dispatchers of the kinds on one store
+	// (Kind.Store) run a claim transaction at once; when more want to, the
+	// dispatcher of the most urgent kind (lowest Table.Priority) goes
+	// first. Set it below each database pool's size, so that the order is
+	// decided here and not by the pool's queue. A kind alone on its store
+	// is not capped. Default 0: no cap.
+	ClaimConnections int
 	// FetchBlock is how long the poller blocks on an empty list. Default 1s.
 	// After a fetch that found nothing it blocks longer, up to Heartbeat/3
 	// (at most 5s); a result arriving wakes it at once either way.
@@ -173,6 +185,9 @@ func (c Config) validate() error {
 		}
 		if err := k.Policy.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("kind %q: %w", k.Name, err))
+		}
+		if err := checkLanes(k); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	errs = append(errs, redisio.CheckDistinct(names, lists)...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/xid"
@@ -18,7 +19,9 @@ type dispatcher struct {
 	*kindRunner
 	// gate is the store as the dispatcher claims through it: a pass with
 	// nothing due skips its claim transaction (see dueGate). The claims and
-	// NextDue go through it, never through kindRunner.store.
+	// NextDue go through it, never through kindRunner.store; nil for the
+	// urgent dispatcher, which claims from the store after Store.UrgentDue
+	// found a row (see inClaimTx).
 	gate      *dueGate
 	wake      chan struct{} // the poller planned a row earlier than the next pass
 	schedules schedules
@@ -27,14 +30,16 @@ type dispatcher struct {
 	// models.Tx.ClaimDue); zero scans from the start of the index. It is
 	// advanced after a full batch and reset after a short one and every
 	// cursorReset, so rows whose refresh_at moved earlier are not missed.
-	cursor      time.Time
+	cursor      models.Cursor
 	cursorSince time.Time
 	// queued is the input list's length as last seen (by LLEN, or returned
 	// by the last RPUSH) at queuedAt (wall clock); see throttled.
 	queued   int64
 	queuedAt time.Time
-	// jobs and starts are the batch in hand, reused from pass to pass.
+	// jobs and starts are the batch in hand, reused from pass to pass;
+	// lists[i] is the list of jobs[i] (Kind.inputList).
 	jobs   []redisio.Job
+	lists  []string
 	starts []started
 	// claimed is how many rows the pass in hand claimed.
 	claimed int
@@ -45,6 +50,38 @@ type dispatcher struct {
 	// watch looks for due rows while the kind is idle (see dueWatch); nil:
 	// the dispatcher looks itself every MaxSleep.
 	watch *dueWatch
+	// claims orders the kinds' claims by priority when connections are
+	// short (Config.ClaimConnections); nil: no gate.
+	claims *claimGate
+	// urgent makes this the kind's urgent dispatcher (urgentLoop): it
+	// claims only the rows more urgent than the kind's.
+	urgent bool
+	// backlog is shared by a kind's dispatcher, which sets it, and its
+	// urgent dispatcher, which runs only while it is set; nil without lanes.
+	backlog *backlogSignal
+}
+
+// backlogSignal says whether a kind's dispatcher has a backlog: its last
+// pass was full, or the input list was full.
+type backlogSignal struct {
+	busy atomic.Bool
+	wake chan struct{} // signalled when busy turns true
+}
+
+func newBacklogSignal() *backlogSignal { return &backlogSignal{wake: make(chan struct{}, 1)} }
+
+func (b *backlogSignal) set(busy bool) {
+	if b == nil {
+		return
+	}
+	if !busy {
+		b.busy.Store(false)
+	} else if !b.busy.Swap(true) {
+		select {
+		case b.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // queuedRecheck is how long the dispatcher trusts the input list length it
@@ -55,6 +92,11 @@ const queuedRecheck = time.Second
 // cursorReset is how long the claim cursor may be used before the scan
 // starts from the beginning of the index again.
 const cursorReset = 5 * time.Second
+
+// urgentPoll is how often the urgent dispatcher of a kind with priority
+// lanes looks for rows more urgent than the kind's (see urgentLoop): two
+// index lookups when there are none (Store.UrgentDue).
+const urgentPoll = 100 * time.Millisecond
 
 // minSleep is the shortest wait after a pass that came back short. Rows
 // can be due and yet not claimable by this dispatcher (another instance
@@ -70,6 +112,7 @@ func (d *dispatcher) loop(ctx context.Context) {
 	retry := backoff{limit: 5 * d.cfg.MaxSleep}
 	for {
 		started, full, throttled, err := d.runOnce(ctx)
+		d.backlog.set(err == nil && (full || throttled))
 		if d.observer.AfterDispatch != nil {
 			d.observer.AfterDispatch(d.kind.Name, started)
 		}
@@ -98,6 +141,67 @@ func (d *dispatcher) loop(ctx context.Context) {
 		}
 		if !live {
 			return
+		}
+	}
+}
+
+// urgentLoop runs the passes of a kind's urgent dispatcher until ctx is
+// cancelled: while the kind's dispatcher has a backlog (d.backlog), every
+// urgentPoll, and at once after a full batch, it claims the rows more
+// urgent than the kind's (models.Cursor.UrgentOnly) and pushes them to
+// their lanes. A row triggered "refresh now" at a high priority thus starts
+// within about urgentPoll, whatever the backlog, the batch size or a full
+// input list; without a backlog the kind's dispatcher claims it first in
+// its next pass, and the urgent one costs nothing. SKIP LOCKED keeps the
+// two from claiming a row twice (on SQLite they take turns). Only passes
+// that start attempts fire Observer.AfterDispatch.
+func (d *dispatcher) urgentLoop(ctx context.Context) {
+	backoff := time.Duration(0)
+	for {
+		if !d.backlog.busy.Load() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-d.backlog.wake:
+			}
+			continue
+		}
+		// A few index lookups, no transaction nor Redis, while nothing
+		// urgent is due; on an error the pass meets it.
+		cctx, cancel := d.batchContext(ctx)
+		due, err := d.store.UrgentDue(cctx, d.kind.Table, d.clock.Now())
+		cancel()
+		started, full := 0, false
+		if err != nil || due {
+			started, full, _, err = d.runOnce(ctx)
+		}
+		if started > 0 && d.observer.AfterDispatch != nil {
+			d.observer.AfterDispatch(d.kind.Name, started)
+		}
+		wait := urgentPoll
+		switch {
+		case err != nil:
+			d.metrics.Errors.WithLabelValues(d.kind.Name, "dispatch").Inc()
+			d.log.Error("urgent dispatch pass failed", "err", err)
+			backoff = min(max(2*backoff, 100*time.Millisecond), 5*d.cfg.MaxSleep)
+			wait = backoff
+		case full:
+			backoff, wait = 0, 0
+		default:
+			backoff = 0
+		}
+		if wait == 0 {
+			if ctx.Err() != nil {
+				return
+			}
+			continue
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
 		}
 	}
 }
@@ -136,14 +240,21 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	bctx, cancel := d.batchContext(ctx)
 	defer cancel()
 
-	if due, err := d.gate.Due(bctx); err != nil || !due {
-		d.cursor = time.Time{} // as after a short batch
-		return 0, false, false, err
+	// The urgent dispatcher asked Store.UrgentDue before its pass.
+	if d.gate != nil {
+		if due, err := d.gate.Due(bctx); err != nil || !due {
+			d.cursor = models.Cursor{} // as after a short batch
+			return 0, false, false, err
+		}
 	}
 	if paused, err := d.readPauses(bctx); err != nil || paused { // a paused kind waits as a throttled one
 		return 0, false, paused, err
 	}
-	if throttled, err := d.throttled(bctx); err != nil || throttled {
+	from := d.cursor
+	if d.urgent {
+		// The lanes are not bounded by MaxQueued: a few urgent jobs.
+		from = models.Cursor{UrgentOnly: true}
+	} else if throttled, err := d.throttled(bctx); err != nil || throttled {
 		return 0, false, throttled, err
 	}
 
@@ -156,13 +267,19 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	// rules are not parsed yet rolls back at once, the rules are parsed,
 	// and it claims again (see schedules.prepare).
 	now := d.clock.Now()
-	if !d.cursor.IsZero() && now.Sub(d.cursorSince) > cursorReset {
-		d.cursor = time.Time{}
+	if !from.UrgentOnly && !d.cursor.At.IsZero() && now.Sub(d.cursorSince) > cursorReset {
+		d.cursor, from = models.Cursor{}, models.Cursor{}
+	}
+	if d.claims != nil {
+		if err := d.claims.acquire(bctx, k.Table.Priority); err != nil {
+			return 0, false, false, fmt.Errorf("wait for a database connection: %w", err)
+		}
+		defer d.claims.release()
 	}
 	for round := 1; ; round++ {
 		var pending []keyRule
-		err = d.gate.Tx(bctx, func(tx models.Tx) error {
-			rows, err := tx.ClaimDue(bctx, k.Table, now, d.cursor, d.cfg.BatchSize)
+		err = d.inClaimTx(bctx, func(tx models.Tx) error {
+			rows, err := tx.ClaimDue(bctx, k.Table, now, from, d.cfg.BatchSize)
 			if err != nil {
 				return err
 			}
@@ -171,7 +288,7 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 					return errUnprepared
 				}
 			}
-			return d.claimTx(bctx, tx, rows, now)
+			return d.claimTx(bctx, tx, rows, now, from.UrgentOnly)
 		})
 		if !errors.Is(err, errUnprepared) {
 			break
@@ -199,7 +316,8 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	if d.faults.beforePush != nil {
 		d.faults.beforePush(k.Name)
 	}
-	queued, err := d.rdb.PushCounting(bctx, k.Lists, jobs, d.clock.Now()) // counted for the charts in the same round trip
+	// Counted for the charts in the push's round trip.
+	queued, err := d.rdb.PushCounting(bctx, k.Lists, d.lists, jobs, d.clock.Now())
 	if err != nil {
 		d.metrics.PushFailures.WithLabelValues(k.Name).Inc()
 		// The undo gets its own time: the failed push may have used up the
@@ -209,10 +327,21 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 		ucancel()
 		return 0, false, false, errors.Join(fmt.Errorf("%w (undid %d attempts)", err, undone), uerr)
 	}
-	d.setQueued(queued)
+	if queued > 0 { // 0: no job went to the input list
+		d.setQueued(queued)
+	}
 	d.metrics.Started.WithLabelValues(k.Name).Add(float64(len(jobs)))
 	d.activity.addStarted(len(jobs))
 	return len(jobs), full, false, nil
+}
+
+// inClaimTx runs fn on the pass's claim transaction: through the due gate,
+// or on the kind's store for the urgent dispatcher, which has none.
+func (d *dispatcher) inClaimTx(ctx context.Context, fn func(tx models.Tx) error) error {
+	if d.gate == nil {
+		return d.store.Tx(ctx, fn)
+	}
+	return d.gate.Tx(ctx, fn)
 }
 
 // asksSchedule returns whether policy.Due asks a claimed row's schedule
@@ -228,21 +357,23 @@ func (d *dispatcher) asksSchedule(now time.Time) func(policy.State) bool {
 
 // claimTx decides the claimed rows of one pass (timeouts, starts) and
 // saves them, in the claim's transaction; it advances the claim cursor
-// after a full batch.
-func (d *dispatcher) claimTx(ctx context.Context, tx models.Tx, rows []models.Row, now time.Time) error {
+// after a full batch, unless the claim was of urgent rows only.
+func (d *dispatcher) claimTx(ctx context.Context, tx models.Tx, rows []models.Row, now time.Time, urgentOnly bool) error {
 	// Cleared, so that the last batch's rows and payloads can be freed.
 	clear(d.jobs[:cap(d.jobs)])
 	clear(d.starts[:cap(d.starts)])
-	d.jobs, d.starts = d.jobs[:0], d.starts[:0]
+	d.jobs, d.lists, d.starts = d.jobs[:0], d.lists[:0], d.starts[:0]
 	d.tally.reset()
 	d.claimed = len(rows)
-	if d.claimed == d.cfg.BatchSize {
-		if d.cursor.IsZero() {
+	if urgentOnly {
+		// The cursor stays where the full claims left it.
+	} else if d.claimed == d.cfg.BatchSize {
+		if d.cursor.At.IsZero() {
 			d.cursorSince = now
 		}
-		d.cursor = rows[d.claimed-1].State.RefreshAt
+		d.cursor = models.CursorAfter(rows[d.claimed-1])
 	} else {
-		d.cursor = time.Time{}
+		d.cursor = models.Cursor{}
 	}
 	for i := range rows {
 		d.decide(&rows[i], now)
@@ -297,6 +428,7 @@ func (d *dispatcher) decide(row *models.Row, now time.Time) {
 		before.State = dec.BeforeStart
 		d.starts = append(d.starts, started{before: before, uid: dec.AttemptUID})
 		d.jobs = append(d.jobs, d.job(*row))
+		d.lists = append(d.lists, d.kind.inputList(row.Priority))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,16 +25,31 @@ type GaugeKind struct {
 	Table     models.Table
 	Lists     redisio.Lists
 	LateAfter time.Duration // default 1m
-	// Priority labels the kind's gauges (free text, "" allowed).
+	// Priority labels the kind's gauges: the name of its priority level
+	// ("" allowed).
 	Priority string
 	// Inspector counts the kind's rows: its database. Default
 	// GaugeConfig.Inspector.
 	Inspector models.Inspector
 }
 
+// GaugePriority is one named priority level and its alert thresholds,
+// exported as refresher_priority_alert_max_attempts and
+// refresher_priority_alert_max_age_seconds so that one alert rule serves
+// every priority (deploy/prometheus/alerts.yml).
+type GaugePriority struct {
+	Name        string
+	Level       int
+	MaxAttempts int
+	MaxAge      time.Duration
+}
+
 // GaugeConfig configures Gauges.
 type GaugeConfig struct {
 	Kinds []GaugeKind
+	// Priorities are the configured priority levels with their alert
+	// thresholds.
+	Priorities []GaugePriority
 	// Inspector counts the rows of the kinds without one of their own.
 	Inspector models.Inspector
 	Redis     *redisio.Client
@@ -53,6 +69,9 @@ type GaugeConfig struct {
 //	refresher_models{kind,priority,state}  (state: total, due, late, running, failing, disabled, paused)
 //	refresher_list_length{kind,list}       (list: input, output, dead)
 //	refresher_kind_paused{kind}            (1 while an operator pauses the whole kind, else 0)
+//	refresher_backlog{kind,level}          (due rows by priority level, models.Inspector.Backlog)
+//	refresher_priority_alert_max_attempts{priority,level}, refresher_priority_alert_max_age_seconds{priority,level}
+//	                                       (the configured thresholds, constant)
 //
 // state="paused" counts the models an operator paused
 // (redisio.Lists.PausedModels); a paused model is also counted in the
@@ -76,8 +95,8 @@ type GaugeConfig struct {
 type Gauges struct {
 	cfg GaugeConfig
 	// kindLists are the lists of cfg.Kinds, in order.
-	kindLists                                     []redisio.Lists
-	oldest, maxAttempt, models, lists, kindPaused *prometheus.GaugeVec
+	kindLists                                              []redisio.Lists
+	oldest, maxAttempt, models, lists, kindPaused, backlog *prometheus.GaugeVec
 }
 
 // gaugeStates are the values of refresher_models' state label.
@@ -108,6 +127,14 @@ func NewGauges(reg prometheus.Registerer, cfg GaugeConfig) *Gauges {
 		models:     gauge("models", "Rows by state (a row counts in every state it is in; paused: models an operator paused).", "kind", "priority", "state"),
 		lists:      gauge("list_length", "Length of the kind's Redis lists.", "kind", "list"),
 		kindPaused: gauge("kind_paused", "1 while an operator pauses the whole kind (nothing is dispatched), else 0.", "kind"),
+		backlog:    gauge("backlog", "Due rows by priority level (a row triggered at a one-shot priority counts at both levels until claimed).", "kind", "level"),
+	}
+	maxAttempts := gauge("priority_alert_max_attempts", "The refresh_attempt_no at which a kind of this priority alerts (priorities: in the config).", "priority", "level")
+	maxAge := gauge("priority_alert_max_age_seconds", "The age of the oldest due row at which a kind of this priority alerts (priorities: in the config).", "priority", "level")
+	for _, p := range cfg.Priorities {
+		level := strconv.Itoa(p.Level)
+		maxAttempts.WithLabelValues(p.Name, level).Set(float64(p.MaxAttempts))
+		maxAge.WithLabelValues(p.Name, level).Set(p.MaxAge.Seconds())
 	}
 	for _, k := range cfg.Kinds {
 		g.kindLists = append(g.kindLists, k.Lists)
@@ -128,6 +155,8 @@ type gaugeKindValue struct {
 	// kind is paused (a snapshot of an older version has neither: 0).
 	Paused     int64
 	KindPaused bool
+	// Backlog are the due rows by priority level.
+	Backlog []models.LevelCount `json:",omitempty"`
 }
 
 // Run updates the gauges every Interval until ctx ends.
@@ -213,6 +242,9 @@ func (g *Gauges) count(ctx context.Context, k GaugeKind, now time.Time) (gaugeKi
 		return v, err
 	}
 	v.Counts = c
+	if v.Backlog, err = in.Backlog(ctx, k.Table, now); err != nil {
+		return v, err
+	}
 	if !c.OldestDue.IsZero() {
 		v.OldestAge = max(0, now.Sub(c.OldestDue).Seconds())
 	}
@@ -241,4 +273,9 @@ func (g *Gauges) apply(v gaugeKindValue) {
 		kindPaused = 1
 	}
 	g.kindPaused.WithLabelValues(v.Name).Set(kindPaused)
+	// Levels come and go: the kind's series are replaced as a whole.
+	g.backlog.DeletePartialMatch(prometheus.Labels{"kind": v.Name})
+	for _, l := range v.Backlog {
+		g.backlog.WithLabelValues(v.Name, strconv.Itoa(l.Level)).Set(float64(l.Due))
+	}
 }

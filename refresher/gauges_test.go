@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"io"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -72,7 +73,8 @@ func TestGaugesOneInstanceComputes(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := GaugeConfig{Kinds: []GaugeKind{{Name: "g", Table: tbl, Lists: lists, Priority: "interactive"}},
-		Inspector: store, Redis: redisio.New(rdb), Interval: time.Minute, Clock: fixedClock(now)}
+		Priorities: []GaugePriority{{Name: "interactive", Level: 0, MaxAttempts: 2, MaxAge: 30 * time.Second}},
+		Inspector:  store, Redis: redisio.New(rdb), Interval: time.Minute, Clock: fixedClock(now)}
 	regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
 	a, b := NewGauges(regA, cfg), NewGauges(regB, cfg)
 	if computed, err := a.Tick(ctx); err != nil || !computed {
@@ -80,6 +82,16 @@ func TestGaugesOneInstanceComputes(t *testing.T) {
 	}
 	if computed, err := b.Tick(ctx); err != nil || computed {
 		t.Fatalf("second instance: computed %v (want false: the lock is held), err %v", computed, err)
+	}
+	if err := testutil.GatherAndCompare(regA, strings.NewReader(`
+# HELP refresher_priority_alert_max_age_seconds The age of the oldest due row at which a kind of this priority alerts (priorities: in the config).
+# TYPE refresher_priority_alert_max_age_seconds gauge
+refresher_priority_alert_max_age_seconds{level="0",priority="interactive"} 30
+# HELP refresher_priority_alert_max_attempts The refresh_attempt_no at which a kind of this priority alerts (priorities: in the config).
+# TYPE refresher_priority_alert_max_attempts gauge
+refresher_priority_alert_max_attempts{level="0",priority="interactive"} 2
+`), "refresher_priority_alert_max_age_seconds", "refresher_priority_alert_max_attempts"); err != nil {
+		t.Error(err)
 	}
 	for _, g := range []*Gauges{a, b} {
 		for name, c := range map[string]struct {
@@ -92,6 +104,7 @@ func TestGaugesOneInstanceComputes(t *testing.T) {
 			"dead":        {testutil.ToFloat64(g.lists.WithLabelValues("g", "dead")), 2},
 			"paused":      {testutil.ToFloat64(g.models.WithLabelValues("g", "interactive", "paused")), 1},
 			"kind paused": {testutil.ToFloat64(g.kindPaused.WithLabelValues("g")), 1},
+			"backlog":     {testutil.ToFloat64(g.backlog.WithLabelValues("g", "0")), testutil.ToFloat64(g.models.WithLabelValues("g", "interactive", "due"))},
 		} {
 			if c.got != c.want {
 				t.Errorf("%s: got %v, want %v", name, c.got, c.want)

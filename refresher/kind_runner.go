@@ -121,8 +121,15 @@ func (g *dueGate) NextDue(ctx context.Context) (time.Time, bool, error) {
 // locks nothing, and has nothing to save.
 type nothingDue struct{}
 
-func (nothingDue) ClaimDue(context.Context, models.Table, time.Time, time.Time, int) ([]models.Row, error) {
+func (nothingDue) ClaimDue(context.Context, models.Table, time.Time, models.Cursor, int) ([]models.Row, error) {
 	return nil, nil
+}
+
+func (nothingDue) SetPriorityOnce(_ context.Context, t models.Table, keys []string, _ *int) error {
+	if len(keys) > 0 {
+		return fmt.Errorf("set the priority of %d rows of %s: no transaction (nothing was due)", len(keys), t.Name)
+	}
+	return nil
 }
 
 func (nothingDue) LockByKeys(context.Context, models.Table, []string) (map[string]models.Row, error) {

@@ -91,7 +91,7 @@ func (a *Admin) Resume(ctx context.Context, t models.Table, l redisio.Lists, key
 		st := policy.Resume(row.State, now, schedFor(row.Key, row.Rule))
 		_, was := before[row.Key]
 		return st, resumeNote(st, was)
-	})
+	}, nil)
 	if err != nil {
 		if rerr := a.rdb.RestorePauses(context.WithoutCancel(ctx), l, before); rerr != nil {
 			err = errors.Join(err, rerr)

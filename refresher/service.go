@@ -223,6 +223,7 @@ func (s *Service) Run(ctx context.Context) error {
 
 	var dispatchers, pollers sync.WaitGroup
 	watch := newDueWatch(s.cfg)
+	claims := s.claimGates()
 	dispatchers.Go(guard("due watch", func() { watch.loop(runCtx) }))
 	for _, k := range s.cfg.Kinds {
 		r := &kindRunner{
@@ -236,11 +237,17 @@ func (s *Service) Run(ctx context.Context) error {
 		r.incident = newIncident(s.rdb, k, r.log, s.cfg.Metrics)
 		wake := make(chan struct{}, 1)
 		sched := newSchedules(k) // one parse cache for both
-		d := &dispatcher{kindRunner: r, wake: wake, schedules: sched, watch: watch,
+		d := &dispatcher{kindRunner: r, wake: wake, schedules: sched, watch: watch, claims: claims[k.Store],
 			gate: &dueGate{store: k.Store, table: k.Table, clock: s.cfg.Clock}}
 		p := &poller{kindRunner: r, wake: wake, drain: s.rdb.Drain(k.Lists, s.cfg.InstanceID, s.cfg.Heartbeat),
 			schedules: sched}
 		dispatchers.Go(guard("kind "+k.Name+": dispatcher", func() { d.loop(runCtx) }))
+		if len(k.Lanes) > 0 {
+			d.backlog = newBacklogSignal()
+			// No due gate: it asks Store.UrgentDue before each pass.
+			u := &dispatcher{kindRunner: r, schedules: sched, claims: claims[k.Store], urgent: true, backlog: d.backlog}
+			dispatchers.Go(guard("kind "+k.Name+": urgent dispatcher", func() { u.urgentLoop(runCtx) }))
+		}
 		pollers.Go(guard("kind "+k.Name+": poller", func() { p.loop(pollCtx) }))
 		dispatchers.Go(guard("kind "+k.Name+": activity log", func() { r.activity.loop(runCtx, r.log, s.cfg.LogInterval) }))
 	}
@@ -254,6 +261,27 @@ func (s *Service) Run(ctx context.Context) error {
 	mu.Lock()
 	defer mu.Unlock()
 	return firstFatal
+}
+
+// claimGates returns the claim gate of each store that holds several kinds
+// (one pool of connections each), when Config.ClaimConnections asks for
+// them: the kinds of one database take turns by priority for its
+// connections; a kind alone on its database needs no order.
+func (s *Service) claimGates() map[models.Store]*claimGate {
+	gates := map[models.Store]*claimGate{}
+	if s.cfg.ClaimConnections <= 0 {
+		return gates
+	}
+	kinds := map[models.Store]int{}
+	for _, k := range s.cfg.Kinds {
+		kinds[k.Store]++
+	}
+	for store, n := range kinds {
+		if n > 1 {
+			gates[store] = newClaimGate(s.cfg.ClaimConnections)
+		}
+	}
+	return gates
 }
 
 // runGauges runs the alert gauges, if any, until ctx ends or the returned

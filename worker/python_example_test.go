@@ -78,13 +78,19 @@ func TestPythonWorkerExample(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, rdb.RPush(ctx, input, data).Err())
 	}
+	// A job on the priority lane 0, pushed last, is done first.
+	lane := redisio.Lists{Input: input}.PriorityInput(0)
+	data, err := redisio.AppendJob(nil, redisio.Job{Kind: "big_tables", UID: "urgent", AttemptUID: "a7", AttemptNo: 1, TimeoutAt: soon,
+		Payload: map[string]any{"input_url": srv.URL + "/data.csv"}})
+	require.NoError(t, err)
+	require.NoError(t, rdb.RPush(ctx, lane, data).Err())
 
 	script, err := filepath.Abs("../examples/worker.py")
 	require.NoError(t, err)
 	cmdCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(cmdCtx, python, script, "--kind", "big_tables", "--input", input, "--output", output,
-		"--redis", testenv.RedisURL(), "--max-jobs", "6")
+		"--lanes", "0", "--redis", testenv.RedisURL(), "--max-jobs", "7")
 	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "examples/worker.py:\n%s", out)
@@ -92,6 +98,8 @@ func TestPythonWorkerExample(t *testing.T) {
 
 	raw, err := rdb.LRange(ctx, output, 0, -1).Result()
 	require.NoError(t, err)
+	require.Contains(t, raw[0], `"uid": "urgent"`, "the lane's job first")
+	raw = raw[1:]
 	got := map[string]redisio.Result{}
 	for _, r := range raw {
 		require.NotContains(t, r, "S3cretUrlPw", "a result shows a secret of its URL")

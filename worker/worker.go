@@ -36,6 +36,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,6 +75,12 @@ type Config struct {
 	Redis redis.UniversalClient
 	// Input is the list jobs are popped from. Default "<Kind>-input".
 	Input string
+	// PriorityInputs are the kind's priority lanes' lists
+	// (redisio.Lists.Inputs without Input: "<input>:p<N>", most urgent
+	// first). Each pop tries them, in order, before Input, so a job
+	// triggered at a high priority does not wait behind the queued ones.
+	// Default none.
+	PriorityInputs []string
 	// Output is the list results are pushed to. Default "<Kind>-output".
 	Output string
 	// ThrottleGroup is the kind's throttle_group: the payload column that
@@ -245,22 +252,24 @@ func tryAcquire(slots chan struct{}) bool {
 	}
 }
 
-// pop takes up to n messages from the input list: it waits up to
-// pollTimeout for the first one, and takes the others only if they are
-// already there.
+// pop takes up to n messages from the first of the priority lists and the
+// input list that has one (one BLPOP on all of them: Redis checks the keys
+// in order): it waits up to pollTimeout for the first one, and takes the
+// others from the same list only if they are already there.
 func (w *Worker) pop(ctx context.Context, n int) ([]string, error) {
-	kv, err := w.cfg.Redis.BLPop(ctx, pollTimeout, w.cfg.Input).Result()
+	lists := append(w.cfg.PriorityInputs[:len(w.cfg.PriorityInputs):len(w.cfg.PriorityInputs)], w.cfg.Input)
+	kv, err := w.cfg.Redis.BLPop(ctx, pollTimeout, lists...).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("BLPOP %s: %w", w.cfg.Input, err)
+		return nil, fmt.Errorf("BLPOP %s: %w", strings.Join(lists, " "), err)
 	}
-	msgs := kv[1:] // BLPOP answers [list, element]
+	list, msgs := kv[0], kv[1:] // BLPOP answers [list, element]
 	if n > 1 {
-		more, err := w.cfg.Redis.LPopCount(ctx, w.cfg.Input, n-1).Result()
+		more, err := w.cfg.Redis.LPopCount(ctx, list, n-1).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
-			return msgs, fmt.Errorf("LPOP %s: %w", w.cfg.Input, err)
+			return msgs, fmt.Errorf("LPOP %s: %w", list, err)
 		}
 		msgs = append(msgs, more...)
 	}

@@ -20,7 +20,9 @@ func init() {
 			return adminCmd("enable", "Re-enable models as if the user had saved them, and refresh them now", (*refresher.Admin).Enable)
 		},
 		func() *cobra.Command {
-			return adminCmd("trigger", "Refresh models now, unless an attempt is running", (*refresher.Admin).Trigger)
+			cmd := adminCmd("trigger", "Refresh models now, unless an attempt is running", (*refresher.Admin).Trigger)
+			cmd.Flags().String("priority", "", `give the attempt this priority (a level of priorities:, e.g. interactive, or a number; lower runs first): it is claimed and popped before every less urgent job; the row keeps its own priority after`)
+			return cmd
 		},
 	)
 }
@@ -56,7 +58,18 @@ func adminCmd(name, short string, fn adminFunc) *cobra.Command {
 				return fmt.Errorf("kind %s: %w", k.Name, err)
 			}
 			// Enable and trigger change only the table: no Redis.
-			changes, err := fn(refresher.NewAdmin(store, nil), cmd.Context(), k.ModelsTable(), keys, refresher.SystemClock{}.Now())
+			admin := refresher.NewAdmin(store, nil)
+			run := func(ctx context.Context, t models.Table, keys []string, now time.Time) ([]refresher.Change, error) {
+				return fn(admin, ctx, t, keys, now)
+			}
+			if f := cmd.Flags().Lookup("priority"); f != nil && f.Value.String() != "" {
+				level, err := c.PriorityLevel(f.Value.String())
+				if err != nil {
+					return fmt.Errorf("%s --priority: %w", name, err)
+				}
+				run = admin.TriggerAt(&level)
+			}
+			changes, err := run(cmd.Context(), k.ModelsTable(), keys, refresher.SystemClock{}.Now())
 			if err != nil {
 				return err
 			}

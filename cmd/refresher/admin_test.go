@@ -66,7 +66,7 @@ func TestMigrateCommand(t *testing.T) {
 	out, err = b.run(t, "migrate", "--config", b.path)
 	require.NoError(t, err)
 	require.Contains(t, out, "big_tables: applied 0001_refresh_columns")
-	require.Equal(t, 12, b.columns(t))
+	require.Equal(t, 14, b.columns(t), "the 12 refresh columns and the 2 priority columns")
 
 	out, err = b.run(t, "migrate", "--config", b.path)
 	require.NoError(t, err)
@@ -98,6 +98,15 @@ func TestEnableAndTriggerCommands(t *testing.T) {
 	require.ErrorContains(t, err, "some models were not found")
 	require.Contains(t, out, "big_tables idle: refresh due now")
 	require.Contains(t, out, `big_tables ghost: no row in big_tables with uid = "ghost"`)
+
+	out, err = b.run(t, "trigger", "--config", b.path, "--kind", "big_tables", "--priority", "interactive", "idle")
+	require.NoError(t, err)
+	require.Contains(t, out, "big_tables idle: refresh due now at priority 0")
+	var once sql.NullInt64
+	require.NoError(t, b.db.QueryRow("SELECT refresh_priority_once FROM big_tables WHERE uid = 'idle'").Scan(&once))
+	require.Equal(t, sql.NullInt64{Int64: 0, Valid: true}, once)
+	_, err = b.run(t, "trigger", "--config", b.path, "--kind", "big_tables", "--priority", "asap", "idle")
+	require.ErrorContains(t, err, `trigger --priority: priority "asap" is neither a level of priorities: ([interactive normal eventual]) nor a number`)
 
 	_, err = b.run(t, "trigger", "--config", b.path, "--kind", "nope", "idle")
 	require.ErrorContains(t, err, `unknown kind "nope" (configured: [big_tables])`)

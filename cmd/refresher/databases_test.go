@@ -83,8 +83,8 @@ kinds:
 	require.Zero(t, refreshColumns(my, "reports")+refreshColumns(pg, "pages"), "--print changes nothing")
 	out, err = b.run(t, "migrate", "--config", path)
 	require.NoError(t, err, out)
-	require.Equal(t, 12, refreshColumns(my, "reports"))
-	require.Equal(t, 12, refreshColumns(pg, "pages"))
+	require.Equal(t, 14, refreshColumns(my, "reports"), "the refresh_ columns of every migration, 0004's priorities included")
+	require.Equal(t, 14, refreshColumns(pg, "pages"))
 	require.Zero(t, refreshColumns(my, "pages")+refreshColumns(pg, "reports"))
 
 	past := time.Now().UTC().Add(-time.Minute).Truncate(time.Millisecond)
@@ -175,8 +175,8 @@ kinds:
 	}
 	testenv.EventuallyNil(t, 20*time.Second, "the gauges counting each kind on its database", func() error {
 		_, metrics := httpGet(t, base[1]+"metrics")
-		for _, want := range []string{`refresher_models{kind="pages",priority="",state="total"} 3`,
-			`refresher_models{kind="reports",priority="",state="total"} 3`} {
+		for _, want := range []string{`refresher_models{kind="pages",priority="normal",state="total"} 3`,
+			`refresher_models{kind="reports",priority="normal",state="total"} 3`} {
 			if !strings.Contains(metrics, want) {
 				return fmt.Errorf("no %s in /metrics:\n%s", want, metrics)
 			}

@@ -134,7 +134,7 @@ func alertGauges(c *config.Config, dbs *databases, rdb redis.UniversalClient, m 
 		gk[i] = c.Kinds[i].Gauge()
 		gk[i].Inspector = dbs.Of(&c.Kinds[i])
 	}
-	return refresher.NewGauges(m.Registry, refresher.GaugeConfig{Kinds: gk, Redis: redisio.New(rdb),
+	return refresher.NewGauges(m.Registry, refresher.GaugeConfig{Kinds: gk, Priorities: c.GaugePriorities(), Redis: redisio.New(rdb),
 		Interval: c.GaugeInterval.D(), Logger: log})
 }
 

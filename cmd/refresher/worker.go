@@ -48,6 +48,10 @@ type workerSettings struct {
 	// ThrottleGroup is the kind's throttle_group (a payload column), from
 	// the config file only.
 	ThrottleGroup string
+	// Lanes are the kind's priority lanes (levels more urgent than its
+	// priority:, whose jobs have lists of their own), from the config file
+	// or --lanes.
+	Lanes []int
 	// Lease is the kind's timeout, from the config file only: what a job
 	// whose work runs asks for at each request for more time.
 	Lease time.Duration
@@ -117,10 +121,14 @@ func (s workerSettings) overlay(o workerSettings) workerSettings {
 		AllowPrivateNetworks: o.AllowPrivateNetworks || s.AllowPrivateNetworks,
 		AllowNetworks:        s.AllowNetworks,
 		ThrottleGroup:        cmp.Or(o.ThrottleGroup, s.ThrottleGroup),
+		Lanes:                s.Lanes,
 		Lease:                cmp.Or(o.Lease, s.Lease),
 	}
 	if o.AllowNetworks != nil {
 		r.AllowNetworks = o.AllowNetworks
+	}
+	if o.Lanes != nil {
+		r.Lanes = o.Lanes
 	}
 	return r
 }
@@ -216,6 +224,7 @@ wins over the file.`,
 	f.StringVar(&flags.Kind, "kind", "", "kind whose jobs to do, e.g. big_tables (required)")
 	f.StringVar(&flags.RedisURL, "redis", "", `Redis URL (default $REFRESHER_REDIS, else "redis://127.0.0.1:6379/0")`)
 	f.StringVar(&flags.Input, "input", "", `list to pop jobs from (default "<kind>-input", after $REFRESHER_REDIS_PREFIX)`)
+	f.IntSliceVar(&flags.Lanes, "lanes", nil, `the kind's priority lanes, most urgent first: their lists "<input>:p<N>" are popped before the input list (default: from --config, the levels more urgent than the kind's priority)`)
 	f.StringVar(&flags.Output, "output", "", `list to push results to (default "<kind>-output", after $REFRESHER_REDIS_PREFIX)`)
 	f.IntVar(&flags.Concurrency, "concurrency", 0, fmt.Sprintf("jobs done at once (default %d)", worker.ConcurrencyDefault))
 	f.DurationVar(&flags.HTTPTimeout, "http-timeout", 0, fmt.Sprintf("time limit of one GET, body included (default %s)", worker.HTTPTimeoutDefault))
@@ -244,7 +253,7 @@ func workerFile(path, kind string) (workerSettings, error) {
 		return workerSettings{}, fmt.Errorf("worker: %s: worker.allow_networks: %w", path, err)
 	}
 	return workerSettings{RedisURL: c.Redis, Input: k.Input, Output: k.Output, MaxBodyBytes: c.Worker.MaxBodyBytes,
-		AllowPrivateNetworks: c.Worker.AllowPrivateNetworks, AllowNetworks: nets, ThrottleGroup: k.ThrottleGroup,
+		AllowPrivateNetworks: c.Worker.AllowPrivateNetworks, AllowNetworks: nets, ThrottleGroup: k.ThrottleGroup, Lanes: k.Lanes,
 		Lease: k.Timeout.D()}, nil
 }
 
@@ -275,6 +284,10 @@ func logSources(log *slog.Logger, s workerSettings, configPath string, file, env
 	listsFrom := from("--input/--output", "REFRESHER_REDIS_PREFIX", file.Input+file.Output, prefix, flags.Input+flags.Output)
 	attrs := []any{"redis", redact.String(s.RedisURL), "redis_from", redisFrom,
 		"input", s.Input, "output", s.Output, "lists_from", listsFrom}
+	if len(s.Lanes) > 0 {
+		inputs := redisio.Lists{Input: s.Input}.Inputs(s.Lanes)
+		attrs = append(attrs, "lanes", inputs[:len(inputs)-1])
+	}
 	if redisFrom == "default" && listsFrom == "default" {
 		log.Warn("worker uses the default Redis and lists: pass --config with the service's configuration file (or --redis, --input, --output) if the service uses others", attrs...)
 		return
@@ -293,10 +306,12 @@ func runWorker(ctx context.Context, s workerSettings, log *slog.Logger) error {
 		return fmt.Errorf("worker: %w", err)
 	}
 	defer rdb.Close()
+	inputs := redisio.Lists{Input: s.Input}.Inputs(s.Lanes)
 	w, err := worker.New(worker.Config{
 		Kind:                 s.Kind,
 		Redis:                rdb,
 		Input:                s.Input,
+		PriorityInputs:       inputs[:len(inputs)-1],
 		Output:               s.Output,
 		Concurrency:          s.Concurrency,
 		HTTPTimeout:          s.HTTPTimeout,

@@ -161,10 +161,12 @@ worker:
 	file, err := workerFile(path, "big_tables")
 	require.NoError(t, err)
 	require.Equal(t, workerSettings{RedisURL: "redis://files-redis:6379/3", Input: "bt-in", Output: "bt-out", MaxBodyBytes: 5000,
-		AllowPrivateNetworks: true, AllowNetworks: []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16")},
+		AllowPrivateNetworks: true, AllowNetworks: []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16")}, Lanes: []int{0},
 		Lease: 20 * time.Minute}, file)
 
 	got := workerDefaults().overlay(file).overlay(workerSettings{Kind: "big_tables", Output: "flag-out"})
+	require.Equal(t, []int{0}, got.Lanes, "the lanes of the kind's priority (normal: interactive's)")
+	require.Equal(t, []int{-2, 3}, got.overlay(workerSettings{Lanes: []int{-2, 3}}).Lanes, "--lanes")
 	require.Equal(t, "redis://files-redis:6379/3", got.RedisURL)
 	require.Equal(t, "bt-in", got.Input)
 	require.Equal(t, "flag-out", got.Output)

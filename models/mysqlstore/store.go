@@ -37,6 +37,10 @@ type tableMeta struct {
 	// refreshIndex is an index whose first column is refresh_at; "" when
 	// there is none (the table is not migrated yet).
 	refreshIndex string
+	// priorityIndex and priorityOnceIndex are indexes whose first column is
+	// refresh_priority and refresh_priority_once (migration 0004); while
+	// either is "" the claim ignores priorities.
+	priorityIndex, priorityOnceIndex string
 	// countIndexed: the columns Inspector.Counts counts by (attempt uid,
 	// failing since, disabled until update, attempt no) each lead an index
 	// (migration 0003).
@@ -146,22 +150,22 @@ func (s tableSchema) uniqueOn(col string) bool {
 }
 
 // ClaimDue locks and returns up to limit rows whose refresh_at is due
-// (refresh_at <= now), earliest first, skipping rows that another
-// transaction holds (FOR UPDATE SKIP LOCKED), so that several dispatchers
-// share the work without waiting for each other or claiming a row twice.
-// The locks last until the transaction ends.
+// (refresh_at <= now), by priority then earliest first (models.ClaimByPriority;
+// by refresh_at alone while the table lacks migration 0004), skipping rows
+// that another transaction holds (FOR UPDATE SKIP LOCKED), so that several
+// dispatchers share the work without waiting for each other or claiming a
+// row twice. The locks last until the transaction ends.
 //
-// from is an optional cursor: when not zero, only rows with
-// refresh_at >= from are considered. After a batch the dispatcher can pass
-// the last row's RefreshAt as from, so the next scan starts there instead
-// of walking, from the start of the index, over the entries that earlier
-// batches moved forward (MariaDB purges them lazily; PERF-NOTES measured
-// 5-10x). The caller must reset from to zero regularly (for instance when
-// a batch comes back short, and every few seconds): rows whose refresh_at
-// moved earlier than the cursor are otherwise not seen.
+// from is a cursor: its scan starts at refresh_at >= from.At. After a batch
+// the dispatcher can pass models.CursorAfter(last row), so the next scan
+// starts there instead of walking, from the start of the index, over the
+// entries that earlier batches moved forward (MariaDB purges them lazily;
+// PERF-NOTES measured 5-10x). The caller must reset from to zero regularly
+// (for instance when a batch comes back short, and every few seconds): rows
+// whose refresh_at moved earlier than the cursor are otherwise not seen.
 //
 // Rows whose key is NULL are never returned: no result could name them.
-func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now, from time.Time, limit int) ([]models.Row, error) {
+func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now time.Time, from models.Cursor, limit int) ([]models.Row, error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("claim due rows of %s: limit %d must be positive", t.Name, limit)
 	}
@@ -169,30 +173,187 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now, from time.Time,
 	if err != nil {
 		return nil, err
 	}
+	var rows []models.Row
+	if q.meta.priorityIndex == "" || q.meta.priorityOnceIndex == "" {
+		if from.UrgentOnly {
+			return nil, nil // no priorities: nothing is more urgent than the kind
+		}
+		rows, err = tx.claimScan(ctx, q, q.meta.refreshIndex, "", nil, now, from.At, limit)
+		for i := range rows {
+			rows[i].Priority = models.Priority{Level: t.Priority}
+		}
+	} else {
+		rows, err = models.ClaimByPriority(t.Priority, from, limit, models.PriorityScans{
+			Probe: func(col string, after int, first bool) (int, bool, error) { return tx.probe(ctx, q, col, after, first) },
+			Claim: func(s models.Priority, start time.Time, n int) ([]models.Row, error) {
+				switch s.Source {
+				case models.PriorityOnce:
+					return tx.claimScan(ctx, q, q.meta.priorityOnceIndex, "`refresh_priority_once` = ? AND ", []any{s.Level}, now, start, n)
+				case models.PriorityRow:
+					return tx.claimScan(ctx, q, q.meta.priorityIndex, "`refresh_priority` = ? AND `refresh_priority_once` IS NULL AND ", []any{s.Level}, now, start, n)
+				}
+				return tx.claimScan(ctx, q, q.meta.priorityIndex, "`refresh_priority` IS NULL AND `refresh_priority_once` IS NULL AND ", nil, now, start, n)
+			},
+			ClearOnce: func(keys []string) error { return tx.setOnce(ctx, q, keys, nil) },
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim due rows of %s: %w", q.table, err)
+	}
+	return rows, nil
+}
+
+// claimScan is one range scan of the claim: the due rows matching filter
+// (a condition followed by " AND ", or "") along index, from refresh_at >=
+// from when from is not zero.
+func (tx *Tx) claimScan(ctx context.Context, q compiled, index, filter string, args []any, now, from time.Time, limit int) ([]models.Row, error) {
 	var b strings.Builder
 	b.WriteString(q.selectFrom)
-	if q.meta.refreshIndex != "" {
-		// When much of the table is due, the optimizer prefers a full scan
+	if index != "" {
+		// ORDER BY refresh_at alone: with the index forced and its first
+		// column fixed by the filter, MariaDB walks it in order and stops
+		// at limit (EXPLAIN: range, no filesort); ordered by both columns
+		// it sorts, and locks every row it reads. When much of the table is due, the optimizer prefers a full scan
 		// and a filesort of every due row to return the first `limit`;
 		// walking the index returns them in order and stops at limit.
-		idx, err := quoteIdent(q.meta.refreshIndex)
+		idx, err := quoteIdent(index)
 		if err != nil {
 			return nil, fmt.Errorf("index of table %s: %w", q.table, err)
 		}
 		b.WriteString(" FORCE INDEX (" + idx + ")")
 	}
-	b.WriteString(" WHERE `refresh_at` <= ?")
-	args := []any{dbTime(now)}
+	b.WriteString(" WHERE " + filter + "`refresh_at` <= ?")
+	args = append(args, dbTime(now))
 	if !from.IsZero() {
 		b.WriteString(" AND `refresh_at` >= ?")
 		args = append(args, dbTime(from))
 	}
 	fmt.Fprintf(&b, " AND %s IS NOT NULL ORDER BY `refresh_at` LIMIT %d FOR UPDATE SKIP LOCKED", q.key, limit)
-	rows, err := tx.query(ctx, q, b.String(), args, limit, true)
-	if err != nil {
-		return nil, fmt.Errorf("claim due rows of %s: %w", q.table, err)
+	return tx.query(ctx, q, b.String(), args, limit, true)
+}
+
+// probe returns the smallest value of the priority column col above after
+// (any value when first): one lookup in its index.
+func (tx *Tx) probe(ctx context.Context, q compiled, col string, after int, first bool) (level int, ok bool, err error) {
+	return probeLevel(ctx, tx.tx, q, col, after, first)
+}
+
+// rowQueryer is a *sql.DB or a *sql.Tx.
+type rowQueryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func probeLevel(ctx context.Context, db rowQueryer, q compiled, col string, after int, first bool) (level int, ok bool, err error) {
+	query := "SELECT `" + col + "` FROM " + q.table + " WHERE `" + col + "` IS NOT NULL ORDER BY `" + col + "` LIMIT 1"
+	var args []any
+	if !first {
+		query = "SELECT `" + col + "` FROM " + q.table + " WHERE `" + col + "` > ? ORDER BY `" + col + "` LIMIT 1"
+		args = []any{after}
 	}
-	return rows, nil
+	err = db.QueryRowContext(ctx, query, args...).Scan(&level)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("find the next %s: %w", col, err)
+	}
+	return level, true, nil
+}
+
+// UrgentDue reports whether a row more urgent than the kind's is due at
+// now (models.Store), with a few index lookups and no transaction.
+func (s *Store) UrgentDue(ctx context.Context, t models.Table, now time.Time) (bool, error) {
+	q, err := s.compile(ctx, t)
+	if err != nil {
+		return false, err
+	}
+	if q.meta.priorityIndex == "" || q.meta.priorityOnceIndex == "" {
+		return false, nil
+	}
+	due, err := models.AnyUrgentDue(t.Priority,
+		func(col string, after int, first bool) (int, bool, error) {
+			return probeLevel(ctx, s.db, q, col, after, first)
+		},
+		func(sc models.Priority) (bool, error) {
+			filter := "`refresh_priority` = ? AND "
+			if sc.Source == models.PriorityOnce {
+				filter = "`refresh_priority_once` = ? AND "
+			}
+			var one int
+			err := s.db.QueryRowContext(ctx, "SELECT 1 FROM "+q.table+" WHERE "+filter+"`refresh_at` <= ? LIMIT 1", sc.Level, dbTime(now)).Scan(&one)
+			if errors.Is(err, sql.ErrNoRows) {
+				return false, nil
+			}
+			return err == nil, err
+		})
+	if err != nil {
+		return false, fmt.Errorf("look for urgent due rows of %s: %w", q.table, err)
+	}
+	return due, nil
+}
+
+// Backlog counts the due rows of t by priority level (models.Inspector),
+// each level an index-only range count.
+func (s *Store) Backlog(ctx context.Context, t models.Table, now time.Time) ([]models.LevelCount, error) {
+	q, err := s.compile(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	count := func(filter string, args ...any) (n int64, err error) {
+		err = s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+q.table+" WHERE "+filter+"`refresh_at` <= ?", append(args, dbTime(now))...).Scan(&n)
+		return n, err
+	}
+	var out []models.LevelCount
+	if q.meta.priorityIndex == "" || q.meta.priorityOnceIndex == "" {
+		n, cerr := count("")
+		out, err = []models.LevelCount{{Level: t.Priority, Due: n}}, cerr
+	} else {
+		out, err = models.CountByPriority(t.Priority,
+			func(col string, after int, first bool) (int, bool, error) {
+				return probeLevel(ctx, s.db, q, col, after, first)
+			},
+			func(sc models.Priority) (int64, error) {
+				switch sc.Source {
+				case models.PriorityOnce:
+					return count("`refresh_priority_once` = ? AND ", sc.Level)
+				case models.PriorityRow:
+					return count("`refresh_priority` = ? AND ", sc.Level)
+				}
+				return count("`refresh_priority` IS NULL AND ")
+			})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("count the backlog of %s by priority: %w", q.table, err)
+	}
+	return out, nil
+}
+
+// SetPriorityOnce sets refresh_priority_once of the rows with these keys
+// (as the database returns them) to level, or NULL when level is nil.
+func (tx *Tx) SetPriorityOnce(ctx context.Context, t models.Table, keys []string, level *int) error {
+	q, err := tx.s.compileOn(ctx, tx.tx, t)
+	if err != nil {
+		return err
+	}
+	if err := tx.setOnce(ctx, q, keys, level); err != nil {
+		return fmt.Errorf("set %s of %s: %w", models.ColPriorityOnce, q.table, err)
+	}
+	return nil
+}
+
+func (tx *Tx) setOnce(ctx context.Context, q compiled, keys []string, level *int) error {
+	keys = models.DistinctKeys(keys)
+	for len(keys) > 0 {
+		chunk := keys[:min(len(keys), placeholdersPerSelect)]
+		keys = keys[len(chunk):]
+		var b strings.Builder
+		b.WriteString("UPDATE " + q.table + " SET `refresh_priority_once` = ? WHERE " + q.key + " IN ")
+		args := append([]any{level}, models.AppendInList(&b, chunk)...)
+		if _, err := tx.tx.ExecContext(ctx, b.String(), args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // LockByKeys locks (FOR UPDATE, waiting for other transactions: a result
@@ -336,9 +497,11 @@ func loadMeta(ctx context.Context, db metaQueryer, table string) (tableMeta, err
 	if err := rows.Err(); err != nil {
 		return meta, err
 	}
-	err = db.QueryRowContext(ctx, "SELECT INDEX_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ? AND SEQ_IN_INDEX = 1 ORDER BY INDEX_NAME LIMIT 1", table, models.ColRefreshAt).Scan(&meta.refreshIndex)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return meta, err
+	for col, idx := range map[string]*string{models.ColRefreshAt: &meta.refreshIndex, models.ColPriority: &meta.priorityIndex, models.ColPriorityOnce: &meta.priorityOnceIndex} {
+		err = db.QueryRowContext(ctx, "SELECT INDEX_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ? AND SEQ_IN_INDEX = 1 ORDER BY INDEX_NAME LIMIT 1", table, col).Scan(idx)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return meta, err
+		}
 	}
 	var led int
 	err = db.QueryRowContext(ctx, "SELECT COUNT(DISTINCT COLUMN_NAME) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND SEQ_IN_INDEX = 1 AND COLUMN_NAME IN (?, ?, ?, ?)",

@@ -93,7 +93,7 @@ func TestClaimDue(t *testing.T) {
 
 	var got []models.Row
 	must(t, s.Tx(ctx, func(tx models.Tx) (err error) {
-		got, err = tx.ClaimDue(ctx, tbl, now, time.Time{}, 100)
+		got, err = tx.ClaimDue(ctx, tbl, now, models.Cursor{}, 100)
 		return err
 	}))
 	eq(t, keysOf(got), []string{"2", "5", "1", "3", "6", "4"}, "due rows by refresh_at")
@@ -101,14 +101,14 @@ func TestClaimDue(t *testing.T) {
 	eq(t, got[4].State.RefreshAt, now.Add(-time.Microsecond), "microseconds")
 
 	must(t, s.Tx(ctx, func(tx models.Tx) (err error) {
-		got, err = tx.ClaimDue(ctx, tbl, now, time.Time{}, 2)
+		got, err = tx.ClaimDue(ctx, tbl, now, models.Cursor{}, 2)
 		return err
 	}))
 	eq(t, keysOf(got), []string{"2", "5"}, "limit")
 
 	// The cursor starts the scan at from, inclusive.
 	must(t, s.Tx(ctx, func(tx models.Tx) (err error) {
-		got, err = tx.ClaimDue(ctx, tbl, now, now.Add(-time.Hour), 3)
+		got, err = tx.ClaimDue(ctx, tbl, now, models.Cursor{At: now.Add(-time.Hour)}, 3)
 		return err
 	}))
 	eq(t, keysOf(got), []string{"1", "3", "6"}, "cursor")
@@ -119,7 +119,7 @@ func TestClaimDue(t *testing.T) {
 	eq(t, next, now.Add(-3*time.Hour), "NextDue")
 
 	must(t, s.Tx(ctx, func(tx models.Tx) error {
-		_, err := tx.ClaimDue(ctx, tbl, now, time.Time{}, 0)
+		_, err := tx.ClaimDue(ctx, tbl, now, models.Cursor{}, 0)
 		errContains(t, err, "limit 0 must be positive")
 		return nil
 	}))
@@ -276,7 +276,7 @@ func TestLockByKeys(t *testing.T) {
 			exec(t, db, "UPDATE items SET refresh_at = ?", dbTime(base))
 			var claimed []models.Row
 			must(t, s.Tx(context.Background(), func(tx models.Tx) (err error) {
-				claimed, err = tx.ClaimDue(context.Background(), tbl, base, time.Time{}, 10)
+				claimed, err = tx.ClaimDue(context.Background(), tbl, base, models.Cursor{}, 10)
 				return err
 			}))
 			got = map[string]models.Row{}
@@ -311,7 +311,7 @@ func TestLockByKeysWaits(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- s.Tx(ctx, func(tx models.Tx) error {
-			rows, err := tx.ClaimDue(ctx, tbl, base, time.Time{}, 10)
+			rows, err := tx.ClaimDue(ctx, tbl, base, models.Cursor{}, 10)
 			if err == nil && len(rows) != 1 {
 				err = fmt.Errorf("claimed %d rows", len(rows))
 			}
@@ -400,7 +400,7 @@ func TestClaimDueWalksTheIndexWhenAllAreDue(t *testing.T) {
 		}
 		must(t, s.Tx(ctx, func(tx models.Tx) error {
 			scanned, sorted := status(tx, "Handler_read_rnd_next"), status(tx, "Sort_rows")
-			got, err := tx.ClaimDue(ctx, tbl, base, time.Time{}, 10)
+			got, err := tx.ClaimDue(ctx, tbl, base, models.Cursor{}, 10)
 			must(t, err)
 			eq(t, len(got), 10)
 			scanned, sorted = status(tx, "Handler_read_rnd_next")-scanned, status(tx, "Sort_rows")-sorted
@@ -573,7 +573,7 @@ func TestSaveReplacesZeroDate(t *testing.T) {
 	must(t, conn.Close())
 	var claimed []models.Row
 	must(t, s.Tx(ctx, func(tx models.Tx) (err error) {
-		if claimed, err = tx.ClaimDue(ctx, tbl, base, time.Time{}, 10); err != nil {
+		if claimed, err = tx.ClaimDue(ctx, tbl, base, models.Cursor{}, 10); err != nil {
 			return err
 		}
 		return tx.Save(ctx, tbl, claimed) // unchanged: RefreshAt stays zero

@@ -97,7 +97,7 @@ func BenchmarkSave(b *testing.B) {
 		tbl := benchTable(b, s, "bigint", n)
 		var claimed []models.Row
 		must(b, s.Tx(ctx, func(tx models.Tx) (err error) {
-			claimed, err = tx.ClaimDue(ctx, tbl, base, time.Time{}, n)
+			claimed, err = tx.ClaimDue(ctx, tbl, base, models.Cursor{}, n)
 			return err
 		}))
 		rows := make([]models.Row, n)
@@ -126,7 +126,7 @@ func BenchmarkClaim(b *testing.B) {
 	rollback := fmt.Errorf("roll back")
 	for b.Loop() {
 		err := s.Tx(ctx, func(tx models.Tx) error {
-			rows, err := tx.ClaimDue(ctx, tbl, base, time.Time{}, limit)
+			rows, err := tx.ClaimDue(ctx, tbl, base, models.Cursor{}, limit)
 			if err != nil {
 				return err
 			}

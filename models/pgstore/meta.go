@@ -65,6 +65,21 @@ func (m tableMeta) countIndexed() bool {
 	return true
 }
 
+// prioritized reports whether both priority columns lead an index
+// (migration 0004): until then the claim ignores priorities.
+func (m tableMeta) prioritized() bool {
+	n := 0
+	for _, col := range []string{models.ColPriority, models.ColPriorityOnce} {
+		for _, ix := range m.indexes {
+			if len(ix.cols) > 0 && ix.cols[0] == col {
+				n++
+				break
+			}
+		}
+	}
+	return n == 2
+}
+
 type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row

@@ -234,7 +234,7 @@ func indexName(table string, cols []string) string {
 	return n
 }
 
-var mysqlType = regexp.MustCompile(`^(?i)(datetime|char|varchar|int|integer|text)(?:\((\d+)\))?$`)
+var mysqlType = regexp.MustCompile(`^(?i)(datetime|char|varchar|smallint|int|integer|text)(?:\((\d+)\))?$`)
 
 // pgType translates a migration's MySQL column type into PostgreSQL's, as
 // format_type prints it (so existing columns compare by text).
@@ -258,6 +258,8 @@ func pgType(t string) (string, error) {
 		return "character varying(" + m[2] + ")", nil
 	case "int", "integer":
 		return "integer", nil
+	case "smallint":
+		return "smallint", nil
 	}
 	return "text", nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -117,14 +118,15 @@ func (s *Store) Check(ctx context.Context, t models.Table) error {
 }
 
 // ClaimDue locks and returns up to limit rows whose refresh_at is due
-// (refresh_at <= now), earliest first, skipping rows that another
-// transaction holds (FOR UPDATE SKIP LOCKED), so that several dispatchers
-// share the work without waiting for each other or claiming a row twice.
-// The locks last until the transaction ends. from, when not zero, limits the
-// scan to refresh_at >= from (a cursor; see models.Tx). Rows whose key is
-// NULL are never returned. PostgreSQL walks the refresh_at index and stops
-// after limit rows.
-func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now, from time.Time, limit int) ([]models.Row, error) {
+// (refresh_at <= now), by priority then earliest first
+// (models.ClaimByPriority; by refresh_at alone while the table lacks
+// migration 0004), skipping rows that another transaction holds (FOR
+// UPDATE SKIP LOCKED), so that several dispatchers share the work without
+// waiting for each other or claiming a row twice. The locks last until the
+// transaction ends. from is a cursor (see models.Tx). Rows whose key is
+// NULL are never returned. Each scan walks one index range and stops after
+// limit rows.
+func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now time.Time, from models.Cursor, limit int) ([]models.Row, error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("claim due rows of %s: limit %d must be positive", t.Name, limit)
 	}
@@ -132,20 +134,176 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now, from time.Time,
 	if err != nil {
 		return nil, err
 	}
-	var b strings.Builder
-	b.WriteString(q.selectFrom)
-	b.WriteString(` WHERE "refresh_at" <= $1`)
-	args := []any{now.UTC()}
-	if !from.IsZero() {
-		b.WriteString(` AND "refresh_at" >= $2`)
-		args = append(args, from.UTC())
+	var rows []models.Row
+	if !q.meta.prioritized() {
+		if from.UrgentOnly {
+			return nil, nil // no priorities: nothing is more urgent than the kind
+		}
+		rows, err = tx.claimScan(ctx, q, "", "", nil, now, from.At, limit)
+		for i := range rows {
+			rows[i].Priority = models.Priority{Level: t.Priority}
+		}
+	} else {
+		rows, err = models.ClaimByPriority(t.Priority, from, limit, models.PriorityScans{
+			Probe: func(col string, after int, first bool) (int, bool, error) { return tx.probe(ctx, q, col, after, first) },
+			Claim: func(s models.Priority, start time.Time, n int) ([]models.Row, error) {
+				switch s.Source {
+				case models.PriorityOnce:
+					return tx.claimScan(ctx, q, models.ColPriorityOnce, `"refresh_priority_once" = $1 AND `, []any{s.Level}, now, start, n)
+				case models.PriorityRow:
+					return tx.claimScan(ctx, q, models.ColPriority, `"refresh_priority" = $1 AND "refresh_priority_once" IS NULL AND `, []any{s.Level}, now, start, n)
+				}
+				return tx.claimScan(ctx, q, models.ColPriority, `"refresh_priority" IS NULL AND "refresh_priority_once" IS NULL AND `, nil, now, start, n)
+			},
+			ClearOnce: func(keys []string) error { return tx.setOnce(ctx, q, keys, nil) },
+		})
 	}
-	fmt.Fprintf(&b, ` AND %s IS NOT NULL ORDER BY "refresh_at" LIMIT %d FOR UPDATE SKIP LOCKED`, q.key, limit)
-	rows, err := tx.query(ctx, q, b.String(), args, limit, true)
 	if err != nil {
 		return nil, fmt.Errorf("claim due rows of %s: %w", q.table, err)
 	}
 	return rows, nil
+}
+
+// claimScan is one range scan of the claim: the due rows matching filter
+// (conditions on $1..$len(args), followed by " AND ", or ""), from
+// refresh_at >= from when from is not zero.
+func (tx *Tx) claimScan(ctx context.Context, q compiled, lead, filter string, args []any, now, from time.Time, limit int) ([]models.Row, error) {
+	var b strings.Builder
+	b.WriteString(q.selectFrom)
+	args = append(args, now.UTC())
+	fmt.Fprintf(&b, ` WHERE %s"refresh_at" <= $%d`, filter, len(args))
+	if !from.IsZero() {
+		args = append(args, from.UTC())
+		fmt.Fprintf(&b, ` AND "refresh_at" >= $%d`, len(args))
+	}
+	fmt.Fprintf(&b, ` AND %s IS NOT NULL ORDER BY %s"refresh_at" LIMIT %d FOR UPDATE SKIP LOCKED`, q.key, leadOrder(lead), limit)
+	return tx.query(ctx, q, b.String(), args, limit, true)
+}
+
+// leadOrder is the ORDER BY term of a scan's leading index column ("" for
+// none). PostgreSQL has no index hint: with "refresh_priority IS NULL"
+// and ORDER BY refresh_at alone it may walk the refresh_at index and filter
+// out the rows of other priorities, however many; ordered by the
+// composite index's columns it walks that index's range.
+func leadOrder(lead string) string {
+	if lead == "" {
+		return ""
+	}
+	return `"` + lead + `", `
+}
+
+// probe returns the smallest value of the priority column col above after
+// (any value when first): one lookup in its index.
+func (tx *Tx) probe(ctx context.Context, q compiled, col string, after int, first bool) (level int, ok bool, err error) {
+	return probeLevel(ctx, tx.tx, q, col, after, first)
+}
+
+func probeLevel(ctx context.Context, qr querier, q compiled, col string, after int, first bool) (level int, ok bool, err error) {
+	query := `SELECT "` + col + `" FROM ` + q.table + ` WHERE "` + col + `" IS NOT NULL ORDER BY "` + col + `" LIMIT 1`
+	var args []any
+	if !first {
+		query = `SELECT "` + col + `" FROM ` + q.table + ` WHERE "` + col + `" > $1 ORDER BY "` + col + `" LIMIT 1`
+		args = []any{after}
+	}
+	err = qr.QueryRow(ctx, query, args...).Scan(&level)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("find the next %s: %w", col, err)
+	}
+	return level, true, nil
+}
+
+// UrgentDue reports whether a row more urgent than the kind's is due at
+// now (models.Store), with a few index lookups and no transaction.
+func (s *Store) UrgentDue(ctx context.Context, t models.Table, now time.Time) (bool, error) {
+	q, err := s.compile(ctx, t)
+	if err != nil {
+		return false, err
+	}
+	if !q.meta.prioritized() {
+		return false, nil
+	}
+	due, err := models.AnyUrgentDue(t.Priority,
+		func(col string, after int, first bool) (int, bool, error) {
+			return probeLevel(ctx, s.pool, q, col, after, first)
+		},
+		func(sc models.Priority) (bool, error) {
+			filter := `"refresh_priority" = $1 AND `
+			if sc.Source == models.PriorityOnce {
+				filter = `"refresh_priority_once" = $1 AND `
+			}
+			var one int
+			err := s.pool.QueryRow(ctx, "SELECT 1 FROM "+q.table+" WHERE "+filter+`"refresh_at" <= $2 LIMIT 1`, sc.Level, now.UTC()).Scan(&one)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return false, nil
+			}
+			return err == nil, err
+		})
+	if err != nil {
+		return false, fmt.Errorf("look for urgent due rows of %s: %w", q.table, err)
+	}
+	return due, nil
+}
+
+// Backlog counts the due rows of t by priority level (models.Inspector),
+// each level a range count of its index.
+func (s *Store) Backlog(ctx context.Context, t models.Table, now time.Time) ([]models.LevelCount, error) {
+	q, err := s.compile(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	count := func(filter string, args ...any) (n int64, err error) {
+		args = append(args, now.UTC())
+		err = s.pool.QueryRow(ctx, "SELECT COUNT(*) FROM "+q.table+" WHERE "+filter+`"refresh_at" <= $`+strconv.Itoa(len(args)), args...).Scan(&n)
+		return n, err
+	}
+	var out []models.LevelCount
+	if !q.meta.prioritized() {
+		n, cerr := count("")
+		out, err = []models.LevelCount{{Level: t.Priority, Due: n}}, cerr
+	} else {
+		out, err = models.CountByPriority(t.Priority,
+			func(col string, after int, first bool) (int, bool, error) {
+				return probeLevel(ctx, s.pool, q, col, after, first)
+			},
+			func(sc models.Priority) (int64, error) {
+				switch sc.Source {
+				case models.PriorityOnce:
+					return count(`"refresh_priority_once" = $1 AND `, sc.Level)
+				case models.PriorityRow:
+					return count(`"refresh_priority" = $1 AND `, sc.Level)
+				}
+				return count(`"refresh_priority" IS NULL AND `)
+			})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("count the backlog of %s by priority: %w", q.table, err)
+	}
+	return out, nil
+}
+
+// SetPriorityOnce sets refresh_priority_once of the rows with these keys
+// (as the database prints them) to level, or NULL when level is nil.
+func (tx *Tx) SetPriorityOnce(ctx context.Context, t models.Table, keys []string, level *int) error {
+	q, err := tx.s.compile(ctx, t)
+	if err != nil {
+		return err
+	}
+	if err := tx.setOnce(ctx, q, keys, level); err != nil {
+		return fmt.Errorf("set %s of %s: %w", models.ColPriorityOnce, q.table, err)
+	}
+	return nil
+}
+
+func (tx *Tx) setOnce(ctx context.Context, q compiled, keys []string, level *int) error {
+	keys = q.keyType.filter(models.DistinctKeys(keys))
+	if len(keys) == 0 {
+		return nil
+	}
+	_, err := tx.tx.Exec(ctx, `UPDATE `+q.table+` SET "refresh_priority_once" = $2 WHERE `+q.keyType.match(q.key, "$1"), keys, level)
+	return err
 }
 
 // LockByKeys locks (FOR UPDATE, waiting for other transactions: a result

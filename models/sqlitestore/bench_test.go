@@ -101,7 +101,7 @@ func BenchmarkClaim(b *testing.B) {
 	for it := 0; b.Loop(); it++ {
 		now := base.Add(time.Duration(it) * time.Second)
 		err := s.Tx(ctx, func(tx models.Tx) error {
-			rows, err := tx.ClaimDue(ctx, tbl, now, time.Time{}, 1000)
+			rows, err := tx.ClaimDue(ctx, tbl, now, models.Cursor{}, 1000)
 			if err != nil {
 				return err
 			}

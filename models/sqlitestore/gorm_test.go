@@ -46,7 +46,7 @@ func TestRefreshGORM(t *testing.T) {
 		must(t, err)
 		eq(t, out.String(), "big_tables: applied 0001_refresh_columns (added 12 columns)\n"+
 			"big_tables: applied 0002_refresh_at_index (added index idx_refresh_at)\n"+
-			"big_tables: applied 0003_state_count_indexes (added 4 indexes)\n")
+			"big_tables: applied 0003_state_count_indexes (added 4 indexes)\nbig_tables: applied 0004_refresh_priority (added 2 columns and 2 indexes)\n")
 		tbl := models.Table{Name: "big_tables", Key: "uid", Payload: []string{"input_url"}}
 		must(t, s.Check(ctx, tbl))
 
@@ -60,7 +60,7 @@ func TestRefreshGORM(t *testing.T) {
 
 		var rows []models.Row
 		must(t, s.Tx(ctx, func(tx models.Tx) (err error) {
-			rows, err = tx.ClaimDue(ctx, tbl, now, time.Time{}, 10)
+			rows, err = tx.ClaimDue(ctx, tbl, now, models.Cursor{}, 10)
 			if err != nil || len(rows) != 1 {
 				return err
 			}

@@ -116,14 +116,23 @@ func (s tableSchema) meta(key string) tableMeta {
 			m.rowid = false // a column hides the rowid: write by key
 		}
 	}
+	m.refreshIndex = s.indexLedBy(models.ColRefreshAt)
+	m.priorityIndex = s.indexLedBy(models.ColPriority)
+	m.priorityOnceIndex = s.indexLedBy(models.ColPriorityOnce)
+	return m
+}
+
+// indexLedBy names the first (by name) index whose first column is col;
+// "" when there is none.
+func (s tableSchema) indexLedBy(col string) string {
 	var best string
 	for name, cols := range s.indexes {
-		if len(cols) > 0 && cols[0] == models.ColRefreshAt && (best == "" || name < best) {
+		if len(cols) > 0 && cols[0] == col && (best == "" || name < best) {
 			best = name
 		}
 	}
-	if best != "" {
-		m.refreshIndex = s.names[best]
+	if best == "" {
+		return ""
 	}
-	return m
+	return s.names[best]
 }

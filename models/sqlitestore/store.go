@@ -125,14 +125,15 @@ func (s *Store) where() string {
 func quoteName(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
 
 // ClaimDue returns up to limit rows whose refresh_at is due (refresh_at <=
-// now), earliest first, walking the refresh_at index. The transaction
-// holds SQLite's write lock, so no other transaction can claim them or
-// change them before it ends: SQLite needs no SKIP LOCKED.
+// now), by priority then earliest first (models.ClaimByPriority; by
+// refresh_at alone while the table lacks migration 0004), each scan
+// walking one index range. The transaction holds SQLite's write lock, so
+// no other transaction can claim them or change them before it ends:
+// SQLite needs no SKIP LOCKED.
 //
-// from is an optional cursor: when not zero, only rows with refresh_at >=
-// from are considered (see models.Tx). Rows whose key is NULL are never
+// from is a cursor (see models.Tx). Rows whose key is NULL are never
 // returned: no result could name them.
-func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now, from time.Time, limit int) ([]models.Row, error) {
+func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now time.Time, from models.Cursor, limit int) ([]models.Row, error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("claim due rows of %s: limit %d must be positive", t.Name, limit)
 	}
@@ -140,25 +141,183 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now, from time.Time,
 	if err != nil {
 		return nil, err
 	}
-	var b strings.Builder
-	b.WriteString(q.selectFrom)
-	if q.meta.refreshIndex != "" {
-		// The planner would do the same; saying so keeps it from a full
-		// scan and a sort when most of the table is due.
-		b.WriteString(" INDEXED BY " + quoteName(q.meta.refreshIndex))
+	var rows []models.Row
+	if q.meta.priorityIndex == "" || q.meta.priorityOnceIndex == "" {
+		if from.UrgentOnly {
+			return nil, nil // no priorities: nothing is more urgent than the kind
+		}
+		rows, err = tx.claimScan(ctx, q, q.meta.refreshIndex, "", "", nil, now, from.At, limit)
+		for i := range rows {
+			rows[i].Priority = models.Priority{Level: t.Priority}
+		}
+	} else {
+		rows, err = models.ClaimByPriority(t.Priority, from, limit, models.PriorityScans{
+			Probe: func(col string, after int, first bool) (int, bool, error) { return tx.probe(ctx, q, col, after, first) },
+			Claim: func(s models.Priority, start time.Time, n int) ([]models.Row, error) {
+				switch s.Source {
+				case models.PriorityOnce:
+					return tx.claimScan(ctx, q, q.meta.priorityOnceIndex, models.ColPriorityOnce, `"refresh_priority_once" = ? AND `, []any{s.Level}, now, start, n)
+				case models.PriorityRow:
+					return tx.claimScan(ctx, q, q.meta.priorityIndex, models.ColPriority, `"refresh_priority" = ? AND "refresh_priority_once" IS NULL AND `, []any{s.Level}, now, start, n)
+				}
+				return tx.claimScan(ctx, q, q.meta.priorityIndex, models.ColPriority, `"refresh_priority" IS NULL AND "refresh_priority_once" IS NULL AND `, nil, now, start, n)
+			},
+			ClearOnce: func(keys []string) error { return tx.setOnce(ctx, q, keys, nil) },
+		})
 	}
-	b.WriteString(` WHERE "refresh_at" <= ?`)
-	args := []any{dbTime(now)}
-	if !from.IsZero() {
-		b.WriteString(` AND "refresh_at" >= ?`)
-		args = append(args, fromBound(from))
-	}
-	fmt.Fprintf(&b, ` AND %s IS NOT NULL ORDER BY "refresh_at" LIMIT %d`, q.key, limit)
-	rows, err := query(ctx, tx.tx, q, b.String(), args, limit, true)
 	if err != nil {
 		return nil, fmt.Errorf("claim due rows of %s: %w", q.table, err)
 	}
 	return rows, nil
+}
+
+// claimScan is one range scan of the claim: the due rows matching filter
+// (a condition followed by " AND ", or "") along index, from refresh_at >=
+// from when from is not zero.
+func (tx *Tx) claimScan(ctx context.Context, q compiled, index, lead, filter string, args []any, now, from time.Time, limit int) ([]models.Row, error) {
+	var b strings.Builder
+	b.WriteString(q.selectFrom)
+	if index != "" {
+		// The planner would do the same; saying so keeps it from a full
+		// scan and a sort when most of the table is due.
+		b.WriteString(" INDEXED BY " + quoteName(index))
+	}
+	b.WriteString(" WHERE " + filter + `"refresh_at" <= ?`)
+	args = append(args, dbTime(now))
+	if !from.IsZero() {
+		b.WriteString(` AND "refresh_at" >= ?`)
+		args = append(args, fromBound(from))
+	}
+	fmt.Fprintf(&b, ` AND %s IS NOT NULL ORDER BY %s"refresh_at" LIMIT %d`, q.key, leadOrder(lead), limit)
+	return query(ctx, tx.tx, q, b.String(), args, limit, true)
+}
+
+// leadOrder is the ORDER BY term of a scan's leading index column ("" for
+// none): it makes the order that of the index the scan walks.
+func leadOrder(lead string) string {
+	if lead == "" {
+		return ""
+	}
+	return `"` + lead + `", `
+}
+
+// probe returns the smallest value of the priority column col above after
+// (any value when first): one lookup in its index.
+func (tx *Tx) probe(ctx context.Context, q compiled, col string, after int, first bool) (level int, ok bool, err error) {
+	return probeLevel(ctx, tx.tx, q, col, after, first)
+}
+
+func probeLevel(ctx context.Context, db queryer, q compiled, col string, after int, first bool) (level int, ok bool, err error) {
+	query := `SELECT "` + col + `" FROM ` + q.table + ` WHERE "` + col + `" IS NOT NULL ORDER BY "` + col + `" LIMIT 1`
+	var args []any
+	if !first {
+		query = `SELECT "` + col + `" FROM ` + q.table + ` WHERE "` + col + `" > ? ORDER BY "` + col + `" LIMIT 1`
+		args = []any{after}
+	}
+	err = db.QueryRowContext(ctx, query, args...).Scan(&level)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("find the next %s: %w", col, err)
+	}
+	return level, true, nil
+}
+
+// UrgentDue reports whether a row more urgent than the kind's is due at
+// now (models.Store), with a few index lookups and no transaction.
+func (s *Store) UrgentDue(ctx context.Context, t models.Table, now time.Time) (bool, error) {
+	q, err := s.compile(ctx, s.db, t)
+	if err != nil {
+		return false, err
+	}
+	if q.meta.priorityIndex == "" || q.meta.priorityOnceIndex == "" {
+		return false, nil
+	}
+	due, err := models.AnyUrgentDue(t.Priority,
+		func(col string, after int, first bool) (int, bool, error) {
+			return probeLevel(ctx, s.db, q, col, after, first)
+		},
+		func(sc models.Priority) (bool, error) {
+			filter := `"refresh_priority" = ? AND `
+			if sc.Source == models.PriorityOnce {
+				filter = `"refresh_priority_once" = ? AND `
+			}
+			var one int
+			err := s.db.QueryRowContext(ctx, "SELECT 1 FROM "+q.table+" WHERE "+filter+`"refresh_at" <= ? LIMIT 1`, sc.Level, dbTime(now)).Scan(&one)
+			if errors.Is(err, sql.ErrNoRows) {
+				return false, nil
+			}
+			return err == nil, err
+		})
+	if err != nil {
+		return false, fmt.Errorf("look for urgent due rows of %s: %w", q.table, err)
+	}
+	return due, nil
+}
+
+// Backlog counts the due rows of t by priority level (models.Inspector),
+// each level a range count of its index.
+func (s *Store) Backlog(ctx context.Context, t models.Table, now time.Time) ([]models.LevelCount, error) {
+	q, err := s.compile(ctx, s.db, t)
+	if err != nil {
+		return nil, err
+	}
+	count := func(filter string, args ...any) (n int64, err error) {
+		err = s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+q.table+" WHERE "+filter+`"refresh_at" <= ?`, append(args, dbTime(now))...).Scan(&n)
+		return n, err
+	}
+	var out []models.LevelCount
+	if q.meta.priorityIndex == "" || q.meta.priorityOnceIndex == "" {
+		n, cerr := count("")
+		out, err = []models.LevelCount{{Level: t.Priority, Due: n}}, cerr
+	} else {
+		out, err = models.CountByPriority(t.Priority,
+			func(col string, after int, first bool) (int, bool, error) {
+				return probeLevel(ctx, s.db, q, col, after, first)
+			},
+			func(sc models.Priority) (int64, error) {
+				switch sc.Source {
+				case models.PriorityOnce:
+					return count(`"refresh_priority_once" = ? AND `, sc.Level)
+				case models.PriorityRow:
+					return count(`"refresh_priority" = ? AND `, sc.Level)
+				}
+				return count(`"refresh_priority" IS NULL AND `)
+			})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("count the backlog of %s by priority: %w", q.table, err)
+	}
+	return out, nil
+}
+
+// SetPriorityOnce sets refresh_priority_once of the rows with these keys
+// (as SQLite returns them) to level, or NULL when level is nil.
+func (tx *Tx) SetPriorityOnce(ctx context.Context, t models.Table, keys []string, level *int) error {
+	q, err := tx.s.compile(ctx, tx.tx, t)
+	if err != nil {
+		return err
+	}
+	if err := tx.setOnce(ctx, q, keys, level); err != nil {
+		return fmt.Errorf("set %s of %s: %w", models.ColPriorityOnce, q.table, err)
+	}
+	return nil
+}
+
+func (tx *Tx) setOnce(ctx context.Context, q compiled, keys []string, level *int) error {
+	keys = models.DistinctKeys(keys)
+	for len(keys) > 0 {
+		chunk := keys[:min(len(keys), keysPerSelect)]
+		keys = keys[len(chunk):]
+		var b strings.Builder
+		b.WriteString(`UPDATE ` + q.table + ` SET "refresh_priority_once" = ? WHERE ` + q.key + ` IN `)
+		args := append([]any{level}, models.AppendInList(&b, chunk)...)
+		if _, err := tx.tx.ExecContext(ctx, b.String(), args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // LockByKeys returns the rows with the given keys, by Key, without their
@@ -194,8 +353,12 @@ type tableMeta struct {
 	// refreshIndex is an index whose first column is refresh_at; "" when
 	// there is none (not migrated yet).
 	refreshIndex string
-	migrated     bool
-	cols         map[string]string // lower-case name -> declared type
+	// priorityIndex and priorityOnceIndex are indexes whose first column is
+	// refresh_priority and refresh_priority_once (migration 0004); while
+	// either is "" the claim ignores priorities.
+	priorityIndex, priorityOnceIndex string
+	migrated                         bool
+	cols                             map[string]string // lower-case name -> declared type
 }
 
 // compiled holds the quoted names and the SELECTs of one models.Table.

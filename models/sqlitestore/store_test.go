@@ -71,7 +71,7 @@ func TestClaimDue(t *testing.T) {
 		eq(t, ok, true)
 		eq(t, next, base, "NextDue skips NULL keys")
 
-		err = s.Tx(ctx, func(tx models.Tx) error { _, err := tx.ClaimDue(ctx, tbl, now, time.Time{}, 0); return err })
+		err = s.Tx(ctx, func(tx models.Tx) error { _, err := tx.ClaimDue(ctx, tbl, now, models.Cursor{}, 0); return err })
 		errContains(t, err, "limit 0 must be positive")
 	})
 }
@@ -231,7 +231,7 @@ func TestSaveWritesOnlyWhatChanged(t *testing.T) {
 		insertItem(t, s, "a", base)
 		insertItem(t, s, "b", base)
 		must(t, s.Tx(ctx, func(tx models.Tx) error {
-			rows, err := tx.ClaimDue(ctx, tbl, base, time.Time{}, 10)
+			rows, err := tx.ClaimDue(ctx, tbl, base, models.Cursor{}, 10)
 			if err != nil {
 				return err
 			}
@@ -258,7 +258,7 @@ func TestSaveReplacesUnreadableTime(t *testing.T) {
 		tbl := itemsTable(t, s, "TEXT")
 		exec(t, s, "INSERT INTO items (k, refresh_at, refresh_failing_since) VALUES ('a', ?, 'yesterday')", dbTime(base))
 		must(t, s.Tx(ctx, func(tx models.Tx) error {
-			rows, err := tx.ClaimDue(ctx, tbl, base, time.Time{}, 10)
+			rows, err := tx.ClaimDue(ctx, tbl, base, models.Cursor{}, 10)
 			if err != nil {
 				return err
 			}
@@ -304,7 +304,7 @@ func TestSaveIfAttempt(t *testing.T) {
 		}
 		var claimed []models.Row
 		must(t, s.Tx(ctx, func(tx models.Tx) (err error) {
-			claimed, err = tx.ClaimDue(ctx, tbl, base, time.Time{}, 10)
+			claimed, err = tx.ClaimDue(ctx, tbl, base, models.Cursor{}, 10)
 			if err != nil {
 				return err
 			}

@@ -7,7 +7,6 @@ import (
 	"net"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/policy"
@@ -62,7 +61,7 @@ func testClassify(t *testing.T, h Harness) {
 	}
 	eq(t, s.Classify(err), models.TableRefused, "missing table on save: ", err)
 	err = s.Tx(ctx, func(tx models.Tx) error {
-		_, err := tx.ClaimDue(ctx, tbl, base, time.Time{}, 10)
+		_, err := tx.ClaimDue(ctx, tbl, base, models.Cursor{}, 10)
 		return err
 	})
 	eq(t, s.Classify(err), models.TableRefused, "missing table on claim: ", err)

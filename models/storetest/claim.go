@@ -30,7 +30,7 @@ func testClaimDue(t *testing.T, h Harness) {
 
 	var err error
 	must(t, env.Store.Tx(context.Background(), func(tx models.Tx) error {
-		_, err = tx.ClaimDue(context.Background(), tbl, base, time.Time{}, 0)
+		_, err = tx.ClaimDue(context.Background(), tbl, base, models.Cursor{}, 0)
 		return nil
 	}))
 	if err == nil {
@@ -67,7 +67,7 @@ func testClaimDueSkipLocked(t *testing.T, h Harness) {
 	for w := range 2 {
 		wg.Go(func() {
 			errs <- env.Store.Tx(ctx, func(tx models.Tx) error {
-				rows, err := tx.ClaimDue(ctx, tbl, base, time.Time{}, 25)
+				rows, err := tx.ClaimDue(ctx, tbl, base, models.Cursor{}, 25)
 				claimed[w] = keysOf(rows)
 				both.Done()
 				both.Wait() // keep the locks until the other has claimed too
@@ -119,7 +119,7 @@ func testConcurrentClaimers(t *testing.T, h Harness) {
 			for {
 				var got int
 				err := env.Store.Tx(ctx, func(tx models.Tx) error {
-					rows, err := tx.ClaimDue(ctx, tbl, base, time.Time{}, 7)
+					rows, err := tx.ClaimDue(ctx, tbl, base, models.Cursor{}, 7)
 					if err != nil {
 						return err
 					}

@@ -47,8 +47,16 @@ func ErrContains(t testing.TB, err error, subs ...string) {
 	}
 }
 
-// Claim claims due rows of tbl in a transaction of its own.
+// Claim claims due rows of tbl in a transaction of its own; from is the
+// cursor of the rows without a priority (models.PriorityKind).
 func Claim(t testing.TB, s models.Store, tbl models.Table, now, from time.Time, limit int) []models.Row {
+	t.Helper()
+	return ClaimFrom(t, s, tbl, now, models.Cursor{Scan: models.Priority{Level: tbl.Priority}, At: from}, limit)
+}
+
+// ClaimFrom claims due rows of tbl from cursor from in a transaction of
+// its own.
+func ClaimFrom(t testing.TB, s models.Store, tbl models.Table, now time.Time, from models.Cursor, limit int) []models.Row {
 	t.Helper()
 	var rows []models.Row
 	Must(t, s.Tx(context.Background(), func(tx models.Tx) (err error) {

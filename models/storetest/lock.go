@@ -43,7 +43,7 @@ func testLockByKeysWaits(t *testing.T, h Harness) {
 	done := make(chan error, 1)
 	go func() {
 		done <- env.Store.Tx(ctx, func(tx models.Tx) error {
-			if _, err := tx.ClaimDue(ctx, tbl, base, time.Time{}, 1); err != nil {
+			if _, err := tx.ClaimDue(ctx, tbl, base, models.Cursor{}, 1); err != nil {
 				return err
 			}
 			close(held)
@@ -71,7 +71,7 @@ func testTxRollsBack(t *testing.T, h Harness) {
 	insert(t, env, "a", base)
 	boom := errors.New("boom")
 	err := env.Store.Tx(ctx, func(tx models.Tx) error {
-		rows, err := tx.ClaimDue(ctx, tbl, base, time.Time{}, 1)
+		rows, err := tx.ClaimDue(ctx, tbl, base, models.Cursor{}, 1)
 		if err != nil {
 			return err
 		}
@@ -87,7 +87,7 @@ func testTxRollsBack(t *testing.T, h Harness) {
 	func() {
 		defer func() { _ = recover() }()
 		_ = env.Store.Tx(ctx, func(tx models.Tx) error {
-			rows, _ := tx.ClaimDue(ctx, tbl, base, time.Time{}, 1)
+			rows, _ := tx.ClaimDue(ctx, tbl, base, models.Cursor{}, 1)
 			rows[0].State.Status = "lost"
 			_ = tx.Save(ctx, tbl, rows)
 			panic("boom")

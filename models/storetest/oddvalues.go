@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/refresher/refresher/models"
 )
@@ -80,7 +79,7 @@ func testZeroDate(t *testing.T, h Harness) {
 	h.ZeroDate(t, env, "items", "1")
 	var claimed []models.Row
 	must(t, env.Store.Tx(ctx, func(tx models.Tx) (err error) {
-		if claimed, err = tx.ClaimDue(ctx, tbl, base, time.Time{}, 10); err != nil {
+		if claimed, err = tx.ClaimDue(ctx, tbl, base, models.Cursor{}, 10); err != nil {
 			return err
 		}
 		return tx.Save(ctx, tbl, claimed) // unchanged: RefreshAt stays zero

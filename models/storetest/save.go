@@ -110,7 +110,7 @@ func testSaveMany(t *testing.T, h Harness) {
 		env.Exec(t, "INSERT INTO items (k, refresh_at) VALUES "+strings.Join(vals, ", "))
 	}
 	must(t, env.Store.Tx(ctx, func(tx models.Tx) error {
-		rows, err := tx.ClaimDue(ctx, tbl, base, time.Time{}, n)
+		rows, err := tx.ClaimDue(ctx, tbl, base, models.Cursor{}, n)
 		if err != nil {
 			return err
 		}

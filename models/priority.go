@@ -1,0 +1,228 @@
+package models
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// The priority columns (migration 0004), outside Schema: the service never
+// writes refresh_priority, and writes refresh_priority_once only to clear it
+// (ClaimByPriority) or, for the operator's trigger, to set it. A table
+// without them is claimed by refresh_at alone, as before the migration.
+const (
+	// ColPriority is the row's own priority: lower runs first; NULL means
+	// the kind's (Table.Priority).
+	ColPriority = "refresh_priority"
+	// ColPriorityOnce is a priority for the row's next attempt only, set by
+	// "refresh now"; the claim that picks the row up clears it.
+	ColPriorityOnce = "refresh_priority_once"
+)
+
+// PrioritySource says which column gave a claimed row its priority.
+type PrioritySource uint8
+
+const (
+	// PriorityKind: both priority columns are NULL, the row has the kind's
+	// priority (Table.Priority).
+	PriorityKind PrioritySource = iota
+	// PriorityRow: refresh_priority, with refresh_priority_once NULL.
+	PriorityRow
+	// PriorityOnce: refresh_priority_once, a one-shot priority.
+	PriorityOnce
+)
+
+// Priority is the priority a row was claimed at (Level, lower runs first)
+// and the column it came from. It also names one index range the claim
+// walks: the rows whose Source column equals Level (for PriorityKind, the
+// rows whose priority columns are both NULL).
+type Priority struct {
+	Level  int
+	Source PrioritySource
+}
+
+// before orders the claim's scans: by level, then once, row, kind.
+func (p Priority) before(q Priority) bool {
+	if p.Level != q.Level {
+		return p.Level < q.Level
+	}
+	return p.Source > q.Source
+}
+
+// Cursor is where a claim starts (see Tx.ClaimDue): in the scan At.Scan,
+// at refresh_at >= At; every other scan starts at its beginning. The zero
+// Cursor starts every scan at its beginning.
+//
+// UrgentOnly stops the claim before the kind's level (Table.Priority): it
+// claims only rows more urgent than the kind's, and nothing from a table
+// without the priority columns. The dispatcher claims so while the input
+// list is full, so that "refresh now" at a high priority does not wait for
+// the backlog to drain.
+type Cursor struct {
+	Scan       Priority
+	At         time.Time
+	UrgentOnly bool
+}
+
+// CursorAfter is the cursor after a full batch whose last row is last.
+func CursorAfter(last Row) Cursor {
+	return Cursor{Scan: last.Priority, At: last.State.RefreshAt}
+}
+
+// PriorityScans is what a driver gives ClaimByPriority: its SQL for the
+// claim's three statements on one table.
+type PriorityScans struct {
+	// Probe returns the smallest value of column col (ColPriority or
+	// ColPriorityOnce) greater than after (any value when first), with ok
+	// false when there is none: one index lookup.
+	Probe func(col string, after int, first bool) (level int, ok bool, err error)
+	// Claim locks and returns up to limit due rows of scan s, earliest
+	// refresh_at first, from refresh_at >= from when from is not zero: one
+	// index range scan. For PriorityRow it leaves out rows whose
+	// refresh_priority_once is set (the once scans take them).
+	Claim func(s Priority, from time.Time, limit int) ([]Row, error)
+	// ClearOnce sets refresh_priority_once to NULL on the rows with these
+	// keys (already locked by Claim).
+	ClearOnce func(keys []string) error
+}
+
+// ClaimByPriority claims up to limit due rows by priority, then refresh_at:
+// scan by scan in the order of their level (lower first; within one level
+// the one-shot priorities, then the rows' own, then the rows without any,
+// which have level def), until limit rows are claimed or no scan is left.
+// The levels present are found by index lookups (Probe), so a pass costs
+// two lookups per distinct level up to the one that fills the batch, and
+// each scan is an index range scan from its cursor: nothing grows with the
+// table or the backlog. The one-shot priority of every row claimed by it is
+// cleared in the same transaction: it served this attempt.
+func ClaimByPriority(def int, from Cursor, limit int, sc PriorityScans) ([]Row, error) {
+	var out []Row
+	onceLevel, onceOK, err := sc.Probe(ColPriorityOnce, 0, true)
+	if err != nil {
+		return nil, err
+	}
+	rowLevel, rowOK, err := sc.Probe(ColPriority, 0, true)
+	if err != nil {
+		return nil, err
+	}
+	kindDone := false
+	var once []string // cleared after the last scan: a later scan would see the row again
+	for len(out) < limit {
+		var s Priority
+		found := false
+		for _, c := range []struct {
+			ok bool
+			p  Priority
+		}{{onceOK, Priority{onceLevel, PriorityOnce}}, {rowOK, Priority{rowLevel, PriorityRow}}, {!kindDone, Priority{def, PriorityKind}}} {
+			if c.ok && (!found || c.p.before(s)) {
+				s, found = c.p, true
+			}
+		}
+		if !found || (from.UrgentOnly && s.Level >= def) {
+			break
+		}
+		var start time.Time
+		if from.Scan == s && !from.At.IsZero() {
+			start = from.At
+		}
+		rows, err := sc.Claim(s, start, limit-len(out))
+		if err != nil {
+			return nil, err
+		}
+		for i := range rows {
+			rows[i].Priority = s
+		}
+		if s.Source == PriorityOnce {
+			for i := range rows {
+				once = append(once, rows[i].Key)
+			}
+		}
+		out = append(out, rows...)
+		switch s.Source {
+		case PriorityOnce:
+			onceLevel, onceOK, err = sc.Probe(ColPriorityOnce, s.Level, false)
+		case PriorityRow:
+			rowLevel, rowOK, err = sc.Probe(ColPriority, s.Level, false)
+		default:
+			kindDone = true
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(once) > 0 {
+		if err := sc.ClearOnce(once); err != nil {
+			return nil, fmt.Errorf("clear %s: %w", ColPriorityOnce, err)
+		}
+	}
+	return out, nil
+}
+
+// LevelCount is how many due rows one priority level holds.
+type LevelCount struct {
+	Level int   `json:"level"`
+	Due   int64 `json:"due"`
+}
+
+// CountByPriority counts the due rows of each priority level for
+// Inspector.Backlog: count(s) counts the due rows of scan s (for
+// PriorityRow without regard to refresh_priority_once, so that each count
+// is an index-only range count; a row triggered at a one-shot priority
+// thus counts at both levels until its claim). The levels come from
+// probe, as in ClaimByPriority. The kind's level def is always in the
+// result; other levels only with due rows. Sorted by level.
+func CountByPriority(def int, probe func(col string, after int, first bool) (int, bool, error), count func(s Priority) (int64, error)) ([]LevelCount, error) {
+	due := map[int]int64{}
+	n, err := count(Priority{Level: def, Source: PriorityKind})
+	if err != nil {
+		return nil, err
+	}
+	due[def] = n
+	for _, c := range []struct {
+		col string
+		src PrioritySource
+	}{{ColPriorityOnce, PriorityOnce}, {ColPriority, PriorityRow}} {
+		level, ok, err := probe(c.col, 0, true)
+		for ; ok && err == nil; level, ok, err = probe(c.col, level, false) {
+			var n int64
+			if n, err = count(Priority{Level: level, Source: c.src}); err != nil {
+				break
+			}
+			due[level] += n
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	out := make([]LevelCount, 0, len(due))
+	for level, n := range due {
+		if n > 0 || level == def {
+			out = append(out, LevelCount{Level: level, Due: n})
+		}
+	}
+	slices.SortFunc(out, func(a, b LevelCount) int { return a.Level - b.Level })
+	return out, nil
+}
+
+// AnyUrgentDue reports whether a row of a level below def (more urgent
+// than the kind's) is due, for Store.UrgentDue: it probes the levels of
+// both priority columns below def in order and asks due(s) of each (one
+// index lookup each). With no such level it costs two index lookups.
+func AnyUrgentDue(def int, probe func(col string, after int, first bool) (int, bool, error), due func(s Priority) (bool, error)) (bool, error) {
+	for _, c := range []struct {
+		col string
+		src PrioritySource
+	}{{ColPriorityOnce, PriorityOnce}, {ColPriority, PriorityRow}} {
+		level, ok, err := probe(c.col, 0, true)
+		for ; ok && err == nil && level < def; level, ok, err = probe(c.col, level, false) {
+			var yes bool
+			if yes, err = due(Priority{Level: level, Source: c.src}); err != nil || yes {
+				return yes, err
+			}
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}

@@ -1,0 +1,155 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/refresher/refresher/models"
+)
+
+// priorityRows inserts due rows with priorities into items; the kind's
+// priority is 10. Their claim order is want.
+func priorityRows(t *testing.T, env Env) (tbl models.Table, want []string) {
+	tbl = items(t, env, KeyString)
+	tbl.Priority = 10
+	for _, r := range []struct {
+		key        string
+		at         time.Duration
+		prio, once string
+	}{
+		{"n1", -3 * time.Hour, "NULL", "NULL"},
+		{"n2", -time.Hour, "NULL", "NULL"},
+		{"p20", -4 * time.Hour, "20", "NULL"},
+		{"p0", -30 * time.Minute, "0", "NULL"},
+		{"p10", -2 * time.Hour, "10", "NULL"},
+		{"once", -10 * time.Minute, "20", "0"},
+		{"future", time.Hour, "0", "NULL"},
+		{"p5b", -5 * time.Minute, "5", "NULL"},
+		{"p5a", -6 * time.Minute, "5", "NULL"},
+		{"neg", -time.Minute, "-3", "NULL"},
+	} {
+		insert(t, env, r.key, base.Add(r.at))
+		env.Exec(t, "UPDATE items SET refresh_priority = "+r.prio+", refresh_priority_once = "+r.once+" WHERE k = '"+r.key+"'")
+	}
+	insert(t, env, "", base.Add(-time.Hour)) // NULL key: never claimed
+	env.Exec(t, "UPDATE items SET refresh_priority_once = -5 WHERE k IS NULL")
+	return tbl, []string{"neg", "once", "p0", "p5a", "p5b", "p10", "n1", "n2", "p20"}
+}
+
+// testClaimByPriority: the claim takes rows by priority (the one-shot one
+// first, then the row's own, then the kind's for NULL), then refresh_at,
+// and a batch ends in the middle of a level.
+func testClaimByPriority(t *testing.T, h Harness) {
+	env := h.New(t)
+	tbl, want := priorityRows(t, env)
+	var got []string
+	for range 4 {
+		rows := ClaimFrom(t, env.Store, tbl, base, models.Cursor{}, 2)
+		// Move them out of the way, as the dispatcher would.
+		for _, r := range rows {
+			got = append(got, r.Key)
+			env.Exec(t, "UPDATE items SET refresh_at = "+sqlTime(base.Add(24*time.Hour))+" WHERE k = '"+r.Key+"'")
+		}
+	}
+	got = append(got, keysOf(ClaimFrom(t, env.Store, tbl, base, models.Cursor{}, 10))...)
+	eq(t, got, want, "claim order")
+}
+
+// testClaimPrioritySources: each row says the level and the column it was
+// claimed by; a one-shot priority is cleared by the claim that uses it.
+func testClaimPrioritySources(t *testing.T, h Harness) {
+	env := h.New(t)
+	tbl, want := priorityRows(t, env)
+	rows := ClaimFrom(t, env.Store, tbl, base, models.Cursor{}, 100)
+	eq(t, keysOf(rows), want, "claim order")
+	by := map[string]models.Priority{}
+	for _, r := range rows {
+		by[r.Key] = r.Priority
+	}
+	eq(t, by["once"], models.Priority{Level: 0, Source: models.PriorityOnce}, "one-shot")
+	eq(t, by["p5a"], models.Priority{Level: 5, Source: models.PriorityRow}, "own")
+	eq(t, by["n1"], models.Priority{Level: 10, Source: models.PriorityKind}, "kind's")
+
+	// The one-shot priority served its claim: the row is back at its own.
+	rows = ClaimFrom(t, env.Store, tbl, base, models.Cursor{}, 100)
+	eq(t, keysOf(rows), []string{"neg", "p0", "p5a", "p5b", "p10", "n1", "n2", "p20", "once"}, "after the one-shot")
+	eq(t, rows[len(rows)-1].Priority, models.Priority{Level: 20, Source: models.PriorityRow}, "once at its own priority")
+}
+
+// testClaimPriorityCursor: the cursor skips the start of its own scan only.
+func testClaimPriorityCursor(t *testing.T, h Harness) {
+	env := h.New(t)
+	tbl, _ := priorityRows(t, env)
+	from := models.Cursor{Scan: models.Priority{Level: 5, Source: models.PriorityRow}, At: base.Add(-5 * time.Minute)}
+	eq(t, keysOf(ClaimFrom(t, env.Store, tbl, base, from, 100)), []string{"neg", "once", "p0", "p5b", "p10", "n1", "n2", "p20"}, "cursor in level 5")
+	from = models.Cursor{Scan: models.Priority{Level: 10}, At: base.Add(-time.Hour)}
+	eq(t, keysOf(ClaimFrom(t, env.Store, tbl, base, from, 100)), []string{"neg", "p0", "p5a", "p5b", "p10", "n2", "p20", "once"}, "cursor in the kind's level")
+}
+
+// testSetPriorityOnce: the operator's trigger sets a one-shot priority,
+// and nil clears it.
+func testSetPriorityOnce(t *testing.T, h Harness) {
+	env := h.New(t)
+	tbl, _ := priorityRows(t, env)
+	zero, minus := 0, -10
+	must(t, env.Store.Tx(context.Background(), func(tx models.Tx) error {
+		if err := tx.SetPriorityOnce(context.Background(), tbl, []string{"n2", "nobody"}, &minus); err != nil {
+			return err
+		}
+		if err := tx.SetPriorityOnce(context.Background(), tbl, []string{"once", "p20"}, nil); err != nil {
+			return err
+		}
+		return tx.SetPriorityOnce(context.Background(), tbl, []string{"p20"}, &zero)
+	}))
+	rows := ClaimFrom(t, env.Store, tbl, base, models.Cursor{}, 3)
+	eq(t, keysOf(rows), []string{"n2", "neg", "p20"}, "set one-shot priorities first")
+	eq(t, rows[0].Priority, models.Priority{Level: -10, Source: models.PriorityOnce}, "n2's")
+	eq(t, keysOf(ClaimFrom(t, env.Store, tbl, base, models.Cursor{}, 100)), []string{"neg", "p0", "p5a", "p5b", "p10", "n1", "n2", "p20", "once"}, "cleared")
+}
+
+// testClaimUrgentOnly: an urgent-only claim stops before the kind's level.
+func testClaimUrgentOnly(t *testing.T, h Harness) {
+	env := h.New(t)
+	tbl, _ := priorityRows(t, env)
+	eq(t, keysOf(ClaimFrom(t, env.Store, tbl, base, models.Cursor{UrgentOnly: true}, 100)), []string{"neg", "once", "p0", "p5a", "p5b"}, "urgent only")
+	eq(t, keysOf(ClaimFrom(t, env.Store, tbl, base, models.Cursor{UrgentOnly: true}, 2)), []string{"neg", "p0"}, "urgent only, limit")
+}
+
+// testBacklog: the due rows by priority level, the kind's level always.
+func testBacklog(t *testing.T, h Harness) {
+	env := h.New(t)
+	tbl, _ := priorityRows(t, env)
+	got, err := env.Store.Backlog(context.Background(), tbl, base)
+	must(t, err)
+	// once (20, once 0) counts at 0 and at 20 until its claim; future is
+	// not due; the NULL key row counts (its one-shot level -5).
+	eq(t, got, []models.LevelCount{{Level: -5, Due: 1}, {Level: -3, Due: 1}, {Level: 0, Due: 2}, {Level: 5, Due: 2},
+		{Level: 10, Due: 4}, {Level: 20, Due: 2}}, "backlog")
+	tbl.Priority = 30
+	env.Exec(t, "UPDATE items SET refresh_at = NULL WHERE refresh_priority IS NULL")
+	got, err = env.Store.Backlog(context.Background(), tbl, base)
+	must(t, err)
+	eq(t, got[len(got)-1], models.LevelCount{Level: 30, Due: 0}, "the kind's level, empty")
+}
+
+// testUrgentDue: whether a row more urgent than the kind's is due.
+func testUrgentDue(t *testing.T, h Harness) {
+	env := h.New(t)
+	tbl, _ := priorityRows(t, env)
+	urgent := func(tbl models.Table, now time.Time) bool {
+		yes, err := env.Store.UrgentDue(context.Background(), tbl, now)
+		must(t, err)
+		return yes
+	}
+	eq(t, urgent(tbl, base), true, "neg, p0, p5a, p5b and the one-shot rows are due")
+	tbl.Priority = -10
+	eq(t, urgent(tbl, base), false, "nothing below -10")
+	tbl.Priority = -4
+	eq(t, urgent(tbl, base), true, "the NULL key row's one-shot -5")
+	env.Exec(t, "UPDATE items SET refresh_priority_once = NULL WHERE k IS NULL")
+	eq(t, urgent(tbl, base), false, "nothing below -4 now")
+	tbl.Priority = 0
+	eq(t, urgent(tbl, base.Add(-2*time.Hour)), false, "neg (-3) is not due yet two hours earlier")
+	eq(t, urgent(tbl, base), true, "neg (-3) is due")
+}
