@@ -41,6 +41,29 @@ type Priority struct {
 	Source PrioritySource
 }
 
+// Filter is the start of a WHERE clause, ending in " AND ", that picks the
+// rows of p's range, and its arguments (the level, when the filter takes
+// one): quote writes a column name in the driver's dialect and ph the
+// level's placeholder. A claim takes each row at one level only, so for a
+// claim the row and kind ranges leave out the rows a one-shot priority
+// moves; a backlog count (claim false) counts a triggered row at both its
+// levels until it is claimed. Every driver's claim, count and urgent probe
+// use it, so that they agree on which rows a level holds.
+func (p Priority) Filter(quote func(col string) string, ph string, claim bool) (string, []any) {
+	once, own := quote(ColPriorityOnce), quote(ColPriority)
+	rest := ""
+	if claim {
+		rest = once + " IS NULL AND "
+	}
+	switch p.Source {
+	case PriorityOnce:
+		return once + " = " + ph + " AND ", []any{p.Level}
+	case PriorityRow:
+		return own + " = " + ph + " AND " + rest, []any{p.Level}
+	}
+	return own + " IS NULL AND " + rest, nil
+}
+
 // before orders the claim's scans: by level, then once, row, kind.
 func (p Priority) before(q Priority) bool {
 	if p.Level != q.Level {

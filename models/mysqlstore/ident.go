@@ -13,3 +13,6 @@ const placeholdersPerSelect = 5000
 
 // attemptUIDColumn describes refresh_attempt_uid, which guards SaveIfAttempt.
 var attemptUIDColumn = models.StateColumn(models.ColAttemptUID)
+
+// backquote writes one of the refresh columns' names, which need no escaping.
+func backquote(col string) string { return "`" + col + "`" }

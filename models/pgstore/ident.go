@@ -8,3 +8,7 @@ import "github.com/refresher/refresher/models"
 func quoteIdent(name string) (string, error) { return idents.QuoteName(name) }
 
 var idents = models.Identifiers{Quote: `"`, MaxLen: 63, MaxBytes: true, Limit: "PostgreSQL's 63 bytes"}
+
+// doubleQuote writes one of the refresh columns' names, which need no
+// escaping.
+func doubleQuote(col string) string { return `"` + col + `"` }

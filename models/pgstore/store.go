@@ -147,13 +147,12 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now time.Time, from 
 		rows, err = models.ClaimByPriority(t.Priority, from, limit, models.PriorityScans{
 			Probe: func(col string, after int, first bool) (int, bool, error) { return tx.probe(ctx, q, col, after, first) },
 			Claim: func(s models.Priority, start time.Time, n int) ([]models.Row, error) {
-				switch s.Source {
-				case models.PriorityOnce:
-					return tx.claimScan(ctx, q, models.ColPriorityOnce, `"refresh_priority_once" = $1 AND `, []any{s.Level}, now, start, n)
-				case models.PriorityRow:
-					return tx.claimScan(ctx, q, models.ColPriority, `"refresh_priority" = $1 AND "refresh_priority_once" IS NULL AND `, []any{s.Level}, now, start, n)
+				lead := models.ColPriority
+				if s.Source == models.PriorityOnce {
+					lead = models.ColPriorityOnce
 				}
-				return tx.claimScan(ctx, q, models.ColPriority, `"refresh_priority" IS NULL AND "refresh_priority_once" IS NULL AND `, nil, now, start, n)
+				filter, args := s.Filter(doubleQuote, "$1", true)
+				return tx.claimScan(ctx, q, lead, filter, args, now, start, n)
 			},
 			ClearOnce: func(keys []string) error { return tx.setOnce(ctx, q, keys, nil) },
 		})
@@ -230,12 +229,9 @@ func (s *Store) UrgentDue(ctx context.Context, t models.Table, now time.Time) (b
 			return probeLevel(ctx, s.pool, q, col, after, first)
 		},
 		func(sc models.Priority) (bool, error) {
-			filter := `"refresh_priority" = $1 AND `
-			if sc.Source == models.PriorityOnce {
-				filter = `"refresh_priority_once" = $1 AND `
-			}
+			filter, args := sc.Filter(doubleQuote, "$1", false)
 			var one int
-			err := s.pool.QueryRow(ctx, "SELECT 1 FROM "+q.table+" WHERE "+filter+`"refresh_at" <= $2 LIMIT 1`, sc.Level, now.UTC()).Scan(&one)
+			err := s.pool.QueryRow(ctx, "SELECT 1 FROM "+q.table+" WHERE "+filter+`"refresh_at" <= $2 LIMIT 1`, append(args, now.UTC())...).Scan(&one)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return false, nil
 			}
@@ -269,13 +265,8 @@ func (s *Store) Backlog(ctx context.Context, t models.Table, now time.Time) ([]m
 				return probeLevel(ctx, s.pool, q, col, after, first)
 			},
 			func(sc models.Priority) (int64, error) {
-				switch sc.Source {
-				case models.PriorityOnce:
-					return count(`"refresh_priority_once" = $1 AND `, sc.Level)
-				case models.PriorityRow:
-					return count(`"refresh_priority" = $1 AND `, sc.Level)
-				}
-				return count(`"refresh_priority" IS NULL AND `)
+				filter, args := sc.Filter(doubleQuote, "$1", false)
+				return count(filter, args...)
 			})
 	}
 	if err != nil {

@@ -154,13 +154,12 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now time.Time, from 
 		rows, err = models.ClaimByPriority(t.Priority, from, limit, models.PriorityScans{
 			Probe: func(col string, after int, first bool) (int, bool, error) { return tx.probe(ctx, q, col, after, first) },
 			Claim: func(s models.Priority, start time.Time, n int) ([]models.Row, error) {
-				switch s.Source {
-				case models.PriorityOnce:
-					return tx.claimScan(ctx, q, q.meta.priorityOnceIndex, models.ColPriorityOnce, `"refresh_priority_once" = ? AND `, []any{s.Level}, now, start, n)
-				case models.PriorityRow:
-					return tx.claimScan(ctx, q, q.meta.priorityIndex, models.ColPriority, `"refresh_priority" = ? AND "refresh_priority_once" IS NULL AND `, []any{s.Level}, now, start, n)
+				index, lead := q.meta.priorityIndex, models.ColPriority
+				if s.Source == models.PriorityOnce {
+					index, lead = q.meta.priorityOnceIndex, models.ColPriorityOnce
 				}
-				return tx.claimScan(ctx, q, q.meta.priorityIndex, models.ColPriority, `"refresh_priority" IS NULL AND "refresh_priority_once" IS NULL AND `, nil, now, start, n)
+				filter, args := s.Filter(quoteName, "?", true)
+				return tx.claimScan(ctx, q, index, lead, filter, args, now, start, n)
 			},
 			ClearOnce: func(keys []string) error { return tx.setOnce(ctx, q, keys, nil) },
 		})
@@ -239,12 +238,9 @@ func (s *Store) UrgentDue(ctx context.Context, t models.Table, now time.Time) (b
 			return probeLevel(ctx, s.db, q, col, after, first)
 		},
 		func(sc models.Priority) (bool, error) {
-			filter := `"refresh_priority" = ? AND `
-			if sc.Source == models.PriorityOnce {
-				filter = `"refresh_priority_once" = ? AND `
-			}
+			filter, args := sc.Filter(quoteName, "?", false)
 			var one int
-			err := s.db.QueryRowContext(ctx, "SELECT 1 FROM "+q.table+" WHERE "+filter+`"refresh_at" <= ? LIMIT 1`, sc.Level, dbTime(now)).Scan(&one)
+			err := s.db.QueryRowContext(ctx, "SELECT 1 FROM "+q.table+" WHERE "+filter+`"refresh_at" <= ? LIMIT 1`, append(args, dbTime(now))...).Scan(&one)
 			if errors.Is(err, sql.ErrNoRows) {
 				return false, nil
 			}
@@ -277,13 +273,8 @@ func (s *Store) Backlog(ctx context.Context, t models.Table, now time.Time) ([]m
 				return probeLevel(ctx, s.db, q, col, after, first)
 			},
 			func(sc models.Priority) (int64, error) {
-				switch sc.Source {
-				case models.PriorityOnce:
-					return count(`"refresh_priority_once" = ? AND `, sc.Level)
-				case models.PriorityRow:
-					return count(`"refresh_priority" = ? AND `, sc.Level)
-				}
-				return count(`"refresh_priority" IS NULL AND `)
+				filter, args := sc.Filter(quoteName, "?", false)
+				return count(filter, args...)
 			})
 	}
 	if err != nil {
