@@ -147,19 +147,7 @@ func runFailover(t *testing.T, tp *testenv.RedisTopology, topo redisio.Topology,
 
 	// No attempt ended twice; every result the worker pushed ended its
 	// attempt with it, or was lost with the master and ended by timeout.
-	ended := map[string]attemptEnd{}
-	rows, err := b.db.Query("SELECT uid, attempt_uid, COALESCE(last_error, ''), success_changed FROM attempt_log")
-	require.NoError(t, err)
-	defer rows.Close()
-	for rows.Next() {
-		var e attemptEnd
-		var attempt string
-		require.NoError(t, rows.Scan(&e.uid, &attempt, &e.lastError, &e.success))
-		_, dup := ended[attempt]
-		require.False(t, dup, "attempt %s of %s ended twice", attempt, e.uid)
-		ended[attempt] = e
-	}
-	require.NoError(t, rows.Err())
+	ended := attemptEnds(t, b.db)
 	answered := w.snapshot()
 	applied, lostWithMaster := 0, 0
 	var wrong []string

@@ -4,6 +4,7 @@ package refresher
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -248,19 +249,7 @@ func TestKilledServiceLosesNoResult(t *testing.T) {
 
 		// Every result the worker pushed was applied: its attempt ended with
 		// the worker's answer.
-		ended := map[string]attemptEnd{}
-		rows, err := b.d.Query("SELECT uid, attempt_uid, COALESCE(last_error, ''), success_changed FROM attempt_log")
-		require.NoError(t, err)
-		defer rows.Close()
-		for rows.Next() {
-			var e attemptEnd
-			var attempt string
-			require.NoError(t, rows.Scan(&e.uid, &attempt, &e.lastError, &e.success))
-			_, dup := ended[attempt]
-			require.False(t, dup, "attempt %s of %s ended twice", attempt, e.uid)
-			ended[attempt] = e
-		}
-		require.NoError(t, rows.Err())
+		ended := attemptEnds(t, b.d)
 
 		answered := w.snapshot()
 		applied := 0
@@ -338,6 +327,28 @@ type attemptEnd struct {
 	uid       string
 	lastError string
 	success   bool
+}
+
+// attemptEnds reads the attempt_log trigger's rows by attempt UID and fails
+// the test if an attempt ended twice.
+func attemptEnds(t *testing.T, db interface {
+	Query(string, ...any) (*sql.Rows, error)
+}) map[string]attemptEnd {
+	t.Helper()
+	ended := map[string]attemptEnd{}
+	rows, err := db.Query("SELECT uid, attempt_uid, COALESCE(last_error, ''), success_changed FROM attempt_log")
+	require.NoError(t, err)
+	defer rows.Close()
+	for rows.Next() {
+		var e attemptEnd
+		var attempt string
+		require.NoError(t, rows.Scan(&e.uid, &attempt, &e.lastError, &e.success))
+		_, dup := ended[attempt]
+		require.False(t, dup, "attempt %s of %s ended twice", attempt, e.uid)
+		ended[attempt] = e
+	}
+	require.NoError(t, rows.Err())
+	return ended
 }
 
 // killSettled returns "" when every model is idle after a success with
