@@ -1,0 +1,96 @@
+package policy
+
+import "time"
+
+// Event is one kind of decision the service takes about a row or a kind,
+// as the ledger records it. The words are stored and shown; never rename
+// one (add a new word instead).
+type Event string
+
+// Row events: what happened to one row.
+const (
+	// EventDispatched: an attempt started and its job was pushed
+	// (Entry.Attempt, Entry.Planned: the refresh_at it ran for,
+	// Entry.Priority when raised).
+	EventDispatched Event = "dispatched"
+	// EventSucceeded: a success was applied; Entry.Next is the next
+	// planned occurrence (zero when the rule has none left).
+	EventSucceeded Event = "succeeded"
+	// EventFailed: a failure was applied or an attempt timed out
+	// (Entry.Reason); Entry.Next is the retry planned and Entry.Bound what
+	// bounded it, or the row was disabled (Entry.Disabled).
+	EventFailed Event = "failed"
+	// EventTimedOut: the running attempt passed its timeout_at (found by
+	// the dispatcher, or a result read after it); fields as EventFailed.
+	EventTimedOut Event = "timed_out"
+	// EventStale: a result for an attempt that is not running was ignored.
+	EventStale Event = "stale"
+	// EventLate: a result read at or after timeout_at was ignored (the
+	// attempt ended as timed out: an EventTimedOut entry follows).
+	EventLate Event = "late"
+	// EventExtended: a lease was granted (Entry.Until: the new timeout_at).
+	EventExtended Event = "extended"
+	// EventMisfireSkipped: the row had been due past the catchup window and
+	// did not run (Entry.Planned: the occurrence missed, Entry.Next: the
+	// next one).
+	EventMisfireSkipped Event = "misfire_skipped"
+	// EventDisabled: the row was disabled (Entry.Reason): a permanent
+	// failure, retries exhausted, an invalid rule, or the rule ended.
+	EventDisabled Event = "disabled"
+	// EventEnabled: the row was enabled (Entry.By when the API or CLI did
+	// it; the application's own SQL leaves no entry).
+	EventEnabled Event = "enabled"
+	// EventTriggered: "refresh now" (Entry.By, Entry.Priority).
+	EventTriggered Event = "triggered"
+)
+
+// Kind and operator events: what held every row of a kind (Entry.Key is
+// empty) or one model (Entry.Key set) back.
+const (
+	// EventPaused and EventResumed: an operator paused or resumed the kind
+	// or one model (Entry.By, Entry.Note, Entry.Until when the pause ends
+	// by itself).
+	EventPaused  Event = "paused"
+	EventResumed Event = "resumed"
+	// EventThrottleHold: a throttle group held the kind's dispatch
+	// (Entry.Group, Entry.Until).
+	EventThrottleHold Event = "throttle_hold"
+	// EventIncidentOpened and EventIncidentClosed: the incident guard's
+	// window (Entry.Reason: the window's figures).
+	EventIncidentOpened Event = "incident_opened"
+	EventIncidentClosed Event = "incident_closed"
+)
+
+// Retry bounds: what set a planned retry's time (Entry.Bound).
+const (
+	BoundRetryList      = "retry list"
+	BoundNextOccurrence = "next occurrence"
+	BoundRetryAfter     = "Retry-After"
+	BoundIncidentFloor  = "incident floor"
+)
+
+// Entry is one line of the ledger: a decision, when it was taken, and what
+// it needs to be explained later. Fields a given Event does not use are
+// zero.
+type Entry struct {
+	At    time.Time
+	Kind  string
+	Key   string // the row's key; "" for an event of the whole kind
+	Event Event
+	// Attempt is the attempt UID the decision concerns.
+	Attempt string
+	// Planned is the occurrence (refresh_at) the decision is about.
+	Planned time.Time
+	// Next is the refresh_at written: the next occurrence or the retry.
+	Next  time.Time
+	Bound string
+	// Until is when a pause, hold or lease ends.
+	Until    time.Time
+	Reason   string
+	Disabled bool
+	Priority *int
+	// By names who did it (a token's name, "cli"); "" for the service.
+	By    string
+	Note  string
+	Group string
+}
