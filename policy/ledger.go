@@ -94,3 +94,35 @@ type Entry struct {
 	Note  string
 	Group string
 }
+
+// RetryBound names what set d.RefreshAt, the decision p.Failure (or
+// Throttled) took for a failure whose worker asked for retryAfter
+// (Result.RetryAfter; 0 for a timeout), for Entry.Bound:
+// BoundNextOccurrence when the planned occurrence serves as the retry;
+// else the largest of the retry policy's delay (BoundRetryList), the
+// Retry-After as p caps it (BoundRetryAfter) and, during an incident,
+// Guard.Retry (BoundIncidentFloor); a throttled wait is BoundRetryAfter
+// when the worker gave one. "" for a disabled row. A tie between the
+// retry policy's delay and another names the other.
+func (p Policy) RetryBound(d Decision, retryAfter time.Duration) string {
+	p = p.WithDefaults()
+	ra := min(max(retryAfter, 0), p.MaxRetryAfter)
+	switch d.Branch {
+	case BranchPlanned:
+		return BoundNextOccurrence
+	case BranchThrottled:
+		if ra > 0 {
+			return BoundRetryAfter
+		}
+		return ""
+	case BranchRetry:
+		if d.Incident && d.Delay == p.Guard.Retry && p.Guard.Retry > ra {
+			return BoundIncidentFloor
+		}
+		if ra > 0 && d.Delay == ra {
+			return BoundRetryAfter
+		}
+		return BoundRetryList
+	}
+	return ""
+}
