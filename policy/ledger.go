@@ -42,6 +42,11 @@ const (
 	EventEnabled Event = "enabled"
 	// EventTriggered: "refresh now" (Entry.By, Entry.Priority).
 	EventTriggered Event = "triggered"
+	// EventUndone: the job of a dispatched attempt (Entry.Attempt) could
+	// not be pushed to Redis; the row was restored as it was before, so
+	// the attempt does not count and the row is due again (a row whose
+	// attempt changed meanwhile, enabled by the user, is left as it is).
+	EventUndone Event = "undone"
 )
 
 // Kind and operator events: what held every row of a kind (Entry.Key is

@@ -144,7 +144,7 @@ func withPauseTargets(ctx context.Context, path, kind string, withModels bool, f
 		return err
 	}
 	defer rdb.Close()
-	return fn(ctx, pauseTarget{kind: k, admin: refresher.NewAdmin(store, redisio.New(rdb)),
+	return fn(ctx, pauseTarget{kind: k, admin: refresher.NewAdmin(store, redisio.New(rdb)).Recording(k.Name, "cli", refresher.SystemClock{}.Now),
 		lists: k.Lists()})
 }
 
