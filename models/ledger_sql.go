@@ -133,17 +133,20 @@ func LedgerGroups(quoted string, p func(int) string, rowValues bool) string {
 		" GROUP BY kind, row_key ORDER BY kind, row_key LIMIT " + p(3)
 }
 
-// LedgerCutoff is the at_us of a group's entry that is the p(3)-th newest
-// (0-based OFFSET) of (kind, row_key) = (p(1), p(2)); LedgerCountDelete
-// removes the group's entries older than p(3).
+// LedgerCutoff is the at_us and id of the entry of (kind, row_key) =
+// (p(1), p(2)) that is the p(3)-th newest (0-based OFFSET), newest by
+// at_us then id; LedgerCountDelete removes the group's entries before it
+// in that order (at_us before p(3), or equal and id before p(4)), so that
+// entries of the same microsecond are counted exactly.
 func LedgerCutoff(quoted string, p func(int) string) string {
-	return "SELECT at_us FROM " + quoted + " WHERE kind = " + p(1) + " AND row_key = " + p(2) +
-		" ORDER BY at_us DESC LIMIT 1 OFFSET " + p(3)
+	return "SELECT at_us, id FROM " + quoted + " WHERE kind = " + p(1) + " AND row_key = " + p(2) +
+		" ORDER BY at_us DESC, id DESC LIMIT 1 OFFSET " + p(3)
 }
 
-// LedgerCountDelete: see LedgerCutoff.
+// LedgerCountDelete: see LedgerCutoff; p(1), p(2) are kind and row_key.
 func LedgerCountDelete(quoted string, p func(int) string) string {
-	return "DELETE FROM " + quoted + " WHERE kind = " + p(1) + " AND row_key = " + p(2) + " AND at_us < " + p(3)
+	return "DELETE FROM " + quoted + " WHERE kind = " + p(1) + " AND row_key = " + p(2) +
+		" AND at_us <= " + p(3) + " AND (at_us < " + p(3) + " OR id < " + p(4) + ")"
 }
 
 // LedgerGroup is one (kind, row_key) group and its count, as
@@ -236,15 +239,15 @@ func (l SQLLedger) Pruner() LedgerPruner {
 			return out, rows.Err()
 		},
 		Trim: func(ctx context.Context, g LedgerGroup, keep int) (int, error) {
-			var cut int64
-			err := l.DB.QueryRowContext(ctx, LedgerCutoff(l.Quoted, question), g.Kind, g.Key, keep-1).Scan(&cut)
+			var cut, id int64
+			err := l.DB.QueryRowContext(ctx, LedgerCutoff(l.Quoted, question), g.Kind, g.Key, keep-1).Scan(&cut, &id)
 			if err == sql.ErrNoRows {
 				return 0, nil
 			}
 			if err != nil {
 				return 0, err
 			}
-			return RowsAffected(l.DB.ExecContext(ctx, LedgerCountDelete(l.Quoted, question), g.Kind, g.Key, cut))
+			return RowsAffected(l.DB.ExecContext(ctx, LedgerCountDelete(l.Quoted, question), g.Kind, g.Key, cut, cut, id))
 		},
 	}
 }

@@ -121,15 +121,15 @@ func (s *Store) PruneLedger(ctx context.Context, b models.LedgerBounds, now time
 			return out, rows.Err()
 		},
 		Trim: func(ctx context.Context, g models.LedgerGroup, keep int) (int, error) {
-			var cut int64
-			err := s.pool.QueryRow(ctx, models.LedgerCutoff(ledgerTable, dollar), g.Kind, g.Key, keep-1).Scan(&cut)
+			var cut, id int64
+			err := s.pool.QueryRow(ctx, models.LedgerCutoff(ledgerTable, dollar), g.Kind, g.Key, keep-1).Scan(&cut, &id)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return 0, nil
 			}
 			if err != nil {
 				return 0, err
 			}
-			tag, err := s.pool.Exec(ctx, models.LedgerCountDelete(ledgerTable, dollar), g.Kind, g.Key, cut)
+			tag, err := s.pool.Exec(ctx, models.LedgerCountDelete(ledgerTable, dollar), g.Kind, g.Key, cut, id)
 			return int(tag.RowsAffected()), err
 		},
 	}

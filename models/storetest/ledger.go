@@ -125,6 +125,9 @@ func testLedgerPrune(t *testing.T, h Harness) {
 			policy.Entry{At: now.Add(time.Duration(i-20) * time.Minute), Kind: "items", Event: policy.EventThrottleHold})
 	}
 	entries = append(entries, policy.Entry{At: now.Add(-time.Minute), Kind: "items", Key: "b", Event: policy.EventSucceeded})
+	for range 7 { // of the same microsecond: still kept to the count exactly
+		entries = append(entries, policy.Entry{At: now.Add(-time.Minute), Kind: "items", Key: "tie", Event: policy.EventStale})
+	}
 	appendTx(t, env, entries...)
 
 	b := models.LedgerBounds{MaxEntries: 5, KindMaxEntries: 8, MaxAge: 30 * 24 * time.Hour, Chunk: 3}
@@ -146,7 +149,7 @@ func testLedgerPrune(t *testing.T, h Harness) {
 		}
 		from = next
 	}
-	eq(t, total, 7+(12-5)+(12-8), "removed: the old row's, and the entries beyond the counts")
+	eq(t, total, 7+(12-5)+(12-8)+(7-5), "removed: the old row's, and the entries beyond the counts")
 	count := func(key string) (row, kind int) {
 		got, err := ls.Ledger(ctx, "items", key, time.Time{}, time.Time{}, 1000)
 		must(t, err)
@@ -168,6 +171,8 @@ func testLedgerPrune(t *testing.T, h Harness) {
 	eq(t, row, 0, "entries older than max_age are gone")
 	row, _ = count("b")
 	eq(t, row, 1, "a row within its bounds is left alone")
+	row, _ = count("tie")
+	eq(t, row, 5, "entries of one microsecond")
 
 	n, _, err := ls.PruneLedger(ctx, b, now, models.LedgerPrune{})
 	must(t, err)
