@@ -126,11 +126,22 @@ func FromMicros(us int64) time.Time {
 	return time.UnixMicro(us).UTC()
 }
 
+// Caps of the detail's texts, in characters (policy.Truncate): an
+// attempt UID (20 for the service's; a worker's stale answer may carry
+// anything), a reason or note, a name. The detail then fits MySQL's TEXT
+// (64 KiB) whatever a worker sends, so an entry never fails its batch.
+const (
+	maxLedgerAttempt = 64
+	maxLedgerText    = policy.MaxLastErrorLen
+	maxLedgerName    = 255
+)
+
 // LedgerDetail encodes e's detail column; nil (NULL) when it has none.
 func LedgerDetail(e policy.Entry) any {
-	d := ledgerDetail{Attempt: e.Attempt, Planned: Micros(e.Planned), Next: Micros(e.Next), Bound: e.Bound,
-		Until: Micros(e.Until), Reason: e.Reason, Disabled: e.Disabled, Priority: e.Priority,
-		By: e.By, Note: e.Note, Group: e.Group}
+	d := ledgerDetail{Attempt: policy.Truncate(e.Attempt, maxLedgerAttempt), Planned: Micros(e.Planned), Next: Micros(e.Next),
+		Bound: e.Bound, Until: Micros(e.Until), Reason: policy.Truncate(e.Reason, maxLedgerText), Disabled: e.Disabled,
+		Priority: e.Priority, By: policy.Truncate(e.By, maxLedgerName), Note: policy.Truncate(e.Note, maxLedgerText),
+		Group: policy.Truncate(e.Group, maxLedgerName)}
 	if d == (ledgerDetail{}) {
 		return nil
 	}
@@ -160,7 +171,7 @@ func LedgerEntry(kind, key string, atUS int64, event string, detail []byte) (pol
 // LedgerArgs appends the 5 arguments of e's row (kind, row_key, at_us,
 // event, detail), in the column order of LedgerInsert.
 func LedgerArgs(args []any, e policy.Entry) []any {
-	return append(args, e.Kind, e.Key, Micros(e.At), string(e.Event), LedgerDetail(e))
+	return append(args, e.Kind, LedgerKey(e.Key), Micros(e.At), string(e.Event), LedgerDetail(e))
 }
 
 // LedgerInsert is the INSERT of n entries into the quoted ledger table,

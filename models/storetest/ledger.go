@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,6 +79,17 @@ func testLedgerRoundTrip(t *testing.T, h Harness) {
 	got, err = ls.Ledger(ctx, "items", "nothing", time.Time{}, time.Time{}, 100)
 	must(t, err)
 	eq(t, len(got), 2, "a row without entries still sees its kind's")
+
+	// A key longer than the column and texts a worker made huge are cut,
+	// alike when written and read: the entry never fails its batch.
+	long := strings.Repeat("k", 300)
+	appendTx(t, env, policy.Entry{At: base, Kind: "items", Key: long, Event: policy.EventStale,
+		Attempt: strings.Repeat("x", 70000), Reason: strings.Repeat("\x01", 5000), Note: strings.Repeat("ü", 5000)})
+	got, err = ls.Ledger(ctx, "items", long, time.Time{}, time.Time{}, 100)
+	must(t, err)
+	eq(t, len(got), 3, "the long key's entry and the kind's two")
+	eq(t, got[0].Key, models.LedgerKey(long), "the key as cut")
+	eq(t, len(got[0].Attempt) < 100, true, "the attempt as cut")
 
 	// Many entries: more than one INSERT.
 	many := make([]policy.Entry, models.MaxLedgerInsert+5)
