@@ -113,12 +113,34 @@ func (l SQLLedger) Read(ctx context.Context, kind, key string, from, to time.Tim
 	return out, nil
 }
 
-// LedgerAgeDelete removes, of the first p(1) entries by id, those with
-// at_us before p(2). The derived table lets MySQL name the table it
-// deletes from in the subquery, and take a LIMIT there.
+// LedgerChunkEnd is the id of the p(1)-th entry by id (0-based OFFSET):
+// the end of the first chunk, which LedgerAgeDelete prunes by age. (A
+// DELETE ... WHERE id IN (a subquery with LIMIT) would be one statement,
+// but MariaDB runs it as a scan of the whole table.)
+func LedgerChunkEnd(quoted string, p func(int) string) string {
+	return "SELECT id FROM " + quoted + " ORDER BY id LIMIT 1 OFFSET " + p(1)
+}
+
+// LedgerAgeDelete removes the entries with id up to p(1) and at_us before
+// p(2): a range of the primary key.
 func LedgerAgeDelete(quoted string, p func(int) string) string {
-	return "DELETE FROM " + quoted + " WHERE id IN (SELECT id FROM (SELECT id, at_us FROM " + quoted +
-		" ORDER BY id LIMIT " + p(1) + ") f WHERE at_us < " + p(2) + ")"
+	return "DELETE FROM " + quoted + " WHERE id <= " + p(1) + " AND at_us < " + p(2)
+}
+
+// AgeChunk is LedgerPruner.Age over the two statements of a driver:
+// chunkEnd runs LedgerChunkEnd (ok false: fewer entries than the chunk),
+// del LedgerAgeDelete.
+func AgeChunk(ctx context.Context, chunk int, before int64,
+	chunkEnd func(ctx context.Context, offset int) (id int64, ok bool, err error),
+	del func(ctx context.Context, upTo, before int64) (int, error)) (int, error) {
+	end, ok, err := chunkEnd(ctx, chunk-1)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		end = math.MaxInt64
+	}
+	return del(ctx, end, before)
 }
 
 // LedgerGroups counts the entries of the (kind, row_key) groups after
@@ -216,7 +238,16 @@ func (p LedgerPruner) Prune(ctx context.Context, b LedgerBounds, now time.Time, 
 func (l SQLLedger) Pruner() LedgerPruner {
 	return LedgerPruner{
 		Age: func(ctx context.Context, chunk int, before int64) (int, error) {
-			return RowsAffected(l.DB.ExecContext(ctx, LedgerAgeDelete(l.Quoted, question), chunk, before))
+			return AgeChunk(ctx, chunk, before, func(ctx context.Context, offset int) (int64, bool, error) {
+				var id int64
+				err := l.DB.QueryRowContext(ctx, LedgerChunkEnd(l.Quoted, question), offset).Scan(&id)
+				if err == sql.ErrNoRows {
+					return 0, false, nil
+				}
+				return id, err == nil, err
+			}, func(ctx context.Context, upTo, before int64) (int, error) {
+				return RowsAffected(l.DB.ExecContext(ctx, LedgerAgeDelete(l.Quoted, question), upTo, before))
+			})
 		},
 		Groups: func(ctx context.Context, kind, key string, chunk int) ([]LedgerGroup, error) {
 			args := []any{kind, key, chunk}

@@ -99,8 +99,17 @@ func (s *Store) LedgerReady(ctx context.Context) error {
 func (s *Store) PruneLedger(ctx context.Context, b models.LedgerBounds, now time.Time, from models.LedgerPrune) (int, models.LedgerPrune, error) {
 	p := models.LedgerPruner{
 		Age: func(ctx context.Context, chunk int, before int64) (int, error) {
-			tag, err := s.pool.Exec(ctx, models.LedgerAgeDelete(ledgerTable, dollar), chunk, before)
-			return int(tag.RowsAffected()), err
+			return models.AgeChunk(ctx, chunk, before, func(ctx context.Context, offset int) (int64, bool, error) {
+				var id int64
+				err := s.pool.QueryRow(ctx, models.LedgerChunkEnd(ledgerTable, dollar), offset).Scan(&id)
+				if errors.Is(err, pgx.ErrNoRows) {
+					return 0, false, nil
+				}
+				return id, err == nil, err
+			}, func(ctx context.Context, upTo, before int64) (int, error) {
+				tag, err := s.pool.Exec(ctx, models.LedgerAgeDelete(ledgerTable, dollar), upTo, before)
+				return int(tag.RowsAffected()), err
+			})
 		},
 		Groups: func(ctx context.Context, kind, key string, chunk int) ([]models.LedgerGroup, error) {
 			rows, err := s.pool.Query(ctx, models.LedgerGroups(ledgerTable, dollar, true), kind, key, chunk)
