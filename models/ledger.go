@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,8 +33,8 @@ type LedgerReader interface {
 //	at_us   Entry.At in microseconds since 1970 UTC (an integer on every
 //	        database, so that the three drivers compare it alike)
 //	event   Entry.Event
-//	detail  the other fields of the Entry as compact JSON (LedgerDetail),
-//	        NULL when they are all zero
+//	detail  the other fields of the Entry as compact JSON
+//	        (AppendLedgerDetail), NULL when they are all zero
 //
 // and one index on (kind, row_key, at_us), which serves the read
 // (LedgerReader) and the count bound.
@@ -90,7 +91,7 @@ type LedgerPrune struct {
 }
 
 // MaxLedgerInsert is the most entries one INSERT of the ledger carries
-// (5 parameters each: within every database's limit).
+// (at most 5 parameters each: within every database's limit).
 const MaxLedgerInsert = 1000
 
 // ledgerDetail is an Entry's fields beyond kind, key, time and event, as
@@ -136,20 +137,72 @@ const (
 	maxLedgerName    = 255
 )
 
-// LedgerDetail encodes e's detail column; nil (NULL) when it has none.
-func LedgerDetail(e policy.Entry) any {
-	d := ledgerDetail{Attempt: policy.Truncate(e.Attempt, maxLedgerAttempt), Planned: Micros(e.Planned), Next: Micros(e.Next),
-		Bound: e.Bound, Until: Micros(e.Until), Reason: policy.Truncate(e.Reason, maxLedgerText), Disabled: e.Disabled,
-		Priority: e.Priority, By: policy.Truncate(e.By, maxLedgerName), Note: policy.Truncate(e.Note, maxLedgerText),
-		Group: policy.Truncate(e.Group, maxLedgerName)}
-	if d == (ledgerDetail{}) {
-		return nil
+// AppendLedgerDetail appends e's detail column to buf: the JSON that
+// LedgerEntry reads, written by hand (a batch writes one per row, and
+// encoding/json's reflection was most of the ledger's cost); buf is
+// returned as it was when e has no detail (NULL).
+func AppendLedgerDetail(buf []byte, e policy.Entry) []byte {
+	start := len(buf)
+	buf = append(buf, '{')
+	buf = appendText(buf, start, "a", e.Attempt, maxLedgerAttempt)
+	buf = appendMicros(buf, start, "p", e.Planned)
+	buf = appendMicros(buf, start, "n", e.Next)
+	buf = appendText(buf, start, "b", e.Bound, maxLedgerName)
+	buf = appendMicros(buf, start, "u", e.Until)
+	buf = appendText(buf, start, "r", e.Reason, maxLedgerText)
+	if e.Disabled {
+		buf = append(appendKey(buf, start, "d"), "true"...)
 	}
-	b, err := json.Marshal(d)
-	if err != nil { // strings and numbers only: cannot happen
-		return nil
+	if e.Priority != nil {
+		buf = strconv.AppendInt(appendKey(buf, start, "pr"), int64(*e.Priority), 10)
 	}
-	return string(b)
+	buf = appendText(buf, start, "by", e.By, maxLedgerName)
+	buf = appendText(buf, start, "no", e.Note, maxLedgerText)
+	buf = appendText(buf, start, "g", e.Group, maxLedgerName)
+	if len(buf) == start+1 {
+		return buf[:start]
+	}
+	return append(buf, '}')
+}
+
+// appendKey appends a member's name, after a comma unless it is the
+// first of the object that starts at buf[start].
+func appendKey(buf []byte, start int, key string) []byte {
+	if len(buf) > start+1 {
+		buf = append(buf, ',')
+	}
+	buf = append(buf, '"')
+	buf = append(buf, key...)
+	return append(buf, '"', ':')
+}
+
+func appendMicros(buf []byte, start int, key string, t time.Time) []byte {
+	if t.IsZero() {
+		return buf
+	}
+	return strconv.AppendInt(appendKey(buf, start, key), t.UnixMicro(), 10)
+}
+
+// appendText appends a text member cut to max characters; nothing when
+// s is empty. Plain ASCII is written as it is; anything else goes through
+// encoding/json, which escapes it and mends invalid UTF-8.
+func appendText(buf []byte, start int, key, s string, max int) []byte {
+	if s == "" {
+		return buf
+	}
+	buf = appendKey(buf, start, key)
+	if len(s) > max {
+		s = policy.Truncate(s, max)
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			q, _ := json.Marshal(s) // a string: cannot fail
+			return append(buf, q...)
+		}
+	}
+	buf = append(buf, '"')
+	buf = append(buf, s...)
+	return append(buf, '"')
 }
 
 // LedgerEntry rebuilds an Entry from a row of LedgerTable.
@@ -168,34 +221,87 @@ func LedgerEntry(kind, key string, atUS int64, event string, detail []byte) (pol
 	return e, nil
 }
 
-// LedgerArgs appends the 5 arguments of e's row (kind, row_key, at_us,
-// event, detail), in the column order of LedgerInsert.
-func LedgerArgs(args []any, e policy.Entry) []any {
-	return append(args, e.Kind, LedgerKey(e.Key), Micros(e.At), string(e.Event), LedgerDetail(e))
+// LedgerRows is a batch of entries as the columns of LedgerTable, for
+// the drivers' INSERTs: Keys and Details hold row_key (LedgerKey) and
+// detail ("" for NULL) of each entry.
+type LedgerRows struct {
+	Keys, Details []string
+	buf           []byte
+	ends          []int
 }
 
-// LedgerInsert is the INSERT of n entries into the quoted ledger table,
-// with placeholder(i) the i-th parameter's (from 1).
-func LedgerInsert(quoted string, n int, placeholder func(i int) string) string {
+// Fill sets r to es's keys and details; the details share one string.
+func (r *LedgerRows) Fill(es []policy.Entry) {
+	r.Keys, r.Details, r.buf, r.ends = r.Keys[:0], r.Details[:0], r.buf[:0], r.ends[:0]
+	for _, e := range es {
+		r.buf = AppendLedgerDetail(r.buf, e)
+		r.ends = append(r.ends, len(r.buf))
+		r.Keys = append(r.Keys, LedgerKey(e.Key))
+	}
+	all, from := string(r.buf), 0
+	for _, end := range r.ends {
+		r.Details = append(r.Details, all[from:end])
+		from = end
+	}
+}
+
+// LedgerValuesSQL is the INSERT of es into the quoted ledger table for
+// the drivers whose placeholder is "?" (MySQL, SQLite), and its
+// arguments: row_key and detail are arguments, while at_us (a number), and
+// kind and event when they hold only letters, digits, '_' and '-' (a
+// kind's name, an event word), are written as literals: three arguments
+// fewer per row to box and escape.
+func LedgerValuesSQL(quoted string, es []policy.Entry, r *LedgerRows) (string, []any) {
+	r.Fill(es)
 	var b strings.Builder
-	b.Grow(80 + n*24)
+	b.Grow(80 + len(es)*48)
 	b.WriteString("INSERT INTO ")
 	b.WriteString(quoted)
 	b.WriteString(" (kind, row_key, at_us, event, detail) VALUES ")
-	p := 1
-	for i := 0; i < n; i++ {
+	args := make([]any, 0, 2*len(es)+4)
+	word := func(s string) {
+		if plainWord(s) {
+			b.WriteByte('\'')
+			b.WriteString(s)
+			b.WriteByte('\'')
+			return
+		}
+		b.WriteByte('?')
+		args = append(args, s)
+	}
+	var num [20]byte
+	for i, e := range es {
 		if i > 0 {
 			b.WriteByte(',')
 		}
 		b.WriteByte('(')
-		for j := 0; j < 5; j++ {
-			if j > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(placeholder(p))
-			p++
+		word(e.Kind)
+		b.WriteString(",?,")
+		args = append(args, r.Keys[i])
+		b.Write(strconv.AppendInt(num[:0], Micros(e.At), 10))
+		b.WriteByte(',')
+		word(string(e.Event))
+		if r.Details[i] == "" {
+			b.WriteString(",NULL)")
+			continue
 		}
-		b.WriteByte(')')
+		b.WriteString(",?)")
+		args = append(args, r.Details[i])
 	}
-	return b.String()
+	return b.String(), args
+}
+
+// plainWord reports whether s is 1 to 64 letters, digits, '_' and '-':
+// safe as a SQL literal in every dialect.
+func plainWord(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }

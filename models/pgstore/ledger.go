@@ -23,16 +23,23 @@ const ledgerTable = `"` + models.LedgerTable + `"`
 
 func dollar(i int) string { return "$" + strconv.Itoa(i) }
 
+// insertLedger inserts a batch of entries in one statement whatever
+// their number (its text is prepared once): the columns as arrays.
+const insertLedger = `INSERT INTO ` + ledgerTable + ` (kind, row_key, at_us, event, detail)
+SELECT k, r, a, e, NULLIF(d, '') FROM unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::text[]) AS v(k, r, a, e, d)`
+
 // appendLedger inserts entries through exec, one statement per
 // models.MaxLedgerInsert of them.
 func appendLedger(ctx context.Context, exec func(ctx context.Context, sql string, args ...any) error, entries []policy.Entry) error {
+	var rows models.LedgerRows
 	for len(entries) > 0 {
 		n := min(len(entries), models.MaxLedgerInsert)
-		args := make([]any, 0, 5*n)
-		for _, e := range entries[:n] {
-			args = models.LedgerArgs(args, e)
+		rows.Fill(entries[:n])
+		kinds, ats, events := make([]string, n), make([]int64, n), make([]string, n)
+		for i, e := range entries[:n] {
+			kinds[i], ats[i], events[i] = e.Kind, models.Micros(e.At), string(e.Event)
 		}
-		if err := exec(ctx, models.LedgerInsert(ledgerTable, n, dollar), args...); err != nil {
+		if err := exec(ctx, insertLedger, kinds, rows.Keys, ats, events, rows.Details); err != nil {
 			return fmt.Errorf("record %d ledger entries: %w", n, err)
 		}
 		entries = entries[n:]
