@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/refresher/refresher/policy"
@@ -230,6 +231,20 @@ type LedgerRows struct {
 	ends          []int
 }
 
+// ledgerRows reuses the buffers of LedgerRows from batch to batch.
+var ledgerRows = sync.Pool{New: func() any { return new(LedgerRows) }}
+
+// GetLedgerRows returns a LedgerRows for one batch; PutLedgerRows gives it
+// back once its statement ran.
+func GetLedgerRows() *LedgerRows { return ledgerRows.Get().(*LedgerRows) }
+
+// PutLedgerRows: see GetLedgerRows.
+func PutLedgerRows(r *LedgerRows) {
+	clear(r.Keys)
+	clear(r.Details)
+	ledgerRows.Put(r)
+}
+
 // Fill sets r to es's keys and details; the details share one string.
 func (r *LedgerRows) Fill(es []policy.Entry) {
 	r.Keys, r.Details, r.buf, r.ends = r.Keys[:0], r.Details[:0], r.buf[:0], r.ends[:0]
@@ -254,7 +269,11 @@ func (r *LedgerRows) Fill(es []policy.Entry) {
 func LedgerValuesSQL(quoted string, es []policy.Entry, r *LedgerRows) (string, []any) {
 	r.Fill(es)
 	var b strings.Builder
-	b.Grow(80 + len(es)*48)
+	size := 80
+	for _, e := range es {
+		size += len(e.Kind) + len(e.Event) + 32 // ('kind',?,1763719200000000,'event',?),
+	}
+	b.Grow(size)
 	b.WriteString("INSERT INTO ")
 	b.WriteString(quoted)
 	b.WriteString(" (kind, row_key, at_us, event, detail) VALUES ")

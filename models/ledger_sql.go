@@ -48,10 +48,11 @@ func question(int) string { return "?" }
 // Append inserts entries through q (the batch's transaction, or DB), in
 // one statement per MaxLedgerInsert entries.
 func (l SQLLedger) Append(ctx context.Context, q SQLExecer, entries []policy.Entry) error {
-	var rows LedgerRows
+	rows := GetLedgerRows()
+	defer PutLedgerRows(rows)
 	for len(entries) > 0 {
 		n := min(len(entries), MaxLedgerInsert)
-		query, args := LedgerValuesSQL(l.Quoted, entries[:n], &rows)
+		query, args := LedgerValuesSQL(l.Quoted, entries[:n], rows)
 		if _, err := q.ExecContext(ctx, query, args...); err != nil {
 			return fmt.Errorf("record %d ledger entries: %w", n, err)
 		}

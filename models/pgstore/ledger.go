@@ -31,7 +31,8 @@ SELECT k, r, a, e, NULLIF(d, '') FROM unnest($1::text[], $2::text[], $3::int8[],
 // appendLedger inserts entries through exec, one statement per
 // models.MaxLedgerInsert of them.
 func appendLedger(ctx context.Context, exec func(ctx context.Context, sql string, args ...any) error, entries []policy.Entry) error {
-	var rows models.LedgerRows
+	rows := models.GetLedgerRows()
+	defer models.PutLedgerRows(rows)
 	for len(entries) > 0 {
 		n := min(len(entries), models.MaxLedgerInsert)
 		rows.Fill(entries[:n])
