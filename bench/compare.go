@@ -49,9 +49,9 @@ func (e *env) comparisons() ([]compared, error) {
 			args: []string{"--child-throttle-group", guardColumn}}, ref: off})
 	}
 	if e.o.ledger {
-		off := "service, ledger off"
-		add(compared{variant: variant{name: off, role: "service", args: []string{"--child-ledger-off"}}})
-		add(compared{variant: variant{name: "service (ledger on: the default)", role: "service"}, ref: off})
+		off := "service (ledger off: the default)"
+		add(compared{variant: variant{name: off, role: "service"}})
+		add(compared{variant: variant{name: "service, ledger on", role: "service", args: []string{"--child-ledger"}}, ref: off})
 	}
 	if e.o.priority {
 		add(compared{variant: variant{name: "service", role: "service"}})

@@ -89,10 +89,6 @@ func (c *Config) SetDefaults() {
 		k.Priority = cmp.Or(k.Priority, kd.Priority)
 	}
 	c.HTTPMaxConnections = cmp.Or(c.HTTPMaxConnections, d.HTTPMaxConnections)
-	if c.Ledger.Enabled == nil {
-		on := true
-		c.Ledger.Enabled = &on
-	}
 	c.Ledger.MaxEntries = cmp.Or(c.Ledger.MaxEntries, d.Ledger.MaxEntries)
 	c.Ledger.KindMaxEntries = cmp.Or(c.Ledger.KindMaxEntries, d.Ledger.KindMaxEntries)
 	c.Ledger.MaxAge = cmp.Or(c.Ledger.MaxAge, d.Ledger.MaxAge)

@@ -12,8 +12,9 @@ import (
 // refresher.LedgerConfig). Environment: REFRESHER_LEDGER as YAML, e.g.
 // '{enabled: false}'.
 type Ledger struct {
-	// Enabled records the decisions. Default true.
-	Enabled *bool `yaml:"enabled"`
+	// Enabled records the decisions. Default false: on, each model costs
+	// two entries per cycle (docs/performance.md, "The ledger").
+	Enabled bool `yaml:"enabled"`
 	// MaxEntries is how many entries of one row the ledger keeps, the
 	// newest. Default 100.
 	MaxEntries int `yaml:"max_entries"`
@@ -27,12 +28,9 @@ type Ledger struct {
 	PruneEvery Duration `yaml:"prune_every"`
 }
 
-// On reports whether the ledger records.
-func (l Ledger) On() bool { return l.Enabled == nil || *l.Enabled }
-
 // Service is the ledger's runtime configuration.
 func (l Ledger) Service() refresher.LedgerConfig {
-	return refresher.LedgerConfig{Off: !l.On(), PruneEvery: l.PruneEvery.D(),
+	return refresher.LedgerConfig{On: l.Enabled, PruneEvery: l.PruneEvery.D(),
 		Bounds: models.LedgerBounds{MaxEntries: l.MaxEntries, KindMaxEntries: l.KindMaxEntries, MaxAge: l.MaxAge.D()}}
 }
 

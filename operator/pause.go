@@ -24,10 +24,13 @@ func (s *Server) admin(k *Kind) *refresher.Admin {
 	return refresher.NewAdmin(k.Store, redisio.New(s.o.Redis))
 }
 
-// acting is admin for an action of the request whose context is ctx: it
-// records the action in the ledger as done by the request's token (its
-// name; "api" on loopback without one).
+// acting is admin for an action of the request whose context is ctx: with
+// Options.Ledger, it records the action in the ledger as done by the
+// request's token (its name; "api" on loopback without one).
 func (s *Server) acting(ctx context.Context, k *Kind) *refresher.Admin {
+	if !s.o.Ledger {
+		return s.admin(k)
+	}
 	return s.admin(k).Recording(k.Name, cmp.Or(actor(ctx), "api"), s.o.Now)
 }
 

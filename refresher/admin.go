@@ -68,10 +68,21 @@ func (a *Admin) rowEntries(changes []Change, now time.Time, ev func(c Change) (p
 	return out
 }
 
+// ledger returns a's store's ledger when a records and the ledger's table
+// exists (a database not migrated since the upgrade has none: the action
+// then records nothing rather than fail).
+func (a *Admin) ledger(ctx context.Context) models.LedgerStore {
+	ls, ok := a.store.(models.LedgerStore)
+	if a.kind == "" || !ok || ls.LedgerReady(ctx) != nil {
+		return nil
+	}
+	return ls
+}
+
 // recordKind writes a kind's entry e at now in a statement of its own.
 func (a *Admin) recordKind(ctx context.Context, e policy.Entry, now time.Time) error {
-	ls, ok := a.store.(models.LedgerStore)
-	if a.kind == "" || !ok {
+	ls := a.ledger(ctx)
+	if ls == nil {
 		return nil
 	}
 	e.At, e.Kind, e.By = now, a.kind, a.by
@@ -174,6 +185,9 @@ func (a *Admin) TriggerAt(level *int) func(ctx context.Context, t models.Table, 
 func (a *Admin) changeRows(ctx context.Context, t models.Table, keys []string,
 	fn func(models.Row) (policy.State, string), then func(tx models.Tx) error,
 	record func(tx models.Tx, changes []Change) error) ([]Change, error) {
+	if record != nil && a.ledger(ctx) == nil {
+		record = nil
+	}
 	var changes []Change
 	err := a.store.Tx(ctx, func(tx models.Tx) error {
 		changes = changes[:0]

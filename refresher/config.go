@@ -109,7 +109,7 @@ type Config struct {
 	// faults are failures injected by this package's tests.
 	faults faults
 	// Ledger is what the service records of its decisions and keeps
-	// (see LedgerConfig); the zero value records, with the default bounds.
+	// (see LedgerConfig); the zero value records nothing.
 	Ledger LedgerConfig
 	// LogInterval is how often each kind logs one line of its activity
 	// (attempts started, results applied, failures, ...), when it had any.

@@ -28,11 +28,14 @@ const (
 	DefaultLedgerPruneChunk     = 1000
 )
 
-// LedgerConfig is Config.Ledger. The zero value records with the default
-// bounds.
+// LedgerConfig is Config.Ledger. The zero value records nothing.
 type LedgerConfig struct {
-	// Off records nothing: no statement and no allocation per row.
-	Off bool
+	// On records the decisions. Off (the default) costs nothing: no
+	// statement and no allocation per row. On, each model costs two
+	// entries per cycle, two index inserts, which a service whose database
+	// is its bottleneck pays in throughput (docs/performance.md, "The
+	// ledger").
+	On bool
 	// Bounds are what the ledger keeps (zero fields: the defaults): the
 	// last MaxEntries entries of each row and KindMaxEntries of each
 	// kind's own, none older than MaxAge; Chunk bounds one pruning step.
@@ -216,7 +219,7 @@ func (r *kindRunner) recordKind(ctx context.Context, e policy.Entry) {
 // nothing.
 func (s *Service) ledgers(ctx context.Context) map[models.Store]models.LedgerStore {
 	out := map[models.Store]models.LedgerStore{}
-	if s.cfg.Ledger.Off {
+	if !s.cfg.Ledger.On {
 		return out
 	}
 	for _, st := range s.stores() {

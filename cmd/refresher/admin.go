@@ -58,7 +58,10 @@ func adminCmd(name, short string, fn adminFunc) *cobra.Command {
 				return fmt.Errorf("kind %s: %w", k.Name, err)
 			}
 			// Enable and trigger change only the table: no Redis.
-			admin := refresher.NewAdmin(store, nil).Recording(k.Name, "cli", refresher.SystemClock{}.Now)
+			admin := refresher.NewAdmin(store, nil)
+			if c.Ledger.Enabled {
+				admin = admin.Recording(k.Name, "cli", refresher.SystemClock{}.Now)
+			}
 			run := func(ctx context.Context, t models.Table, keys []string, now time.Time) ([]refresher.Change, error) {
 				return fn(admin, ctx, t, keys, now)
 			}

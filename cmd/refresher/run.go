@@ -155,5 +155,5 @@ func operatorServer(c *config.Config, dbs *databases, rdb redis.UniversalClient,
 		kinds[i].Store = dbs.Of(&c.Kinds[i])
 	}
 	return operator.New(c.OperatorAccess(operator.Options{Kinds: kinds, Redis: rdb, Gatherer: svc.Metrics().Registry,
-		Logger: log, SearchBudget: c.SearchScanBudget}))
+		Logger: log, SearchBudget: c.SearchScanBudget, Ledger: c.Ledger.Enabled}))
 }
