@@ -132,6 +132,7 @@ func TestPlanThatWillNotRun(t *testing.T) {
 	require.NotContains(t, p, `class="ev ev-occurrence"`)
 	require.Contains(t, p, `class="ev ev-blocked"`)
 	require.Contains(t, p, "will not run: the model is disabled until the user updates it or an operator enables it")
+	require.Contains(t, p, "No history: this kind's database keeps no ledger.")
 
 	require.Equal(t, http.StatusOK, f.do("POST", "/api/v1/kinds/items/models/ok-1/pause", testToken, map[string]string{"note": "migration"}, nil))
 	d = detail("ok-1")
