@@ -161,9 +161,10 @@ func Explain(q WhyQuery) Why {
 }
 
 type explainer struct {
-	q    WhyQuery
-	occ  time.Time // the occurrence explained
-	used []Entry
+	q     WhyQuery
+	occ   time.Time // the occurrence explained
+	ended bool      // At lies after the rule's last occurrence, occ
+	used  []Entry
 }
 
 // cite records an entry the answer is built on.
@@ -222,7 +223,8 @@ func (e *explainer) at(t time.Time) string {
 		out = hm(t)
 	}
 	// Across a change of the clocks (DST), say which offset.
-	if _, off := t.Zone(); func() bool { _, r := ref.Zone(); return r != off }() {
+	_, off := t.Zone()
+	if _, refOff := ref.Zone(); off != refOff {
 		out += " " + t.Format("MST")
 	}
 	return out
@@ -236,6 +238,14 @@ func hm(t time.Time) string {
 }
 
 func (e *explainer) explain() Why {
+	w := e.explainOccurrence()
+	if e.ended && w.Cause != CauseTriggered {
+		w.Cause = CauseEnded
+	}
+	return w
+}
+
+func (e *explainer) explainOccurrence() Why {
 	q := e.q
 	if q.Schedule == nil {
 		return e.invalidRule()
@@ -244,7 +254,7 @@ func (e *explainer) explain() Why {
 	if occ.IsZero() {
 		return e.answer(CauseEnded, fmt.Sprintf("The rule has no occurrence near %s: nothing was planned then.", e.full(q.At)))
 	}
-	e.occ = occ
+	e.occ, e.ended = occ, ended
 	// A refresh asked for by hand nearer to At than the occurrence is what
 	// the question is about.
 	if t, ok := e.nearerTrigger(); ok {
@@ -565,14 +575,15 @@ func (e *explainer) pauseWords(what string, s span) string {
 	return fmt.Sprintf("%s was paused from %s to %s%s", what, e.at(s.start.At), e.at(s.until), who(s.start))
 }
 
-// holdAt is the throttle hold of the row's group that covers t.
+// holdAt is the throttle hold of the row's group that covers t: a hold
+// of the kind's group (Key "") or one recorded on the row itself.
 func (e *explainer) holdAt(t time.Time) (Entry, bool) {
 	var found Entry
 	for _, x := range e.q.Entries {
-		if x.Key != "" || x.Event != EventThrottleHold || x.At.After(t) || !x.Until.After(t) {
+		if x.Event != EventThrottleHold || x.At.After(t) || !x.Until.After(t) {
 			continue
 		}
-		if e.q.Group != "" && x.Group != e.q.Group {
+		if x.Key == "" && e.q.Group != "" && x.Group != e.q.Group {
 			continue
 		}
 		if found.Event == "" || x.Until.After(found.Until) {
@@ -701,6 +712,9 @@ func (e *explainer) notDispatched(head string) Why {
 			e.at(fail.At), cmpStr(fail.Reason, "no reason given"), retryWords(fail.Bound, e.at(fail.Next))))
 	}
 	from, to := e.q.Entries[0].At, e.q.Entries[len(e.q.Entries)-1].At
+	if from.After(occ) {
+		return e.answer(CauseNoEntries, head, fmt.Sprintf("The ledger's first entry read is at %s, after it: the ledger was off then, or its entries from then are gone.", e.at(from)))
+	}
 	return e.answer(CauseUnknown, head, fmt.Sprintf("No dispatch for it is recorded, and no entry from %s to %s says why: the service may have been down.", e.at(from), e.at(to)))
 }
 

@@ -1,6 +1,9 @@
 package policy
 
 import (
+	"math/rand/v2"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,6 +157,11 @@ func TestWhyScenarios(t *testing.T) {
 		{name: "no entries: older than the ledger keeps", cause: CauseNoEntries, want: "Oct 1 09:00 UTC was planned. The ledger keeps 30 days, so nothing is left from then.", q: WhyQuery{At: time.Date(2026, 10, 1, 9, 0, 0, 0, time.UTC), Keep: 30 * 24 * time.Hour}},
 		{name: "no entries: the ledger was off", cause: CauseNoEntries, want: "Nov 25 09:00 UTC was planned. The ledger has no entry about this model or its kind from then: it was off, or the service did not run.", q: WhyQuery{}},
 		{name: "no entries, kept for unknown time", cause: CauseNoEntries, want: "Nov 25 09:00 UTC was planned. The ledger has no entry about this model or its kind from then: it was off, or the service did not run.", q: WhyQuery{Keep: 30 * 24 * time.Hour}},
+		{name: "the ledger starts after it", cause: CauseNoEntries, want: "Nov 25 09:00 UTC was planned. The ledger's first entry read is at 10:00, after it: the ledger was off then, or its entries from then are gone.",
+			q: WhyQuery{Entries: []Entry{ran("a3", hms(10, 0, 0), hms(10, 0, 0)), row(EventSucceeded, hms(10, 0, 30), attempt("a3"))}}},
+		{name: "a hold recorded on the row", cause: CauseSucceeded, want: "Nov 25 09:00 UTC was planned. It was not dispatched at 09:00: its throttle group api.example.com was held until 09:10 after a Retry-After. It was dispatched at 09:10 and succeeded at 09:11.",
+			q: WhyQuery{Entries: []Entry{row(EventThrottleHold, hms(9, 0, 0), group("api.example.com"), until(hms(9, 10, 0))),
+				ran("a1", nine, hms(9, 10, 0)), row(EventSucceeded, hms(9, 11, 0), attempt("a1"))}}},
 		{name: "entries but none explains it", cause: CauseUnknown, want: "Nov 25 09:00 UTC was planned. No dispatch for it is recorded, and no entry from 08:00 to 10:00 says why: the service may have been down.",
 			q: WhyQuery{Entries: []Entry{ran("a1", hms(8, 0, 0), hms(8, 0, 0)), row(EventSucceeded, hms(8, 0, 30), attempt("a1")),
 				ran("a3", hms(10, 0, 0), hms(10, 0, 0))}}},
@@ -171,7 +179,17 @@ func TestWhyScenarios(t *testing.T) {
 	require.NoError(t, err)
 	daily := mustParse(t, "DTSTART;TZID=Europe/Berlin:20260101T023000\nRRULE:FREQ=DAILY")
 	utc := func(mo time.Month, d, h, m int) time.Time { return time.Date(2026, mo, d, h, m, 0, 0, time.UTC) }
+	ended := mustParse(t, "DTSTART:20261120T090000Z\nRRULE:FREQ=DAILY;COUNT=3")
 	cases = append(cases,
+		struct {
+			name  string
+			q     WhyQuery
+			cause Cause
+			want  string
+		}{name: "the rule ended", cause: CauseEnded,
+			want: "Nov 22 09:00 UTC was the rule's last occurrence: it has none after, so nothing was planned at Nov 25 09:00. It was dispatched at 09:00 and succeeded at 09:01.",
+			q: WhyQuery{Schedule: ended, Entries: []Entry{ran("e1", time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC), time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)),
+				row(EventSucceeded, time.Date(2026, 11, 22, 9, 1, 0, 0, time.UTC), attempt("e1"))}}},
 		struct {
 			name  string
 			q     WhyQuery
@@ -250,4 +268,53 @@ func TestWhyNearestAndRange(t *testing.T) {
 	require.Equal(t, hms(10, 10, 0), to)
 	_, to = WhyRange(hourly, Policy{}, hms(11, 50, 0), whyNow)
 	require.Equal(t, whyNow, to)
+}
+
+// TestWhyAnyLedger: whatever the entries (in any order of events, with
+// missing outcomes, unmatched resumes, a kind or a row), Explain answers a
+// sentence that ends with a full stop and cites only entries it was given,
+// in their order.
+func TestWhyAnyLedger(t *testing.T) {
+	t.Parallel()
+	hourly := mustParse(t, "DTSTART:20260101T000000Z\nRRULE:FREQ=HOURLY")
+	events := []Event{EventDispatched, EventSucceeded, EventFailed, EventTimedOut, EventStale, EventLate, EventExtended,
+		EventMisfireSkipped, EventDisabled, EventEnabled, EventTriggered, EventPaused, EventResumed, EventThrottleHold,
+		EventIncidentOpened, EventIncidentClosed}
+	rng := rand.New(rand.NewPCG(1, 2))
+	pick := func() time.Time { return hms(6, 0, 0).Add(time.Duration(rng.IntN(6*3600)) * time.Second) }
+	for i := range 2000 {
+		var entries []Entry
+		for range rng.IntN(12) {
+			x := Entry{At: pick(), Kind: "feeds", Key: []string{"", "42"}[rng.IntN(2)], Event: events[rng.IntN(len(events))],
+				Attempt: []string{"", "a1", "a2"}[rng.IntN(3)], Disabled: rng.IntN(4) == 0, Group: "g"}
+			if rng.IntN(2) == 0 {
+				x.Planned = pick().Truncate(time.Hour)
+			}
+			if rng.IntN(2) == 0 {
+				x.Next = pick()
+			}
+			if rng.IntN(2) == 0 {
+				x.Until = pick()
+			}
+			entries = append(entries, x)
+		}
+		sort.SliceStable(entries, func(a, b int) bool { return entries[a].At.Before(entries[b].At) })
+		q := WhyQuery{At: pick(), Now: hms(12, 0, 0), Schedule: hourly, Entries: entries}
+		if rng.IntN(5) == 0 {
+			q.Row = State{DisabledAt: pick(), DisabledReason: "off"}
+		}
+		w := Explain(q)
+		if !strings.HasSuffix(w.Sentence, ".") || w.Cause == "" {
+			t.Fatalf("case %d: %s %q", i, w.Cause, w.Sentence)
+		}
+		j := 0
+		for _, c := range w.Entries {
+			for j < len(entries) && !same(entries[j], c) {
+				j++
+			}
+			if j == len(entries) {
+				t.Fatalf("case %d: cites %+v, not among its entries (or out of order)", i, c)
+			}
+		}
+	}
 }
