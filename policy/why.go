@@ -182,6 +182,8 @@ func same(a, b Entry) bool {
 	return a.At.Equal(b.At) && a.Event == b.Event && a.Key == b.Key && a.Attempt == b.Attempt && a.Group == b.Group
 }
 
+// answer joins the sentences and cites the entries used, in the ledger's
+// order.
 func (e *explainer) answer(c Cause, sentences ...string) Why {
 	var kept []string
 	for _, s := range sentences {
@@ -230,6 +232,7 @@ func (e *explainer) at(t time.Time) string {
 	return out
 }
 
+// hm is a clock time, with seconds only when they are not zero.
 func hm(t time.Time) string {
 	if t.Second() != 0 {
 		return t.Format("15:04:05")
@@ -237,6 +240,8 @@ func hm(t time.Time) string {
 	return t.Format("15:04")
 }
 
+// explain is Explain's answer; a time after the rule's end names the end
+// as the cause.
 func (e *explainer) explain() Why {
 	w := e.explainOccurrence()
 	if e.ended && w.Cause != CauseTriggered {
@@ -245,6 +250,7 @@ func (e *explainer) explain() Why {
 	return w
 }
 
+// explainOccurrence finds the occurrence and tells its story.
 func (e *explainer) explainOccurrence() Why {
 	q := e.q
 	if q.Schedule == nil {
@@ -287,6 +293,7 @@ func (e *explainer) explainOccurrence() Why {
 	return e.notDispatched(head)
 }
 
+// days says a retention: "30 days", or the duration when not whole days.
 func days(d time.Duration) string {
 	if d >= 24*time.Hour && d%(24*time.Hour) == 0 {
 		return plural(int(d/(24*time.Hour)), "day")
@@ -294,6 +301,7 @@ func days(d time.Duration) string {
 	return FormatDuration(d)
 }
 
+// plural is "1 day", "2 days".
 func plural(n int, one string) string {
 	if n == 1 {
 		return "1 " + one
@@ -301,6 +309,8 @@ func plural(n int, one string) string {
 	return fmt.Sprintf("%d %ss", n, one)
 }
 
+// quoteReason quotes a reason or a note after a clause: " ('...')"; ""
+// for none.
 func quoteReason(r string) string {
 	if r == "" {
 		return ""
@@ -308,7 +318,7 @@ func quoteReason(r string) string {
 	return " ('" + r + "')"
 }
 
-// row and kind entries.
+// rowEntries are the entries of the row, not of its kind.
 func (e *explainer) rowEntries() []Entry {
 	var out []Entry
 	for _, x := range e.q.Entries {
@@ -463,6 +473,7 @@ func retryWords(bound, t string) string {
 	return "the next try was planned at " + t
 }
 
+// cmpStr is s, or def when s is empty.
 func cmpStr(s, def string) string {
 	if s == "" {
 		return def
@@ -484,6 +495,8 @@ func (e *explainer) outcome(d Entry) (Entry, bool) {
 	return Entry{}, false
 }
 
+// disableEntry is the entry that disabled the model at the outcome end
+// (a disabled entry within a second, or end itself when it says so).
 func (e *explainer) disableEntry(end Entry) (Entry, bool) {
 	for _, x := range e.rowEntries() {
 		if x.Event == EventDisabled && !x.At.Before(end.At) && x.At.Sub(end.At) <= time.Second {
@@ -550,6 +563,7 @@ func (e *explainer) pauses(kind bool) []span {
 	return out
 }
 
+// covers reports whether the span holds t.
 func (s span) covers(t time.Time) bool {
 	return !s.start.At.After(t) && (s.until.IsZero() || s.until.After(t))
 }
@@ -753,6 +767,7 @@ func (e *explainer) disabledBefore(head string, at time.Time, reason string) Why
 	return e.answer(CauseDisabled, head, s+".")
 }
 
+// firstDispatchAfter is the row's first dispatch at or after t.
 func (e *explainer) firstDispatchAfter(t time.Time) (Entry, bool) {
 	for _, x := range e.rowEntries() {
 		if x.Event == EventDispatched && !x.At.Before(t) {
