@@ -29,6 +29,7 @@ func (s *Server) apiRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/v1/kinds/{kind}/models/{uid}/trigger", s.authed(s.withKind(s.apiTrigger)))
 	mux.HandleFunc("POST /api/v1/kinds/{kind}/enable", s.authed(s.withKind(s.apiBulkEnable)))
 	s.pauseRoutes(mux)
+	s.whyRoutes(mux)
 	mux.HandleFunc("GET /api/v1/kinds/{kind}/dead", s.withKind(s.apiDead))
 	mux.HandleFunc("GET /api/v1/kinds/{kind}/activity", s.withKind(s.apiActivity))
 	mux.HandleFunc("POST /api/v1/kinds/{kind}/dead/replay", s.authed(s.withKind(s.apiDeadReplay)))
@@ -373,6 +374,8 @@ type ModelDetail struct {
 	Throttle *ThrottleHold `json:"throttle,omitempty"`
 	// Incident is the kind's incident; absent when there is none.
 	Incident *refresher.IncidentState `json:"incident,omitempty"`
+	// KindPause is the kind's own pause; absent when it is not paused.
+	KindPause *refresher.PauseInfo `json:"kind_pause,omitempty"`
 }
 
 var errNoModel = errors.New("no such model")
@@ -415,7 +418,22 @@ func (s *Server) modelDetail(ctx context.Context, k *Kind, uid string) (ModelDet
 	if d.Throttle != nil {
 		heldUntil = d.Throttle.Until
 	}
+	if d.KindPause, err = s.admin(k).KindPause(ctx, k.Lists); err != nil {
+		return ModelDetail{}, err
+	}
 	d.Timeline = heldTimeline(&planned, row, now, heldUntil)
+	// What will not run as things stand: the plan says so.
+	switch {
+	case row.State.Disabled():
+		d.Timeline.Blocked = "disabled"
+	case d.Model.Pause != nil:
+		d.Timeline.Blocked = "paused"
+	case d.KindPause != nil:
+		d.Timeline.Blocked = "kind paused"
+	}
+	if d.Timeline.Blocked != "" {
+		d.Timeline.RetryPlan = []PlannedRetry{}
+	}
 	d.Summary = summary(row, d.Timeline, now, k.LateAfter, d.Model.Pause != nil)
 	if !row.State.Disabled() {
 		if d.Incident != nil {
@@ -427,6 +445,10 @@ func (s *Server) modelDetail(ctx context.Context, k *Kind, uid string) (ModelDet
 	}
 	if p := d.Model.Pause; p != nil {
 		d.Summary = pauseSummary(p, now) + "; " + d.Summary
+	}
+	if p := d.KindPause; p != nil && !row.State.Disabled() {
+		d.Summary = "its kind is " + strings.TrimSuffix(pauseSummary(p, now), "; not dispatched until resumed") +
+			"; nothing of the kind is dispatched until the kind is resumed; " + d.Summary
 	}
 	return d, nil
 }

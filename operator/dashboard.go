@@ -3,6 +3,7 @@ package operator
 import (
 	"bytes"
 	"embed"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/refresher"
 )
@@ -199,6 +201,17 @@ type modelData struct {
 	Detail  ModelDetail
 	SVG     timelineSVG
 	Actions modelActions
+	// History is the model's past from the ledger, oldest first;
+	// Ledger is false when the kind's store keeps none.
+	History []HistoryEvent
+	Ledger  bool
+	// HistoryError says the ledger could not be read.
+	HistoryError string
+	// WhyAt is the form's time (?at=); Why its answer, WhyError why
+	// there is none.
+	WhyAt    string
+	Why      *refresher.WhyReport
+	WhyError string
 }
 
 // modelActions are the buttons the model page shows: only the actions that
@@ -243,8 +256,34 @@ func (s *Server) pageModel(w http.ResponseWriter, r *http.Request, k *Kind) {
 		return
 	}
 	now := s.o.Now()
-	s.render(w, "model", http.StatusOK, page{Title: d.Model.UID, Kind: k,
-		Data: modelData{Detail: d, SVG: drawTimeline(d.Timeline, d.Throttle, now), Actions: actionsFor(d.Model, now)}})
+	md := modelData{Detail: d, Actions: actionsFor(d.Model, now), WhyAt: r.URL.Query().Get("at")}
+	row := models.Row{Key: d.Model.UID, Rule: d.Model.RRule}
+	var err2 error
+	if md.History, md.Ledger, err2 = s.history(r.Context(), k, row, now); err2 != nil {
+		s.o.Logger.Error("operator: read the ledger", "kind", k.Name, "err", err2)
+		md.HistoryError = "The ledger could not be read; the service log has the detail."
+	}
+	if md.WhyAt != "" {
+		at, err := parseWhyAt(md.WhyAt, now)
+		if err == nil {
+			var rep refresher.WhyReport
+			if rep, err = s.why(r.Context(), k, d.Model.UID, at, now); err == nil {
+				md.Why = &rep
+			}
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, refresher.ErrNoLedger):
+			md.WhyError = "This kind's database keeps no ledger, so there is no history to explain."
+		case strings.HasPrefix(err.Error(), "at="):
+			md.WhyError = err.Error()
+		default:
+			s.o.Logger.Error("operator: explain the model", "kind", k.Name, "err", err)
+			md.WhyError = "The ledger could not be read; the service log has the detail."
+		}
+	}
+	md.SVG = drawTimeline(d.Timeline, d.Throttle, md.History, now)
+	s.render(w, "model", http.StatusOK, page{Title: d.Model.UID, Kind: k, Data: md})
 }
 
 type deadData struct {
@@ -284,26 +323,41 @@ type svgPoint struct {
 	Up          bool
 }
 
-// drawTimeline lays out tl at now; hold, when not nil, adds the end of the
-// model's throttle hold.
-func drawTimeline(tl Timeline, hold *ThrottleHold, now time.Time) timelineSVG {
+// drawTimeline lays out tl at now, after the last events of history (the
+// past, from the ledger); hold, when not nil, adds the end of the model's
+// throttle hold. When the plan will not run (tl.Blocked), its next refresh
+// and occurrences are drawn as such ("will not run"), not as planned.
+func drawTimeline(tl Timeline, hold *ThrottleHold, history []HistoryEvent, now time.Time) timelineSVG {
 	type ev struct {
 		at         time.Time
 		kind, what string
 	}
 	var evs []ev
-	if tl.LastAttempt != nil {
+	if len(history) > historyOnTimeline {
+		history = history[len(history)-historyOnTimeline:]
+	}
+	for _, h := range history {
+		evs = append(evs, ev{h.At, "h-" + h.Class, h.Label})
+	}
+	if tl.LastAttempt != nil && len(history) == 0 {
 		evs = append(evs, ev{*tl.LastAttempt, "past", "last attempt"})
 	}
 	evs = append(evs, ev{now, "now", "now"})
+	planned, next := ev{kind: "occurrence", what: "planned"}, ev{kind: "next", what: "next refresh"}
+	if tl.Blocked != "" {
+		planned = ev{kind: "blocked", what: "will not run"}
+		next = ev{kind: "blocked", what: "not while " + strings.TrimPrefix(tl.Blocked, "kind ")}
+	}
 	if tl.NextRefresh != nil {
-		evs = append(evs, ev{*tl.NextRefresh, "next", "next refresh"})
+		next.at = *tl.NextRefresh
+		evs = append(evs, next)
 	}
 	if hold != nil {
 		evs = append(evs, ev{hold.Until, "held", "hold ends"})
 	}
 	for _, o := range tl.Occurrences {
-		evs = append(evs, ev{o, "occurrence", "planned"})
+		planned.at = o
+		evs = append(evs, planned)
 	}
 	for _, p := range tl.RetryPlan {
 		if p.Decision == string(policy.BranchDisabled) {

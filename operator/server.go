@@ -59,7 +59,12 @@ type Kind struct {
 	// model whose group is held shows the hold.
 	ThrottleGroup string
 	// Store is the database that holds Table. Default Options.Store.
+	// When it implements models.LedgerReader, the model page shows the
+	// history and the why API answers.
 	Store models.Store
+	// LedgerKeep is how long the ledger keeps entries (0: unknown); an
+	// answer about an older time says its entries are gone.
+	LedgerKeep time.Duration
 }
 
 // Options configure a Server.

@@ -35,6 +35,12 @@ type Timeline struct {
 	// SpreadOffsetSeconds is the row's offset when its kind spreads it
 	// (spread:); every time above includes it.
 	SpreadOffsetSeconds *float64 `json:"spread_offset_seconds,omitempty"`
+	// Blocked says why the occurrences and the next refresh above will not
+	// run as things stand: "disabled" (until the user updates it or an
+	// operator enables it), "paused" (the model, until it is resumed),
+	// "kind paused" (until the kind is resumed); absent when they will.
+	// The retry plan is then empty.
+	Blocked string `json:"blocked,omitempty"`
 	// Misfire is set when the row has been due for longer than its kind's
 	// catchup_window: what the dispatcher will do with it (skip or
 	// run_once).

@@ -274,6 +274,15 @@ func (s *Schedule) String() string {
 	return s.text
 }
 
+// Location is the rule's time zone (DTSTART's TZID; UTC for a UTC or
+// floating DTSTART), in which `refresher why` shows times.
+func (s *Schedule) Location() *time.Location {
+	if s == nil || s.loc == nil {
+		return time.UTC
+	}
+	return s.loc
+}
+
 func normalizedText(p *parsed) string {
 	var b strings.Builder
 	b.WriteString("DTSTART")

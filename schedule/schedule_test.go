@@ -351,3 +351,23 @@ func TestRulePartsTable(t *testing.T) {
 	}
 	require.Contains(t, err.Error(), "BYEASTER")
 }
+
+// TestLocation: the rule's zone, UTC for a UTC or floating DTSTART.
+func TestLocation(t *testing.T) {
+	for text, want := range map[string]string{
+		"DTSTART;TZID=Europe/Berlin:20260101T023000\nRRULE:FREQ=DAILY": "Europe/Berlin",
+		"DTSTART:20260101T023000Z\nRRULE:FREQ=DAILY":                   "UTC",
+		"DTSTART:20260101T023000\nRRULE:FREQ=DAILY":                    "UTC",
+	} {
+		s, err := Parse(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Location().String(); got != want {
+			t.Errorf("%q: %s, want %s", text, got, want)
+		}
+	}
+	if got := (*Schedule)(nil).Location(); got != time.UTC {
+		t.Errorf("nil schedule: %v", got)
+	}
+}
