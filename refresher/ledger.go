@@ -142,7 +142,9 @@ func (b *ledgerBatch) due(row *models.Row, before policy.State, d policy.DueDeci
 			b.ruleEnded(row.Key, now)
 		}
 	case policy.DueHeld:
-		b.add(policy.Entry{At: now, Key: row.Key, Event: policy.EventThrottleHold, Until: row.State.RefreshAt})
+		// Planned: the refresh_at it was held from; its dispatch, at the
+		// hold's end, runs for Until.
+		b.add(policy.Entry{At: now, Key: row.Key, Event: policy.EventThrottleHold, Planned: before.RefreshAt, Until: row.State.RefreshAt})
 	}
 }
 

@@ -390,3 +390,29 @@ func TestLedgerOffAllocatesNothing(t *testing.T) {
 	})
 	require.Zero(t, allocs)
 }
+
+// What the service records, Admin.Why (branch why's reader) explains: a
+// success at 14:00 recorded on every store, and a failure's retry.
+func TestLedgerExplainedByWhy(t *testing.T) {
+	t.Parallel()
+	forEachStore(t, allStores, func(t *testing.T, store string) {
+		b := setup(t, setupOpts{store: store, timeout: 10 * time.Minute, retry: "delays:5m"})
+		b.exec("INSERT INTO items (uid, input_url, refresh_at) VALUES (?, ?, ?)", "m1", "https://example.com/m1", t0.Add(4*time.Hour))
+		b.start(ledgerOn)
+		b.clock.Advance(4 * time.Hour) // 14:00
+		j := b.popJob()
+		b.send(redisio.Result{UID: "m1", AttemptUID: j.AttemptUID, Type: "failure", Reason: "HTTP 503"})
+		b.waitEntries("m1", policy.EventFailed, 1)
+		b.clock.Advance(5 * time.Minute)
+		j2 := b.popJob()
+		b.send(redisio.Result{UID: "m1", AttemptUID: j2.AttemptUID, Type: "success"})
+		b.waitEntries("m1", policy.EventSucceeded, 1)
+
+		k := WhyKind{Name: "items", Table: b.kind.Table, Schedule: b.kind.Schedule, Policy: b.kind.Policy}
+		ans, err := NewAdmin(b.store, b.rio).Why(context.Background(), k, "m1", t0.Add(4*time.Hour), b.clock.Now())
+		require.NoError(t, err)
+		require.NotEmpty(t, ans.Entries, "the answer cites recorded entries: %s", ans.Sentence)
+		require.Contains(t, ans.Sentence, "HTTP 503", "the failure's reason, from the ledger")
+		t.Log(ans.Sentence)
+	})
+}
