@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -415,4 +416,34 @@ func TestLedgerExplainedByWhy(t *testing.T) {
 		require.Contains(t, ans.Sentence, "HTTP 503", "the failure's reason, from the ledger")
 		t.Log(ans.Sentence)
 	})
+}
+
+// A push that fails undoes its attempt: an undone entry names the
+// dispatched attempt. A rule without occurrences left ends the row's plan:
+// its success has no next, and a disabled entry says why.
+func TestLedgerRecordsAnUndonePushAndTheRulesEnd(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{timeout: time.Hour})
+	b.insert("m1")
+	b.exec("INSERT INTO items (uid, refresh_at, refresh_rrule) VALUES (?, ?, ?)", "once", t0,
+		"DTSTART:20261121T100000Z\nRRULE:FREQ=DAILY;COUNT=1")
+	proxy, rio := redisVia(t)
+	var once sync.Once
+	b.runOn(context.Background(), b.store, rio, func(c *Config) {
+		c.Ledger.On = true
+		c.faults.beforePush = func(string) { once.Do(proxy.Cut) }
+	})
+	u := b.waitEntries("m1", policy.EventUndone, 1)[0]
+	require.Equal(t, b.waitEntries("m1", policy.EventDispatched, 1)[0].Attempt, u.Attempt)
+
+	// Redis back: the rows are dispatched again; "once" succeeds.
+	proxy.Restore()
+	var j redisio.Job
+	for j.UID != "once" {
+		j = b.popJob()
+	}
+	b.send(redisio.Result{UID: "once", AttemptUID: j.AttemptUID, Type: "success"})
+	s := b.waitEntries("once", policy.EventSucceeded, 1)[0]
+	require.True(t, s.Next.IsZero(), "no next occurrence: %s", s.Next)
+	require.Equal(t, "the rule has no occurrence left", b.waitEntries("once", policy.EventDisabled, 1)[0].Reason)
 }
