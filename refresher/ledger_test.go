@@ -361,7 +361,7 @@ func TestLedgerBoundsAndOff(t *testing.T) {
 
 	off := setup(t, setupOpts{timeout: time.Hour})
 	off.insert("m1")
-	off.start(nil) // the default: off
+	r := off.runOn(context.Background(), off.store, off.rio, nil) // the default: off
 	j := off.popJob()
 	off.send(redisio.Result{UID: "m1", AttemptUID: j.AttemptUID, Type: "success"})
 	off.waitFor("m1", "success", func(s policy.State) bool { return !s.Running() })
@@ -374,6 +374,13 @@ func TestLedgerBoundsAndOff(t *testing.T) {
 	off.exec("DROP TABLE refresher_ledger")
 	_, err := NewAdmin(off.store, off.rio).Recording("items", "cli", off.clock.Now).Enable(context.Background(), off.kind.Table, []string{"m1"}, off.clock.Now())
 	require.NoError(t, err)
+	// And a service with the ledger on serves it as before (alone: its
+	// batches would fail if it wrote to the missing table).
+	r.stop()
+	off.start(func(c *Config) { c.InstanceID, c.Ledger.On = "test-b", true })
+	j = off.popJob()
+	off.send(redisio.Result{UID: "m1", AttemptUID: j.AttemptUID, Type: "success"})
+	off.waitFor("m1", "success without a ledger table", func(s policy.State) bool { return !s.Running() && s.AttemptUID == "" })
 }
 
 // Off, the recording costs no allocation per row: the batch is nil.
