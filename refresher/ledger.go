@@ -14,9 +14,10 @@ import (
 // why` can say why a row did or did not run. A row's entries go into the
 // kind's database (models.LedgerTable) in the transaction of the batch
 // that decided them, in one INSERT per batch: a batch that rolls back
-// leaves none, and every instance writes its own. The kind's events that
-// belong to no row's transaction (a pause of the whole kind, a throttle
-// hold, an incident) are written in a statement of their own. A periodic
+// leaves none, and every instance writes its own (the throttle holds a
+// batch sets go with it, as entries of the kind). The events that belong
+// to no batch's transaction (a pause of the whole kind, an incident, an
+// undone push) are written in a statement of their own. A periodic
 // task per database prunes the ledger to its bounds (LedgerConfig).
 
 // Defaults of LedgerConfig; config.Defaults names these.
@@ -40,8 +41,9 @@ type LedgerConfig struct {
 	// last MaxEntries entries of each row and KindMaxEntries of each
 	// kind's own, none older than MaxAge; Chunk bounds one pruning step.
 	Bounds models.LedgerBounds
-	// PruneEvery is how often each database's ledger is pruned; a round
-	// takes pruning steps until one removes nothing. Default 1m.
+	// PruneEvery is how often each database's ledger is pruned: a round
+	// prunes by age until a step finds nothing old, then walks every
+	// (kind, key) group once (models.LedgerPrune). Default 1m.
 	PruneEvery time.Duration
 }
 
@@ -56,8 +58,8 @@ func (l LedgerConfig) WithDefaults() LedgerConfig {
 }
 
 // ledgerBatch is the entries of one batch (of a dispatcher's pass or a
-// poller's batch), written in its transaction. Nil, or off, it records
-// nothing and costs a nil check per row.
+// poller's batch), written in its transaction. Nil (the ledger off), it
+// records nothing and costs a nil check per row.
 type ledgerBatch struct {
 	kind    string
 	entries []policy.Entry
@@ -233,7 +235,7 @@ func (s *Service) ledgers(ctx context.Context) map[models.Store]models.LedgerSto
 		err := ls.LedgerReady(cctx)
 		cancel()
 		if err != nil {
-			s.cfg.Logger.Warn("the ledger is off for these kinds", "kinds", st.kinds, "err", err)
+			s.cfg.Logger.Warn("the ledger is off for these kinds: its table is missing (run `refresher migrate`)", "kinds", st.kinds, "err", err)
 			continue
 		}
 		out[st.store] = ls
@@ -242,9 +244,9 @@ func (s *Service) ledgers(ctx context.Context) map[models.Store]models.LedgerSto
 }
 
 // pruneLedger prunes ls every PruneEvery until ctx ends: each round takes
-// steps (models.LedgerStore.PruneLedger) until one removes nothing and
-// the walk is back at its start, so a round's work is bounded by what the
-// ledger holds beyond its bounds, one chunk per statement.
+// steps (models.LedgerStore.PruneLedger), by age until a step finds
+// nothing old, then along the (kind, key) groups until the walk is back at
+// its start; each statement is one bounded chunk.
 func (s *Service) pruneLedger(ctx context.Context, ls models.LedgerStore) {
 	cfg := s.cfg.Ledger
 	var from models.LedgerPrune
@@ -258,7 +260,7 @@ func (s *Service) pruneLedger(ctx context.Context, ls models.LedgerStore) {
 		}
 		for ctx.Err() == nil {
 			pctx, cancel := context.WithTimeout(ctx, s.cfg.OpTimeout)
-			n, next, err := ls.PruneLedger(pctx, cfg.Bounds, s.cfg.Clock.Now(), from)
+			_, next, err := ls.PruneLedger(pctx, cfg.Bounds, s.cfg.Clock.Now(), from)
 			cancel()
 			if err != nil {
 				s.cfg.Logger.Warn("cannot prune the ledger", "err", err)
@@ -269,7 +271,6 @@ func (s *Service) pruneLedger(ctx context.Context, ls models.LedgerStore) {
 			if round {
 				break // the walk is back at its start: next round, next tick
 			}
-			_ = n
 		}
 	}
 }
