@@ -235,7 +235,7 @@ func (s *Service) ledgers(ctx context.Context) map[models.Store]models.LedgerSto
 		err := ls.LedgerReady(cctx)
 		cancel()
 		if err != nil {
-			s.cfg.Logger.Warn("the ledger is off for these kinds: its table is missing (run `refresher migrate`)", "kinds", st.kinds, "err", err)
+			s.cfg.Logger.Warn("the ledger is off for these kinds: its table cannot be read", "kinds", st.kinds, "err", err)
 			continue
 		}
 		out[st.store] = ls
