@@ -41,6 +41,7 @@ type Receiver struct {
 	mu    sync.Mutex
 	spans []Span
 	errs  []string
+	heads []http.Header // of each request
 }
 
 // New starts a receiver, closed when the test ends. A request it cannot
@@ -58,6 +59,18 @@ func New(t testing.TB) *Receiver {
 		}
 	})
 	return r
+}
+
+// Header returns the values of the request header key, one per request
+// received.
+func (r *Receiver) Header(key string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, h := range r.heads {
+		out = append(out, h.Get(key))
+	}
+	return out
 }
 
 // Spans returns the spans received so far.
@@ -109,6 +122,7 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	}
 	r.mu.Lock()
 	r.spans = append(r.spans, spans...)
+	r.heads = append(r.heads, req.Header.Clone())
 	r.mu.Unlock()
 }
 
