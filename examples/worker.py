@@ -84,8 +84,8 @@ class Lease:
     (docs/protocol.md, "Leases"): every third of the lease it reads the
     service's answer to its last request and asks for the lease again."""
 
-    def __init__(self, r, out, job, seconds):
-        self.r, self.out, self.job = r, out, job
+    def __init__(self, r, out, job, seconds, traceparent=""):
+        self.r, self.out, self.job, self.traceparent = r, out, job, traceparent
         self.seconds = min(max(1, math.ceil(seconds)), 31536000)
         self.last, self.asked = time.monotonic(), False
 
@@ -98,8 +98,10 @@ class Lease:
             answer = self.r.get("%s:lease:%s" % (self.out, self.job["attempt_uid"]))
             if answer is not None and not json.loads(answer)["running"]:
                 return False  # it timed out, or the row was enabled again
-        self.r.rpush(self.out, json.dumps({"uid": self.job["uid"], "attempt_uid": self.job["attempt_uid"],
-                                           "type": "extend", "seconds": self.seconds}))
+        ask = {"uid": self.job["uid"], "attempt_uid": self.job["attempt_uid"], "type": "extend", "seconds": self.seconds}
+        if self.traceparent:
+            ask["traceparent"] = self.traceparent  # its apply span joins the job's trace
+        self.r.rpush(self.out, json.dumps(ask))
         self.asked = True
         return True
 
@@ -237,7 +239,7 @@ def main():
             continue
         timeout = 30.0 if left is None else min(30.0, left - MARGIN)
         span = Span(job)
-        result = do_job(job, timeout, Lease(r, out, job, args.lease or left or 3600))
+        result = do_job(job, timeout, Lease(r, out, job, args.lease or left or 3600, span.traceparent))
         done += 1
         if result is None:
             print("drop job whose attempt is over", job["uid"], flush=True)

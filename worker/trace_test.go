@@ -139,3 +139,18 @@ func TestPythonWorkerExampleTraces(t *testing.T) {
 		}, s)
 	}
 }
+
+// The requests for more time carry the trace context the result carries,
+// so that their apply spans join the job's trace too.
+func TestWorkerLeaseRequestsCarryTrace(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	srv := slowBody(t, release)
+	b := setupRun(t, func(c *Config) { c.Lease = 3 * time.Second })
+	b.pushTracedJob(t, "big", srv.URL+"/export.csv")
+	require.Equal(t, redisio.Result{UID: "big", AttemptUID: "att-big", Type: redisio.ResultExtend, Seconds: 3, TraceParent: jobTraceParent}, b.nextResult(t))
+	close(release)
+	res := b.nextResult(t)
+	require.Equal(t, redisio.ResultSuccess, res.Type, "%+v", res)
+	require.Equal(t, jobTraceParent, res.TraceParent)
+}

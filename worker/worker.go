@@ -295,6 +295,7 @@ func (w *Worker) handle(ctx context.Context, log *slog.Logger, msg string) {
 	ctx, span, trace := w.cfg.Tracer.Work(ctx, tracing.Job{Kind: job.Kind, Key: job.UID, AttemptUID: job.AttemptUID, AttemptNo: job.AttemptNo},
 		tracing.Context{Parent: job.TraceParent, State: job.TraceState})
 	defer span.End()
+	job.TraceParent = trace.Parent // what the results say, the requests for more time too
 	res, ok := w.Process(ctx, job)
 	if !ok {
 		w.expired.Add(1)
