@@ -101,13 +101,15 @@ func (p *poller) traceApplied(start time.Time, msgs, dead []redisio.Message) {
 		if m.Err != nil || r.UID == "" {
 			continue // not decoded
 		}
-		s := t.Apply(start, tracing.Job{Kind: p.kind.Name, Key: r.UID, AttemptUID: r.AttemptUID}, r.Type, tracing.Context{Parent: r.TraceParent})
 		k := traceKey{r.UID, r.AttemptUID, r.Type}
-		if why, ok := failed[k]; ok {
-			s.Outcome("dead_letter")
+		why, dead := failed[k]
+		outcome := p.outcomes[k]
+		if dead {
+			outcome = "dead_letter"
+		}
+		s := t.Apply(start, tracing.Job{Kind: p.kind.Name, Key: r.UID, AttemptUID: r.AttemptUID}, r.Type, outcome, tracing.Context{Parent: r.TraceParent})
+		if dead {
 			s.Fail(why[:min(len(why), maxSpanError)])
-		} else if o, ok := p.outcomes[k]; ok {
-			s.Outcome(o)
 		}
 		s.End()
 	}

@@ -169,13 +169,20 @@ type Job struct {
 	AttemptNo             int
 }
 
+// attrs returns the span's attributes: the job's, then more.
 func (j Job) attrs(more ...attribute.KeyValue) trace.SpanStartEventOption {
-	return trace.WithAttributes(append([]attribute.KeyValue{
-		attribute.String(AttrKind, j.Kind),
-		attribute.String(AttrKey, j.Key),
-		attribute.String(AttrAttemptUID, j.AttemptUID),
-	}, more...)...)
+	kvs := make([]attribute.KeyValue, 3, 3+len(more))
+	kvs[0] = attribute.String(AttrKind, j.Kind)
+	kvs[1] = attribute.String(AttrKey, j.Key)
+	kvs[2] = attribute.String(AttrAttemptUID, j.AttemptUID)
+	return trace.WithAttributes(append(kvs, more...)...)
 }
+
+// The span kinds as start options, made once.
+var (
+	producer = trace.WithSpanKind(trace.SpanKindProducer)
+	consumer = trace.WithSpanKind(trace.SpanKindConsumer)
+)
 
 // Context is W3C trace context as it travels in a job or a result.
 type Context struct {
@@ -266,7 +273,7 @@ func (t *Tracer) Dispatch(start time.Time, j Job, list string) (Span, Context) {
 		return Span{}, Context{}
 	}
 	_, span := t.tracer.Start(context.Background(), "dispatch "+j.Kind, trace.WithNewRoot(), trace.WithTimestamp(start),
-		trace.WithSpanKind(trace.SpanKindProducer), j.attrs(attribute.Int(AttrAttemptNo, j.AttemptNo), attribute.String(AttrList, list)))
+		producer, j.attrs(attribute.Int(AttrAttemptNo, j.AttemptNo), attribute.String(AttrList, list)))
 	return Span{span}, of(span)
 }
 
@@ -280,21 +287,25 @@ func (t *Tracer) Work(ctx context.Context, j Job, from Context) (context.Context
 	if t == nil {
 		return ctx, Span{}, from
 	}
-	ctx, span := t.tracer.Start(remote(ctx, from), "refresh "+j.Kind, trace.WithSpanKind(trace.SpanKindConsumer),
-		j.attrs(attribute.Int(AttrAttemptNo, j.AttemptNo)))
+	ctx, span := t.tracer.Start(remote(ctx, from), "refresh "+j.Kind, consumer, j.attrs(attribute.Int(AttrAttemptNo, j.AttemptNo)))
 	return ctx, Span{span}, of(span)
 }
 
 // Apply starts the span of applying one result at start (when its batch
-// was fetched): "apply <kind>", a consumer span, the child of the span
-// that the result's trace context names (the worker's span; a trace of
-// its own when the result has none, or an invalid one). It ends once the
+// began to be applied): "apply <kind>", a consumer span, the child of the
+// span that the result's trace context names (the worker's span; a trace
+// of its own when the result has none, or an invalid one), with the
+// result's type and outcome (AttrOutcome; "" for none). It ends once the
 // batch is acknowledged.
-func (t *Tracer) Apply(start time.Time, j Job, resultType string, from Context) Span {
+func (t *Tracer) Apply(start time.Time, j Job, resultType, outcome string, from Context) Span {
 	if t == nil {
 		return Span{}
 	}
-	_, span := t.tracer.Start(remote(context.Background(), from), "apply "+j.Kind, trace.WithTimestamp(start),
-		trace.WithSpanKind(trace.SpanKindConsumer), j.attrs(attribute.String(AttrResultType, resultType)))
+	typ := attribute.String(AttrResultType, resultType)
+	attrs := j.attrs(typ)
+	if outcome != "" {
+		attrs = j.attrs(typ, attribute.String(AttrOutcome, outcome))
+	}
+	_, span := t.tracer.Start(remote(context.Background(), from), "apply "+j.Kind, trace.WithTimestamp(start), consumer, attrs)
 	return Span{span}
 }

@@ -76,8 +76,7 @@ func TestNilTracer(t *testing.T) {
 		_, s, back := tr.Work(ctx, job, from)
 		s.Fail("x")
 		s.End()
-		s = tr.Apply(now, job, "success", from)
-		s.Outcome("applied")
+		s = tr.Apply(now, job, "success", "applied", from)
 		s.End()
 		if c != (Context{}) || back != from {
 			t.Fatal("a nil Tracer makes trace context")
@@ -109,8 +108,7 @@ func chain(t *testing.T, svc, wrk *Tracer) (Context, Context) {
 	_, w, back := wrk.Work(context.Background(), job, jobCtx)
 	w.ResultType("success")
 	w.End()
-	a := svc.Apply(time.Now(), job, "success", Context{Parent: back.Parent})
-	a.Outcome("applied")
+	a := svc.Apply(time.Now(), job, "success", "applied", Context{Parent: back.Parent})
 	a.End()
 	return jobCtx, back
 }
