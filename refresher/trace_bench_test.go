@@ -16,16 +16,19 @@ import (
 // BenchmarkTraceBatch is the tracing of one batch of 1000 jobs and 1000
 // results, as the dispatcher and the poller do it (trace.go), without a
 // Tracer ("off": what every service that does not trace pays, which must
-// be nothing: 0 allocs/op) and with one that samples every trace and
-// exports to nowhere ("on").
+// be nothing: 0 allocs/op), with one that samples every trace and
+// exports to nowhere ("on"), and with one that samples none ("unsampled":
+// OTEL_TRACES_SAMPLER=traceidratio's price for the traces it drops).
 func BenchmarkTraceBatch(b *testing.B) {
 	const n = 1000
-	for _, on := range []bool{false, true} {
-		name := "off"
+	for _, name := range []string{"off", "on", "unsampled"} {
 		var tr *tracing.Tracer
-		if on {
-			name = "on"
-			provider := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+		if name != "off" {
+			sampler := sdktrace.AlwaysSample()
+			if name == "unsampled" {
+				sampler = sdktrace.NeverSample()
+			}
+			provider := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()), sdktrace.WithSampler(sampler))
 			b.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
 			tr = tracing.New(provider)
 		}
