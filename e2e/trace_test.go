@@ -29,19 +29,6 @@ import (
 	"github.com/refresher/refresher/worker"
 )
 
-// python3WithRedis returns a python3 that can import redis, or skips the
-// test (as worker's TestPythonWorkerExample does).
-func python3WithRedis(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"python3", "/usr/bin/python3"} {
-		if path, err := exec.LookPath(name); err == nil && exec.Command(path, "-c", "import redis").Run() == nil {
-			return path
-		}
-	}
-	t.Skip("skip: no python3 with the redis module (apt-get install python3-redis)")
-	return ""
-}
-
 // otelEnv is the OTLP environment of the test, the same for the service,
 // the Go worker and the Python worker: the receiver's address, a short
 // export delay, and nothing of the machine's own OTEL_* settings.
@@ -63,7 +50,7 @@ func otelEnv(endpoint string) map[string]string {
 // the parent of the service's apply span. Not parallel: it sets the
 // process's OTEL_* environment, which the SDK reads.
 func TestTraceCrossesTheWorker(t *testing.T) {
-	python := python3WithRedis(t)
+	python := testenv.PythonWithRedis(t)
 	recv := otlptest.New(t)
 	env := otelEnv(recv.URL)
 	for k, v := range env {

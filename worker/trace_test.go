@@ -94,7 +94,7 @@ func TestWorkerContinuesTrace(t *testing.T) {
 // child of the job's, and sends that span back.
 func TestPythonWorkerExampleTraces(t *testing.T) {
 	t.Parallel()
-	python := pythonWithRedis(t)
+	python := testenv.PythonWithRedis(t)
 	rdb, prefix := testenv.Redis(t)
 	srv := okServer(t)
 	recv := otlptest.New(t)
