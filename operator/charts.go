@@ -120,11 +120,27 @@ type chartBar struct {
 }
 
 // chartMark is a run of steps paused or in an incident: From and To are the
-// first and last step's start ("15:04"), Until the last step's end.
+// first and last step's start ("15:04"), Until the last step's end; First
+// and Last say that the run starts at the span's first step (it may have
+// begun earlier) or goes on at its last (now).
 type chartMark struct {
 	Kind            string
 	X, W, Y, H      string
 	From, To, Until string
+	First, Last     bool
+}
+
+// run says when the mark was, in words, for the line under the charts.
+func (m chartMark) run(span string) string {
+	switch {
+	case m.First && m.Last:
+		return m.Kind + " all the last " + span
+	case m.First:
+		return m.Kind + " until " + m.Until + " (since before " + m.From + ")"
+	case m.Last:
+		return m.Kind + " since " + m.From + ", still"
+	}
+	return m.Kind + " " + m.From + "–" + m.Until
 }
 
 const (
@@ -180,7 +196,7 @@ func drawCharts(act refresher.Activity, path string) chartsView {
 	marks := marksOf(act, w, f)
 	v.Ticks = ticksOf(act, w, f)
 	for _, m := range marks {
-		v.Marked = append(v.Marked, m.Kind+" "+m.From+"–"+m.Until)
+		v.Marked = append(v.Marked, m.run(act.Span.Name))
 	}
 	for _, s := range series {
 		c := chartSVG{ID: s.id, Title: s.title, Width: chartWidth, Height: chartHeight, PlotTop: plotTop, PlotBottom: plotBottom, TickBottom: plotBottom + 4, Marks: marks}
@@ -228,7 +244,8 @@ func marksOf(act refresher.Activity, w float64, f func(float64) string) []chartM
 				Y: strconv.Itoa(plotTop), H: strconv.Itoa(plotBottom - plotTop),
 				From:  act.Start.Add(time.Duration(i) * act.Span.Step).Format("15:04"),
 				To:    act.Start.Add(time.Duration(j) * act.Span.Step).Format("15:04"),
-				Until: act.Start.Add(time.Duration(j+1) * act.Span.Step).Format("15:04")})
+				Until: act.Start.Add(time.Duration(j+1) * act.Span.Step).Format("15:04"),
+				First: i == 0, Last: j == len(act.Points)-1})
 			i = j + 1
 		}
 	}
