@@ -266,7 +266,7 @@ func ticksOf(act refresher.Activity, w float64, f func(float64) string) []chartT
 	for i := range n {
 		at := act.Start.Add(time.Duration(i) * act.Span.Step)
 		x := (float64(i) + 0.5) * w
-		if at.Sub(at.Truncate(every)) != 0 || x < chartWidth/5 || x > chartWidth-chartWidth/8 {
+		if at.Sub(at.Truncate(every)) != 0 || x < chartWidth/5 || x > chartWidth-chartWidth/5 {
 			continue
 		}
 		ticks = append(ticks, chartTick{X: f(x), Text: at.Format("15:04")})

@@ -122,6 +122,16 @@ func TestChartsWriteTheMarksOut(t *testing.T) {
 	if strings.Join(ticks, " ") != "13:15 13:30 13:45" {
 		t.Errorf("ticks %q, want the quarter hours", ticks)
 	}
+	// An hour from 14:23 to 15:22: 14:30 and 15:15 are too near its ends'
+	// labels.
+	act.Start = time.Date(2026, 3, 4, 14, 23, 0, 0, time.UTC)
+	ticks = nil
+	for _, tk := range drawCharts(act, "/").Ticks {
+		ticks = append(ticks, tk.Text)
+	}
+	if strings.Join(ticks, " ") != "14:45 15:00" {
+		t.Errorf("ticks from 14:23 %q, want 14:45 15:00", ticks)
+	}
 	for m := range 60 {
 		act.Points[m].Paused, act.Points[m].Incident = true, false
 	}
