@@ -90,9 +90,12 @@ type chartsView struct {
 	Ticks  []chartTick
 	Charts []chartSVG
 	// Marked says when the kind was paused or in an incident, in words
-	// ("paused 13:15–13:24"), under the charts.
+	// ("paused 13:15–13:25"), under the charts.
 	Marked []string
-	Error  string
+	// Quiet: nothing in the span (no count, no backlog, no mark), which
+	// the charts alone show as empty boxes.
+	Quiet bool
+	Error string
 }
 
 // chartTick is a time on the charts' axis, at X in the viewBox.
@@ -195,6 +198,13 @@ func drawCharts(act refresher.Activity, path string) chartsView {
 	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) }
 	marks := marksOf(act, w, f)
 	v.Ticks = ticksOf(act, w, f)
+	v.Quiet = true
+	for _, p := range act.Points {
+		if p != (redisio.StatsPoint{}) {
+			v.Quiet = false
+			break
+		}
+	}
 	for _, m := range marks {
 		v.Marked = append(v.Marked, m.run(act.Span.Name))
 	}

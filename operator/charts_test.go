@@ -106,11 +106,17 @@ func TestActivityAPI(t *testing.T) {
 func TestChartsWriteTheMarksOut(t *testing.T) {
 	start := time.Date(2026, 3, 4, 13, 0, 0, 0, time.UTC)
 	act := refresher.Activity{Span: refresher.LastHour, Start: start, Points: make([]redisio.StatsPoint, 60)}
+	if v := drawCharts(act, "/"); !v.Quiet {
+		t.Errorf("an hour without anything is not said to be quiet")
+	}
 	for m := range 60 {
 		act.Points[m].Paused = m < 5 || (m >= 15 && m < 25)
 		act.Points[m].Incident = m >= 50
 	}
 	v := drawCharts(act, "/")
+	if v.Quiet {
+		t.Errorf("an hour with a pause is said to be quiet")
+	}
 	want := "paused until 13:05 (since before 13:00), paused 13:15–13:25, incident since 13:50, still"
 	if got := strings.Join(v.Marked, ", "); got != want {
 		t.Errorf("marked %q, want %q", got, want)
