@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"html/template"
 	"net/http"
 	"strconv"
 	"sync"
@@ -75,8 +76,11 @@ func chartSpan(r *http.Request) refresher.Span {
 // chartsView is the charts partial's data: one small chart per series over
 // the span, with the paused and incident steps marked on each.
 type chartsView struct {
-	// Span is "hour" or "day"; Path the page's path, for the span's links.
+	// Span is "hour" or "day"; Path the page's path, for the span's links,
+	// which keep the page's other parameters (Keep: the state tab and the
+	// search, encoded).
 	Span, Path string
+	Keep       template.URL
 	// All: the overview's charts, every kind added up.
 	All   bool
 	Spans []string
@@ -305,5 +309,9 @@ func (s *Server) charts(r *http.Request, k *Kind, path string) chartsView {
 	}
 	v := drawCharts(act, path)
 	v.All = k == nil
+	q := r.URL.Query()
+	q.Del("span")
+	q.Del("after") // a page of the list further on: the span's link starts it again
+	v.Keep = template.URL(q.Encode())
 	return v
 }

@@ -145,3 +145,27 @@ func TestChartsWriteTheMarksOut(t *testing.T) {
 		t.Errorf("a pause of the whole hour: %q", v.Marked)
 	}
 }
+
+// The span's links keep the kind page's state tab and search, and the
+// state tabs, the search and the next page keep the day's span: switching
+// one does not reset the other.
+func TestChartsSpanAndStateStay(t *testing.T) {
+	f := newFixture(t, nil)
+	_, _, body := f.get("GET", "/kinds/items?state=failing&q=503&span=day")
+	for _, want := range []string{
+		`href="/kinds/items?q=503&amp;state=failing&amp;span=hour"`,
+		`href="/kinds/items?state=late&amp;q=503&amp;span=day"`,
+		`<input type="hidden" name="span" value="day">`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("no %s", want)
+		}
+	}
+	_, _, body = f.get("GET", "/kinds/items?state=late")
+	if strings.Contains(body, "span=day&") || strings.Contains(body, `name="span"`) {
+		t.Errorf("the hour's page carries the day's span")
+	}
+	if !strings.Contains(body, `href="/kinds/items?state=late&amp;span=day"`) {
+		t.Errorf("the day's link does not keep the state tab")
+	}
+}
