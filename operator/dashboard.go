@@ -300,7 +300,7 @@ func (s *Server) pageModel(w http.ResponseWriter, r *http.Request, k *Kind) {
 		}
 	}
 	md.SVG = drawTimeline(d.Timeline, d.Throttle, md.History, now)
-	s.render(w, "model", http.StatusOK, page{Title: d.Model.UID, Kind: k, Data: md})
+	s.renderFor(w, r, "model", http.StatusOK, page{Title: d.Model.UID, Kind: k, Data: md})
 }
 
 type deadData struct {

@@ -174,8 +174,10 @@ func TestLoopbackHost(t *testing.T) {
 // sees them.
 func TestPagesOfferOnlyWhatTheViewerMayDo(t *testing.T) {
 	f := newFixture(t, nil)
-	actions := []string{`id="pause-kind"`, `href="/kinds/items/bulk"`, `data-url="/api/v1/kinds/items/dead/discard"`, `id="bulk-form"`, `id="token"`}
-	pages := []string{"/", "/kinds/items?state=disabled", "/kinds/items/dead", "/kinds/items/bulk"}
+	actions := []string{`id="pause-kind"`, `href="/kinds/items/bulk"`, `data-url="/api/v1/kinds/items/dead/discard"`, `id="bulk-form"`, `id="token"`,
+		`id="enable-model"`, `id="trigger-model"`, `id="pause-model"`}
+	pages := []string{"/", "/kinds/items?state=disabled", "/kinds/items/dead", "/kinds/items/bulk",
+		"/kinds/items/models/off-1", "/kinds/items/models/ok-1"}
 	for _, tc := range []struct {
 		name       string
 		mod        func(*Options)
