@@ -73,12 +73,15 @@ func BenchmarkClusterThroughput(b *testing.B) {
 		for pair := 0; pair < len(setups); pair += 2 {
 			for j := range 2 {
 				i := pair + (j+round)%2
-				r := throughputRun(b, d, fmt.Sprintf("r%d%d_", round, i), setups[i].tp, perKind)
-				b.Logf("round %d, %s: %.0f rows/s, %.0f µs CPU/row in the process, %.0f µs in Redis",
-					round, setups[i].name, r.rate, r.procPerRow, r.redisPerRow)
-				runs[i] = append(runs[i], r)
+				runs[i] = append(runs[i], throughputRun(b, d, fmt.Sprintf("r%d%d_", round, i), setups[i].tp, perKind))
 			}
 		}
+		var line strings.Builder
+		for i, s := range setups {
+			r := runs[i][round]
+			fmt.Fprintf(&line, "; %s %.0f rows/s, CPU µs/row %.1f + %.1f in Redis", s.name, r.rate, r.procPerRow, r.redisPerRow)
+		}
+		b.Logf("round %d%s", round, line.String())
 		round++
 	}
 	med := func(i int, f func(throughput) float64) float64 {
