@@ -89,7 +89,7 @@ func BenchmarkClusterThroughput(b *testing.B) {
 		for k, r := range runs[i] {
 			v[k] = f(r)
 		}
-		return median(v)
+		return medianOf(v)
 	}
 	for i, s := range setups {
 		b.ReportMetric(med(i, func(r throughput) float64 { return r.rate }), s.name+"-rows/s")
@@ -102,7 +102,7 @@ func BenchmarkClusterThroughput(b *testing.B) {
 			ratios[k] = runs[pair+1][k].rate / runs[pair][k].rate
 		}
 		b.Logf("6 kinds x %d rows: %s/%s by round %.2f", perKind, setups[pair+1].name, setups[pair].name, ratios)
-		b.ReportMetric(median(ratios), setups[pair+1].name+"/"+setups[pair].name)
+		b.ReportMetric(medianOf(ratios), setups[pair+1].name+"/"+setups[pair].name)
 	}
 	b.ReportMetric(0, "ns/op") // a round's time says nothing: the rates do
 }
@@ -111,7 +111,8 @@ func BenchmarkClusterThroughput(b *testing.B) {
 // of this process and of the topology's Redis processes.
 type throughput struct{ rate, procPerRow, redisPerRow float64 }
 
-func median(v []float64) float64 {
+// medianOf returns the median of v (0 for none).
+func medianOf(v []float64) float64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
 	if len(s) == 0 {

@@ -139,8 +139,8 @@ func runFailover(t *testing.T, tp *testenv.RedisTopology, topo redisio.Topology,
 	victim.Kill()
 	replica.Resume()
 	w.release()
-	t.Logf("killed master %s at %s (%d results answered before); in flight: %d jobs queued before the replica stopped, "+
-		"%d jobs pushed after it (lost), %d of the first answered and applied after it (their jobs come back)",
+	t.Logf("killed master %s at %s (%d results answered before); in flight: %d jobs queued before the replica stopped "+
+		"(which it keeps), %d jobs pushed after it (lost), %d of the first answered and applied after it (their jobs come back)",
 		victim.Addr, killed.Format(time.TimeOnly), perPeriod, caught.kept, len(caught.lost), len(caught.applied))
 
 	// The service carries on by itself: results are applied again, then
@@ -233,11 +233,11 @@ func runFailover(t *testing.T, tp *testenv.RedisTopology, topo redisio.Topology,
 	}
 	require.Empty(t, late, "rows caught in the failover refreshed later than one timeout (and a pass) after their attempt started")
 	t.Logf("%s failover: first result applied %.1fs after the kill, every row refreshed again within %.1fs "+
-		"(a row is due every 2s, attempt timeout %s); %d attempts timed out (%d of them answered, the result lost with the master), "+
+		"(a row is due every 2s, attempt timeout %s); %d attempts timed out (%d of them answered: the result lost with the master, or late), "+
 		"%d results applied, none twice; %d jobs delivered again by the promoted replica, their results stale. "+
 		"The %d rows whose job was lost, after their attempt started: timed out %s, restarted %s, refreshed %s",
 		topo, firstAgain.Seconds(), allAgain.Seconds(), failoverTimeout, timeouts, lostWithMaster, applied, w.redelivered,
-		len(caught.lost), spread(timedOut), spread(restarted), spread(refreshed))
+		len(caught.lost), secondsSpread(timedOut), secondsSpread(restarted), secondsSpread(refreshed))
 	require.Less(t, allAgain, failoverTimeout+20*time.Second, "the failover's cost is bounded by the attempt timeout plus the failover")
 }
 
@@ -386,8 +386,8 @@ func caughtDelays(t *testing.T, db *sql.DB, w *failoverWorker, lost []redisio.Jo
 	return out
 }
 
-// spread says "min-max s (median m s)" of ds.
-func spread(ds []time.Duration) string {
+// secondsSpread says "min-max s (median m s)" of ds.
+func secondsSpread(ds []time.Duration) string {
 	v := make([]float64, len(ds))
 	for i, d := range ds {
 		v[i] = d.Seconds()
@@ -396,7 +396,7 @@ func spread(ds []time.Duration) string {
 		return "-"
 	}
 	slices.Sort(v)
-	return fmt.Sprintf("%.2f-%.2fs (median %.2fs)", v[0], v[len(v)-1], median(v))
+	return fmt.Sprintf("%.2f-%.2fs (median %.2fs)", v[0], v[len(v)-1], medianOf(v))
 }
 
 // loseLastWrites makes sure the master's writes from now until it is killed
