@@ -2,19 +2,20 @@
 # machine: it checks, and starts (installing from Debian's packages when
 # missing) MariaDB, Redis and PostgreSQL, redis-sentinel for the Redis
 # Cluster and Sentinel tests, Chromium for the browser tests and
-# gcc for the race detector, then runs the Go tests against them.
+# gcc for the race detector, python3-redis for the Python worker's tests,
+# then runs the Go tests against them.
 # REFRESHER_TEST_MYSQL, REFRESHER_TEST_REDIS and REFRESHER_TEST_POSTGRES point
 # the tests (and the checks) at other servers; see scripts/services.sh.
 GO ?= go
 
-.PHONY: test services browser cc build vet fuzz bench bench-scaling
+.PHONY: test services browser cc python build vet fuzz bench bench-scaling
 # The packages that run goroutines are tested with the race detector; the
 # pure ones (policy's property tests run ten times slower under -race)
 # without it.
 RACE_PKGS = refresher redisio worker e2e cmd models operator
 # The two groups run at once: the pure group is mostly the demo's 20 s of
 # waiting, which would otherwise come after the race group's minute.
-test: services browser cc vet
+test: services browser cc python vet
 	@$(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -v -E '^github.com/refresher/refresher/($(subst $() ,|,$(RACE_PKGS)))(/|$$)') & pure=$$!; \
 	$(GO) test -count=1 -timeout 20m -race $(RACE_PKGS:%=./%/...); race=$$?; \
 	wait $$pure; pure=$$?; \
@@ -25,6 +26,9 @@ browser:
 
 cc:
 	./scripts/cc.sh
+
+python:
+	./scripts/python.sh
 
 services:
 	./scripts/services.sh

@@ -147,18 +147,21 @@ func Run(ctx context.Context, o Options) (err error) {
 		return err
 	}
 	kind := &conf.Kinds[0]
+	// Dead letters are stamped on the demo clock too, like everything the
+	// dashboard shows.
+	rio, err := redisio.NewWithConfig(rdb, redisio.Config{Now: clock.Now})
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	metrics := refresher.NewMetrics()
 	cfg := refresher.Config{
 		Kinds:      []refresher.Kind{kind.Service()},
 		InstanceID: "demo",
 		MaxSleep:   100 * time.Millisecond,
 		Clock:      clock,
 		Logger:     o.Log,
-	}
-	// Dead letters are stamped on the demo clock too, like everything the
-	// dashboard shows.
-	rio, err := redisio.NewWithConfig(rdb, redisio.Config{Now: clock.Now})
-	if err != nil {
-		return fmt.Errorf("demo: %w", err)
+		Metrics:    metrics,
+		Gauges:     demoGauges(conf, store, rio, clock, metrics, o.Log),
 	}
 	svc, err := refresher.New(cfg, store, rio)
 	if err != nil {
@@ -211,6 +214,18 @@ func Run(ctx context.Context, o Options) (err error) {
 		printStop(o.Out, parent, o.For, clock)
 	}
 	return err
+}
+
+// demoGauges are the alert gauges of `refresher run`, which also sample the
+// due backlog and the lateness into the dashboard's charts. They count once
+// a demo minute (but no more often than every 250 ms of real time), so that
+// the charts get a sample in each minute, as a service does with the
+// default gauge_interval of 15 s.
+func demoGauges(c *config.Config, store models.Store, rio *redisio.Client, clock *Clock, m *refresher.Metrics, log *slog.Logger) *refresher.Gauges {
+	k := c.Kinds[0].Gauge()
+	k.Inspector = store
+	return refresher.NewGauges(m.Registry, refresher.GaugeConfig{Kinds: []refresher.GaugeKind{k}, Priorities: c.GaugePriorities(),
+		Redis: rio, Interval: max(clock.Real(time.Minute), 250*time.Millisecond), Clock: clock, Logger: log})
 }
 
 // printStop says why the demo stopped: --for ran out (and how to run

@@ -18,6 +18,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/refresher/refresher/internal/testenv"
+	"github.com/refresher/refresher/redisio"
 )
 
 // TestDemo runs `refresher demo --speed 120 --for 20s` on free ports and
@@ -84,6 +85,23 @@ func TestDemo(t *testing.T) {
 	if len(dead.Items) != 1 {
 		t.Fatalf("%d dead letters, want the one pushed", len(dead.Items))
 	}
+	// The gauges run, and sample the due backlog and the lateness into the
+	// charts' minutes (on the demo clock): most demo minutes have a sample.
+	testenv.EventuallyNil(t, 15*time.Second, "the gauges' samples in the charts' minutes", func() error {
+		lists, last := redisio.DefaultLists(Kind), addrs.Now().Unix()/60
+		sampled := 0
+		for m := last - 10; m < last; m++ {
+			if ok, err := rdb.HExists(context.Background(), lists.StatsMinute(m), "backlog").Result(); err != nil {
+				return err
+			} else if ok {
+				sampled++
+			}
+		}
+		if sampled < 5 {
+			return fmt.Errorf("%d of the last 10 demo minutes have a backlog sample", sampled)
+		}
+		return nil
+	})
 	at, err := time.Parse(time.RFC3339, dead.Items[0].At)
 	if demoNow := addrs.Now(); err != nil || at.After(demoNow) || demoNow.Sub(at) > 40*time.Minute {
 		t.Errorf("the dead letter's time %q is not on the demo clock (demo time now %s, real time %s)",

@@ -11,7 +11,9 @@ answers that the attempt is over.
     pip install redis            # or: apt-get install python3-redis
     python3 examples/worker.py --kind big_tables
 
-Environment: REFRESHER_REDIS (default redis://127.0.0.1:6379/0). Unlike the
+Environment: REFRESHER_REDIS (default redis://127.0.0.1:6379/0);
+OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT), _HEADERS and
+OTEL_SERVICE_NAME to export a span per job (class Span). Unlike the
 reference worker (`refresher worker`) it does not refuse private addresses:
 run it only where every input URL may be fetched.
 """
@@ -20,6 +22,7 @@ import datetime
 import json
 import math
 import os
+import re
 import time
 import urllib.error
 import urllib.parse
@@ -81,8 +84,8 @@ class Lease:
     (docs/protocol.md, "Leases"): every third of the lease it reads the
     service's answer to its last request and asks for the lease again."""
 
-    def __init__(self, r, out, job, seconds):
-        self.r, self.out, self.job = r, out, job
+    def __init__(self, r, out, job, seconds, traceparent=""):
+        self.r, self.out, self.job, self.traceparent = r, out, job, traceparent
         self.seconds = min(max(1, math.ceil(seconds)), 31536000)
         self.last, self.asked = time.monotonic(), False
 
@@ -95,10 +98,67 @@ class Lease:
             answer = self.r.get("%s:lease:%s" % (self.out, self.job["attempt_uid"]))
             if answer is not None and not json.loads(answer)["running"]:
                 return False  # it timed out, or the row was enabled again
-        self.r.rpush(self.out, json.dumps({"uid": self.job["uid"], "attempt_uid": self.job["attempt_uid"],
-                                           "type": "extend", "seconds": self.seconds}))
+        ask = {"uid": self.job["uid"], "attempt_uid": self.job["attempt_uid"], "type": "extend", "seconds": self.seconds}
+        if self.traceparent:
+            ask["traceparent"] = self.traceparent  # its apply span joins the job's trace
+        self.r.rpush(self.out, json.dumps(ask))
         self.asked = True
         return True
+
+
+OTLP = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or (
+    os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").rstrip("/") + "/v1/traces"
+    if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") else "")
+
+
+class Span:
+    """This worker's span of one job, in the job's trace (docs/protocol.md,
+    "Traces"): the child of the job's W3C traceparent. self.traceparent goes
+    back with the result. Without an OTLP endpoint, or when the job's trace
+    is not sampled, it exports nothing and passes the job's traceparent on
+    as it is, so that the service's trace stays whole."""
+
+    def __init__(self, job):
+        self.job, self.start = job, time.time_ns()
+        parent = job.get("traceparent") or ""
+        m = re.fullmatch(r"00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})", parent)
+        if m and m[1] != "0" * 32 and m[2] != "0" * 16:
+            self.trace_id, self.parent_id, flags = m[1], m[2], m[3]
+        else:  # no trace, or not one we read: a trace of our own
+            self.trace_id, self.parent_id, flags = os.urandom(16).hex(), "", "01"
+        self.export = bool(OTLP) and int(flags, 16) & 1 == 1
+        self.span_id = os.urandom(8).hex()
+        self.traceparent = "00-%s-%s-%s" % (self.trace_id, self.span_id, flags) if self.export else parent
+
+    def end(self, result):
+        """Posts the span as OTLP/HTTP JSON; result is None for a dropped job."""
+        if not self.export:
+            return
+        attrs = {"refresher.kind": self.job.get("kind", ""), "refresher.key": self.job["uid"],
+                 "refresher.attempt_uid": self.job["attempt_uid"]}
+        status = {}
+        if result is not None:
+            attrs["refresher.result.type"] = result["type"]
+            if result["type"] == "failure":
+                status = {"code": 2, "message": result.get("reason", "")}  # 2: error
+        def kv(k, v):
+            return {"key": k, "value": {"stringValue": v}}
+        span = {"traceId": self.trace_id, "spanId": self.span_id, "parentSpanId": self.parent_id,
+                "name": "refresh %s" % self.job.get("kind", ""), "kind": 5,  # 5: consumer
+                "startTimeUnixNano": str(self.start), "endTimeUnixNano": str(time.time_ns()),
+                "attributes": [kv(k, v) for k, v in attrs.items()], "status": status}
+        body = {"resourceSpans": [{
+            "resource": {"attributes": [kv("service.name", os.environ.get("OTEL_SERVICE_NAME", "refresher-example-worker"))]},
+            "scopeSpans": [{"scope": {"name": "examples/worker.py"}, "spans": [span]}]}]}
+        headers = {"Content-Type": "application/json"}
+        for pair in os.environ.get("OTEL_EXPORTER_OTLP_HEADERS", "").split(","):
+            if "=" in pair:
+                k, v = pair.split("=", 1)
+                headers[k.strip()] = urllib.parse.unquote(v.strip())
+        try:
+            urllib.request.urlopen(urllib.request.Request(OTLP, json.dumps(body).encode(), headers), timeout=5).close()
+        except Exception as e:  # a trace is never worth a job
+            print("cannot export the span:", e, flush=True)
 
 
 def do_job(job, timeout, lease):
@@ -178,13 +238,18 @@ def main():
             print("drop expired job", job.get("uid"))  # the service counts it as timed out
             continue
         timeout = 30.0 if left is None else min(30.0, left - MARGIN)
-        result = do_job(job, timeout, Lease(r, out, job, args.lease or left or 3600))
+        span = Span(job)
+        result = do_job(job, timeout, Lease(r, out, job, args.lease or left or 3600, span.traceparent))
         done += 1
         if result is None:
             print("drop job whose attempt is over", job["uid"], flush=True)
+            span.end(None)
             continue
+        if span.traceparent:
+            result["traceparent"] = span.traceparent
         r.rpush(out, json.dumps(result))
         print(job["uid"], result["type"], result.get("status") or result.get("reason"), flush=True)
+        span.end(result)
 
 
 if __name__ == "__main__":

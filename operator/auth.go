@@ -73,6 +73,26 @@ func (a *authenticator) readOnly() bool {
 	return true
 }
 
+// viewer returns the name and role of the token r carries (a bearer token,
+// or HTTP Basic with the token as the password, which a browser resends
+// with every page once it has asked for it); role 0 when r carries none
+// or an unknown one. It only says what the dashboard may offer: the
+// routes check the token themselves, and an unknown one here is not
+// counted as a failure.
+func (a *authenticator) viewer(r *http.Request) (name string, role Role) {
+	given := credential(r, true)
+	if given == "" {
+		return "", 0
+	}
+	sum := sha256.Sum256([]byte(given))
+	for _, t := range a.tokens {
+		if subtle.ConstantTimeCompare(sum[:], t.sum[:]) == 1 {
+			name, role = t.name, t.role
+		}
+	}
+	return name, role
+}
+
 // credential returns the token r carries: "Authorization: Bearer <token>",
 // or, when basic is true, HTTP Basic with the token as the password (any
 // user name). Actions take only a bearer token, which a browser never sends

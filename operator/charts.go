@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"html/template"
 	"net/http"
 	"strconv"
 	"sync"
@@ -75,8 +76,11 @@ func chartSpan(r *http.Request) refresher.Span {
 // chartsView is the charts partial's data: one small chart per series over
 // the span, with the paused and incident steps marked on each.
 type chartsView struct {
-	// Span is "hour" or "day"; Path the page's path, for the span's links.
+	// Span is "hour" or "day"; Path the page's path, for the span's links,
+	// which keep the page's other parameters (Keep: the state tab and the
+	// search, encoded).
 	Span, Path string
+	Keep       template.URL
 	// All: the overview's charts, every kind added up.
 	All   bool
 	Spans []string
@@ -84,8 +88,23 @@ type chartsView struct {
 	Step string
 	// From and To are the first and the last bar's start.
 	From, To string
-	Charts   []chartSVG
-	Error    string
+	// Ticks are the times marked along each chart's axis between From and
+	// To (quarter hours, or every six hours), so that a mark's time can be
+	// read without hovering.
+	Ticks  []chartTick
+	Charts []chartSVG
+	// Marked says when the kind was paused or in an incident, in words
+	// ("paused 13:15–13:25"), under the charts.
+	Marked []string
+	// Quiet: nothing in the span (no count, no backlog, no mark), which
+	// the charts alone show as empty boxes.
+	Quiet bool
+	Error string
+}
+
+// chartTick is a time on the charts' axis, at X in the viewBox.
+type chartTick struct {
+	X, Text string
 }
 
 // chartSVG is one chart laid out for the template, in a viewBox of Width x
@@ -96,8 +115,9 @@ type chartSVG struct {
 	Max, Last        string
 	Bars             []chartBar
 	Marks            []chartMark
-	// PlotTop and PlotBottom bound the bars (y).
-	PlotTop, PlotBottom int
+	// PlotTop and PlotBottom bound the bars (y); a tick runs from
+	// PlotBottom down to TickBottom.
+	PlotTop, PlotBottom, TickBottom int
 }
 
 type chartBar struct {
@@ -107,11 +127,27 @@ type chartBar struct {
 }
 
 // chartMark is a run of steps paused or in an incident: From and To are the
-// first and last step's start ("15:04").
+// first and last step's start ("15:04"), Until the last step's end; First
+// and Last say that the run starts at the span's first step (it may have
+// begun earlier) or goes on at its last (now).
 type chartMark struct {
-	Kind       string
-	X, W, Y, H string
-	From, To   string
+	Kind            string
+	X, W, Y, H      string
+	From, To, Until string
+	First, Last     bool
+}
+
+// run says when the mark was, in words, for the line under the charts.
+func (m chartMark) run(span string) string {
+	switch {
+	case m.First && m.Last:
+		return m.Kind + " all the last " + span
+	case m.First:
+		return m.Kind + " until " + m.Until + " (since before " + m.From + ")"
+	case m.Last:
+		return m.Kind + " since " + m.From + ", still"
+	}
+	return m.Kind + " " + m.From + "–" + m.Until
 }
 
 const (
@@ -165,8 +201,19 @@ func drawCharts(act refresher.Activity, path string) chartsView {
 	w := float64(chartWidth) / float64(n)
 	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) }
 	marks := marksOf(act, w, f)
+	v.Ticks = ticksOf(act, w, f)
+	v.Quiet = true
+	for _, p := range act.Points {
+		if p != (redisio.StatsPoint{}) {
+			v.Quiet = false
+			break
+		}
+	}
+	for _, m := range marks {
+		v.Marked = append(v.Marked, m.run(act.Span.Name))
+	}
 	for _, s := range series {
-		c := chartSVG{ID: s.id, Title: s.title, Width: chartWidth, Height: chartHeight, PlotTop: plotTop, PlotBottom: plotBottom, Marks: marks}
+		c := chartSVG{ID: s.id, Title: s.title, Width: chartWidth, Height: chartHeight, PlotTop: plotTop, PlotBottom: plotBottom, TickBottom: plotBottom + 4, Marks: marks}
 		var top int64
 		for _, p := range act.Points {
 			top = max(top, s.value(p))
@@ -209,18 +256,42 @@ func marksOf(act refresher.Activity, w float64, f func(float64) string) []chartM
 			}
 			marks = append(marks, chartMark{Kind: kind, X: f(float64(i) * w), W: f(float64(j-i+1) * w),
 				Y: strconv.Itoa(plotTop), H: strconv.Itoa(plotBottom - plotTop),
-				From: act.Start.Add(time.Duration(i) * act.Span.Step).Format("15:04"),
-				To:   act.Start.Add(time.Duration(j) * act.Span.Step).Format("15:04")})
+				From:  act.Start.Add(time.Duration(i) * act.Span.Step).Format("15:04"),
+				To:    act.Start.Add(time.Duration(j) * act.Span.Step).Format("15:04"),
+				Until: act.Start.Add(time.Duration(j+1) * act.Span.Step).Format("15:04"),
+				First: i == 0, Last: j == len(act.Points)-1})
 			i = j + 1
 		}
 	}
 	return marks
 }
 
+// ticksOf returns the axis' times between the first and the last step:
+// every quarter hour over the hour, every six hours over the day; none
+// near either end, where From ("Tue 14:10" over the day) and To are
+// written.
+func ticksOf(act refresher.Activity, w float64, f func(float64) string) []chartTick {
+	every := 15 * time.Minute
+	if act.Span.Step != time.Minute {
+		every = 6 * time.Hour
+	}
+	var ticks []chartTick
+	n := len(act.Points)
+	for i := range n {
+		at := act.Start.Add(time.Duration(i) * act.Span.Step)
+		x := (float64(i) + 0.5) * w
+		if at.Sub(at.Truncate(every)) != 0 || x < chartWidth/5 || x > chartWidth-chartWidth/5 {
+			continue
+		}
+		ticks = append(ticks, chartTick{X: f(x), Text: at.Format("15:04")})
+	}
+	return ticks
+}
+
 func marksText(marks []chartMark) string {
 	s := ""
 	for _, m := range marks {
-		s += fmt.Sprintf("; %s %s to %s", m.Kind, m.From, m.To)
+		s += fmt.Sprintf("; %s %s to %s", m.Kind, m.From, m.Until)
 	}
 	return s
 }
@@ -238,5 +309,9 @@ func (s *Server) charts(r *http.Request, k *Kind, path string) chartsView {
 	}
 	v := drawCharts(act, path)
 	v.All = k == nil
+	q := r.URL.Query()
+	q.Del("span")
+	q.Del("after") // a page of the list further on: the span's link starts it again
+	v.Keep = template.URL(q.Encode())
 	return v
 }

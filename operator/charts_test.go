@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/refresher/refresher/redisio"
+	"github.com/refresher/refresher/refresher"
 )
 
 // The kind's page and the overview draw the scripted hour's marks at their
@@ -95,5 +96,76 @@ func TestActivityAPI(t *testing.T) {
 	code, _, body = f.get("GET", "/api/v1/kinds/items/activity?span=week")
 	if code != 400 || !strings.Contains(body, "span=day") {
 		t.Errorf("span=week: %d %s", code, body)
+	}
+}
+
+// The line under the charts writes the marked runs out: from the first
+// marked minute's start to the last one's end; a run that began before the
+// span, or goes on at its end, says so. The axis is marked at the quarter
+// hours, away from the ends' labels.
+func TestChartsWriteTheMarksOut(t *testing.T) {
+	start := time.Date(2026, 3, 4, 13, 0, 0, 0, time.UTC)
+	act := refresher.Activity{Span: refresher.LastHour, Start: start, Points: make([]redisio.StatsPoint, 60)}
+	if v := drawCharts(act, "/"); !v.Quiet {
+		t.Errorf("an hour without anything is not said to be quiet")
+	}
+	for m := range 60 {
+		act.Points[m].Paused = m < 5 || (m >= 15 && m < 25)
+		act.Points[m].Incident = m >= 50
+	}
+	v := drawCharts(act, "/")
+	if v.Quiet {
+		t.Errorf("an hour with a pause is said to be quiet")
+	}
+	want := "paused until 13:05 (since before 13:00), paused 13:15–13:25, incident since 13:50, still"
+	if got := strings.Join(v.Marked, ", "); got != want {
+		t.Errorf("marked %q, want %q", got, want)
+	}
+	var ticks []string
+	for _, tk := range v.Ticks {
+		ticks = append(ticks, tk.Text)
+	}
+	if strings.Join(ticks, " ") != "13:15 13:30 13:45" {
+		t.Errorf("ticks %q, want the quarter hours", ticks)
+	}
+	// An hour from 14:23 to 15:22: 14:30 and 15:15 are too near its ends'
+	// labels.
+	act.Start = time.Date(2026, 3, 4, 14, 23, 0, 0, time.UTC)
+	ticks = nil
+	for _, tk := range drawCharts(act, "/").Ticks {
+		ticks = append(ticks, tk.Text)
+	}
+	if strings.Join(ticks, " ") != "14:45 15:00" {
+		t.Errorf("ticks from 14:23 %q, want 14:45 15:00", ticks)
+	}
+	for m := range 60 {
+		act.Points[m].Paused, act.Points[m].Incident = true, false
+	}
+	if v := drawCharts(act, "/"); strings.Join(v.Marked, ", ") != "paused all the last hour" {
+		t.Errorf("a pause of the whole hour: %q", v.Marked)
+	}
+}
+
+// The span's links keep the kind page's state tab and search, and the
+// state tabs, the search and the next page keep the day's span: switching
+// one does not reset the other.
+func TestChartsSpanAndStateStay(t *testing.T) {
+	f := newFixture(t, nil)
+	_, _, body := f.get("GET", "/kinds/items?state=failing&q=503&span=day")
+	for _, want := range []string{
+		`href="/kinds/items?q=503&amp;state=failing&amp;span=hour"`,
+		`href="/kinds/items?state=late&amp;q=503&amp;span=day"`,
+		`<input type="hidden" name="span" value="day">`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("no %s", want)
+		}
+	}
+	_, _, body = f.get("GET", "/kinds/items?state=late")
+	if strings.Contains(body, "span=day&") || strings.Contains(body, `name="span"`) {
+		t.Errorf("the hour's page carries the day's span")
+	}
+	if !strings.Contains(body, `href="/kinds/items?state=late&amp;span=day"`) {
+		t.Errorf("the day's link does not keep the state tab")
 	}
 }

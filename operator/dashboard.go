@@ -114,12 +114,29 @@ type page struct {
 	Title    string
 	Kind     *Kind
 	ReadOnly bool
-	Now      time.Time
-	Data     any
+	// Reader is the name of the token of role read the viewer reads with
+	// (HTTP Basic, when reads need a token); empty otherwise.
+	Reader string
+	// CanAct says whether the page offers its actions: the server has a
+	// token of role act and the viewer does not read with a token of role
+	// read. Actions need a token of role act in any case.
+	CanAct bool
+	Now    time.Time
+	Data   any
+}
+
+// renderFor renders the page for the viewer of r: without the actions a
+// viewer who reads with a token of role read may not take.
+func (s *Server) renderFor(w http.ResponseWriter, r *http.Request, name string, status int, p page) {
+	if n, role := s.auth.viewer(r); role == RoleRead {
+		p.Reader = n
+	}
+	s.render(w, name, status, p)
 }
 
 func (s *Server) render(w http.ResponseWriter, name string, status int, p page) {
 	p.ReadOnly = s.auth.readOnly()
+	p.CanAct = !p.ReadOnly && p.Reader == ""
 	p.Now = s.o.Now().UTC()
 	var b bytes.Buffer
 	if err := pages[name].Execute(&b, p); err != nil {
@@ -158,7 +175,7 @@ func (s *Server) pageOverview(w http.ResponseWriter, r *http.Request) {
 		s.o.Logger.Error("operator: overview", "err", err)
 		d.Error = "The models could not be counted; the service log has the detail."
 	}
-	s.render(w, "overview", http.StatusOK, page{Title: "Kinds", Data: d})
+	s.renderFor(w, r, "overview", http.StatusOK, page{Title: "Kinds", Data: d})
 }
 
 type kindData struct {
@@ -194,7 +211,7 @@ func (s *Server) pageKind(w http.ResponseWriter, r *http.Request, k *Kind) {
 		d.KindPause = p
 	}
 	d.Charts = s.charts(r, k, "/kinds/"+url.PathEscape(k.Name))
-	s.render(w, "kind", http.StatusOK, page{Title: k.Name, Kind: k, Data: d})
+	s.renderFor(w, r, "kind", http.StatusOK, page{Title: k.Name, Kind: k, Data: d})
 }
 
 type modelData struct {
@@ -283,7 +300,7 @@ func (s *Server) pageModel(w http.ResponseWriter, r *http.Request, k *Kind) {
 		}
 	}
 	md.SVG = drawTimeline(d.Timeline, d.Throttle, md.History, now)
-	s.render(w, "model", http.StatusOK, page{Title: d.Model.UID, Kind: k, Data: md})
+	s.renderFor(w, r, "model", http.StatusOK, page{Title: d.Model.UID, Kind: k, Data: md})
 }
 
 type deadData struct {
@@ -299,11 +316,11 @@ func (s *Server) pageDead(w http.ResponseWriter, r *http.Request, k *Kind) {
 		s.o.Logger.Error("operator: dead letters", "err", err)
 		d.Error = "The dead letters could not be read; the service log has the detail."
 	}
-	s.render(w, "dead", http.StatusOK, page{Title: k.Name + " dead letters", Kind: k, Data: d})
+	s.renderFor(w, r, "dead", http.StatusOK, page{Title: k.Name + " dead letters", Kind: k, Data: d})
 }
 
 func (s *Server) pageBulk(w http.ResponseWriter, r *http.Request, k *Kind) {
-	s.render(w, "bulk", http.StatusOK, page{Title: k.Name + " bulk re-enable", Kind: k,
+	s.renderFor(w, r, "bulk", http.StatusOK, page{Title: k.Name + " bulk re-enable", Kind: k,
 		Data: map[string]string{"ReasonLike": r.URL.Query().Get("reason_like")}})
 }
 

@@ -148,6 +148,7 @@ func TestPagesAnswerHTML(t *testing.T) {
 // Refresh now only where it changes something.
 func TestModelPageShowsApplicableActions(t *testing.T) {
 	f := newFixture(t, nil)
+	h := f.serve(nil) // a server with a token of role act: the page offers actions
 	for _, c := range []struct {
 		uid             string
 		enable, trigger bool
@@ -159,7 +160,7 @@ func TestModelPageShowsApplicableActions(t *testing.T) {
 		{"running-1", false, false, "an attempt is running"},
 		{"late-1", false, false, "already due"},
 	} {
-		st, _, body := f.get("GET", "/kinds/items/models/"+c.uid)
+		st, body, _ := get(t, h, "GET", "/kinds/items/models/"+c.uid, "", "")
 		if st != 200 {
 			t.Fatalf("%s: %d", c.uid, st)
 		}

@@ -165,3 +165,51 @@ func TestLoopbackHost(t *testing.T) {
 		t.Errorf("not loopback: %d", st)
 	}
 }
+
+// TestPagesOfferOnlyWhatTheViewerMayDo: a read-only server (no token of
+// role act), and a viewer who reads with a token of role read, see no
+// action form on the overview, the kind page, the dead letters and the
+// bulk re-enable, and the top bar says why; a viewer with a token of role
+// act, or anyone on a server with such a token that reads without one,
+// sees them.
+func TestPagesOfferOnlyWhatTheViewerMayDo(t *testing.T) {
+	f := newFixture(t, nil)
+	actions := []string{`id="pause-kind"`, `href="/kinds/items/bulk"`, `data-url="/api/v1/kinds/items/dead/discard"`, `id="bulk-form"`, `id="token"`,
+		`id="enable-model"`, `id="trigger-model"`, `id="pause-model"`}
+	pages := []string{"/", "/kinds/items?state=disabled", "/kinds/items/dead", "/kinds/items/bulk",
+		"/kinds/items/models/off-1", "/kinds/items/models/ok-1"}
+	for _, tc := range []struct {
+		name       string
+		mod        func(*Options)
+		auth, says string
+		act        bool
+	}{
+		{"read-only server", func(o *Options) { o.Tokens = nil }, "", "no API token of role act is configured", false},
+		{"read-only server, public read", func(o *Options) { o.Tokens = nil; o.ReadNeedsToken = false }, "", "no API token of role act is configured", false},
+		{"token of role read", func(o *Options) { o.ReadNeedsToken = true }, basic("", readToken), "you read with the token grafana, of role read", false},
+		{"token of role act", func(o *Options) { o.ReadNeedsToken = true }, basic("", testToken), "", true},
+		{"public read, no token sent", nil, "", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := f.serve(tc.mod)
+			seen := map[string]bool{}
+			for _, p := range pages {
+				st, body, _ := get(t, h, "GET", p, tc.auth, "")
+				if st != 200 {
+					t.Fatalf("%s: %d %s", p, st, body)
+				}
+				for _, a := range actions {
+					seen[a] = seen[a] || strings.Contains(body, a)
+				}
+				if tc.says != "" && !strings.Contains(body, tc.says) {
+					t.Errorf("%s does not say %q", p, tc.says)
+				}
+			}
+			for _, a := range actions {
+				if seen[a] != tc.act {
+					t.Errorf("%s on a page: %v, want %v", a, seen[a], tc.act)
+				}
+			}
+		})
+	}
+}

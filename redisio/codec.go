@@ -55,7 +55,8 @@ func invalid(format string, args ...any) error {
 //	{"kind":"big_tables","uid":"42","attempt_uid":"d4n0q4a5n1p0bb6b6h20","attempt_no":1,
 //	 "timeout_at":"2026-11-21T14:00:00.000000Z","payload":{"input_url":"https://example.com/a.csv"}}
 //
-// Fields always appear in this order. timeout_at is RFC 3339 in UTC with
+// Fields always appear in this order; traceparent and tracestate follow
+// the payload when the job has them. timeout_at is RFC 3339 in UTC with
 // exactly six fractional digits (TimeoutAtLayout), whatever its value, so
 // that parsers that want a fixed width (Python 3.10's fromisoformat, once
 // the "Z" is replaced by "+00:00") read every job. Payload keys are
@@ -109,7 +110,20 @@ func AppendJob(dst []byte, job Job) ([]byte, error) {
 			return dst, fmt.Errorf("encode %s job %s: payload %q: %w", job.Kind, job.UID, k, err)
 		}
 	}
-	return append(b, "}}"...), nil
+	return append(appendTrace(append(b, '}'), job), '}'), nil
+}
+
+// appendTrace appends the job's trace context fields, when it has them.
+func appendTrace(b []byte, job Job) []byte {
+	if job.TraceParent != "" {
+		b = append(b, `,"traceparent":`...)
+		b = jsontext.AppendString(b, job.TraceParent)
+	}
+	if job.TraceState != "" {
+		b = append(b, `,"tracestate":`...)
+		b = jsontext.AppendString(b, job.TraceState)
+	}
+	return b
 }
 
 func appendValue(b []byte, v any) ([]byte, error) {
@@ -222,7 +236,9 @@ func DecodeResult(raw []byte) (Result, error) {
 // null, which means absent. Unknown fields are accepted and ignored, so that
 // workers may send more than this version knows (forward compatibility).
 // Fields that do not belong to the type (e.g. reason on a success) are kept
-// in the Result and left to the caller to ignore.
+// in the Result and left to the caller to ignore. traceparent is kept when
+// it is a string of at most 256 bytes and ignored otherwise: trace context
+// never sends a result to the dead letters.
 func DecodeResultLimit(raw []byte, maxBytes int) (Result, error) {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxResultBytes
@@ -334,6 +350,7 @@ func DecodeResultLimit(raw []byte, maxBytes int) (Result, error) {
 	if r.Seconds, err = f.seconds(); err != nil {
 		return Result{}, err
 	}
+	r.TraceParent = f.traceParent()
 	if r.Type == ResultExtend && r.Seconds == 0 {
 		return Result{}, invalid(`"seconds" is missing; a result of type "extend" asks for its attempt's timeout_at to be that many seconds from now, e.g. "seconds":600`)
 	}
@@ -359,6 +376,25 @@ func (f *resultFields) seconds() (int, error) {
 	return int(n), nil
 }
 
+// maxTraceParent bounds the traceparent a result may carry: 55 bytes in
+// version 00, with room for a later version's longer form.
+const maxTraceParent = 256
+
+// traceParent returns the field "traceparent" when it is a string of at
+// most maxTraceParent bytes, "" otherwise: trace context is never a
+// reason to refuse a result (an invalid one only starts a trace of its own).
+func (f *resultFields) traceParent() string {
+	v := f.vals[fieldTraceParent]
+	if v == nil || v.Type() != fastjson.TypeString {
+		return ""
+	}
+	b, err := v.StringBytes()
+	if err != nil || len(b) > maxTraceParent {
+		return ""
+	}
+	return string(b)
+}
+
 // parsers are reused by DecodeResultLimit, which may run concurrently.
 var parsers fastjson.ParserPool
 
@@ -375,11 +411,12 @@ const (
 	fieldScope
 	fieldThrottleKey
 	fieldSeconds
+	fieldTraceParent
 	numResultFields
 )
 
 // resultFieldNames are the JSON names of the fields, matched exactly.
-var resultFieldNames = [numResultFields]string{"uid", "attempt_uid", "type", "reason", "user_friendly_reason", "status", "permanent", "retry_after_seconds", "scope", "throttle_key", "seconds"}
+var resultFieldNames = [numResultFields]string{"uid", "attempt_uid", "type", "reason", "user_friendly_reason", "status", "permanent", "retry_after_seconds", "scope", "throttle_key", "seconds", "traceparent"}
 
 // resultFields holds the value of each field present in a message.
 type resultFields struct {

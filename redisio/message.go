@@ -13,6 +13,11 @@ type Job struct {
 	AttemptNo  int            `json:"attempt_no"`
 	TimeoutAt  time.Time      `json:"timeout_at"` // sent as TimeoutAtLayout
 	Payload    map[string]any `json:"payload"`
+	// TraceParent and TraceState are the W3C trace context of the job's
+	// dispatch span, when the service traces (docs/protocol.md, "Traces"):
+	// a worker continues the trace and sends its own traceparent back.
+	TraceParent string `json:"traceparent,omitempty"`
+	TraceState  string `json:"tracestate,omitempty"`
 }
 
 // Result types a worker may send.
@@ -57,4 +62,8 @@ type Result struct {
 	// Seconds asks, with type "extend" or "status", that the attempt's
 	// timeout_at be Seconds from now (a lease); 0 for none.
 	Seconds int `json:"seconds,omitempty"`
+	// TraceParent is the W3C traceparent of the worker's span of the job
+	// (or the job's own, passed on); "" for none. The service's span of
+	// applying the result is its child. An invalid one is ignored.
+	TraceParent string `json:"traceparent,omitempty"`
 }

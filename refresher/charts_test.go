@@ -2,6 +2,7 @@ package refresher
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -154,4 +155,57 @@ func TestChartsSampleTheGauges(t *testing.T) {
 	p, err := rio.ReadStats(ctx, []redisio.Lists{lists}, false, now.Unix()/60, 1)
 	require.NoError(t, err)
 	require.Equal(t, redisio.StatsPoint{Backlog: 2, LatenessSeconds: 120, Paused: true}, p[0][0])
+}
+
+// The charts' counts of several instances add up: two instances, each
+// running alone in turn within one minute of the clock, dispatch and apply
+// 20 models each (a failure among them, and a dead letter each), and the
+// minute counts 40 dispatched, 40 applied, 2 failed, 2 dead-lettered.
+func TestChartsCountsOfInstancesAddUp(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{timeout: time.Hour, retry: "delays:1h"})
+	minute := b.clock.Now().Unix() / 60
+	for i, id := range []string{"test-a", "test-b"} {
+		uids := make([]string, 20)
+		for j := range uids {
+			uids[j] = fmt.Sprintf("%s-%02d", id, j)
+		}
+		b.insert(uids...)
+		svc, err := New(b.config(func(c *Config) { c.InstanceID = id }), b.store, b.rio)
+		require.NoError(t, err)
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- svc.Run(ctx) }()
+		jobs := b.jobsByUID(len(uids))
+		var rs []redisio.Result
+		for j, uid := range uids {
+			r := redisio.Result{UID: uid, AttemptUID: jobs[uid].AttemptUID, Type: "success"}
+			if j == 0 {
+				r.Type, r.Reason = "failure", "HTTP 503"
+			}
+			rs = append(rs, r)
+		}
+		b.sendAll(rs...)
+		b.sendRaw("not a result")
+		testenv.EventuallyNil(t, 20*time.Second, id+"'s results applied", func() error {
+			n, err := b.rdb.LLen(context.Background(), b.kind.Lists.Dead).Result()
+			if err != nil || n != int64(i+1) {
+				return fmt.Errorf("%d dead letters, %v", n, err)
+			}
+			for _, uid := range uids[1:] {
+				if st := b.state(uid); st.LastSuccessAt.IsZero() {
+					return fmt.Errorf("%s not applied yet", uid)
+				}
+			}
+			return nil
+		})
+		stop() // its poller writes the counts it holds as it stops
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatal(err)
+		}
+	}
+	want := redisio.StatsCount{Dispatched: 40, Applied: 40, Failed: 2, Dead: 2}
+	p, err := b.rio.ReadStats(context.Background(), []redisio.Lists{b.kind.Lists}, false, minute, 1)
+	require.NoError(t, err)
+	require.Equal(t, want, p[0][0].StatsCount, "the minute's counts of both instances")
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/refresher/refresher/internal/tracing"
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
@@ -106,6 +107,10 @@ type Config struct {
 	// Gauges are the alert gauges Run updates while it runs (see
 	// Service); nil for none.
 	Gauges *Gauges
+	// Tracer makes a span per job dispatched and per result applied, and
+	// puts their trace context into the jobs (trace.go); nil for none,
+	// which costs nothing.
+	Tracer *tracing.Tracer
 	// faults are failures injected by this package's tests.
 	faults faults
 	// Ledger is what the service records of its decisions and keeps

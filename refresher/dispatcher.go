@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/xid"
 
+	"github.com/refresher/refresher/internal/tracing"
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
@@ -41,6 +42,8 @@ type dispatcher struct {
 	jobs   []redisio.Job
 	lists  []string
 	starts []started
+	// spans are the dispatch spans of jobs, with a Tracer (trace.go).
+	spans []tracing.Span
 	// claimed is how many rows the pass in hand claimed.
 	claimed int
 	// holds are the throttle groups held in the pass in hand (see throttle),
@@ -240,6 +243,7 @@ type started struct {
 // holds MaxQueued jobs or more.
 func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, err error) {
 	k := d.kind
+	start := d.traceStart()
 	bctx, cancel := d.batchContext(ctx)
 	defer cancel()
 
@@ -319,8 +323,10 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	if d.faults.beforePush != nil {
 		d.faults.beforePush(k.Name)
 	}
+	d.traceJobs(start)
 	// Counted for the charts in the push's round trip.
 	queued, err := d.rdb.PushCounting(bctx, k.Lists, d.lists, jobs, d.clock.Now())
+	d.endJobSpans(err)
 	if err != nil {
 		d.metrics.PushFailures.WithLabelValues(k.Name).Inc()
 		// The undo gets its own time: the failed push may have used up the

@@ -118,6 +118,11 @@ func (g *incident) decide(ctx context.Context, now time.Time, batch policy.Windo
 		ev := policy.EventIncidentClosed
 		if on {
 			ev = policy.EventIncidentOpened
+			// The charts mark this minute too: written with the next read
+			// (the next batch, or at once by an idle poller, see due).
+			g.mu.Lock()
+			g.pending = append(g.pending, redisio.Tally{Stats: redisio.StatsAdd{Lists: g.lists, At: now, Incident: true}})
+			g.mu.Unlock()
 			g.log.Warn("incident: most results fail; failures do not count toward giving up and disable nobody until the rate falls",
 				"results", w.Results, "failures", w.Failures, "worker_scope", w.Worker, "window", g.guard.Window)
 		} else {

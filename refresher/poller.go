@@ -46,6 +46,9 @@ type poller struct {
 	// idle is set after a fetch that found nothing: the next one blocks
 	// for idleFetchBlock instead of FetchBlock.
 	idle bool
+	// outcomes are what became of the results of the batch in hand, for
+	// their apply spans; nil without a Tracer (trace.go).
+	outcomes map[traceKey]string
 	// fastSkip is how many more batches are applied without
 	// SaveSuccesses, and fastPenalty how many the last miss skipped (see
 	// fastMissed).
@@ -230,6 +233,7 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	// From here on the batch finishes even if ctx is cancelled.
+	start := p.traceStart()
 	bctx, cancel := p.batchContext(ctx)
 	defer cancel()
 	p.requeue = true // until acknowledged, the batch sits in the processing list
@@ -310,6 +314,7 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 	stats := p.counted
 	stats.Dead = int64(len(dead))
 	p.incident.countLater(now, batch, stats) // written with the next read of the window
+	p.traceApplied(start, msgs, dead)
 
 	p.requeue = nextErr != nil // what Next may have moved goes back first
 	if nextErr != nil {
@@ -566,6 +571,7 @@ func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.T
 			if wrote(i) {
 				// What Apply decides for a current, on-time success.
 				p.tally.apply(m.Result.UID, m.Result.Type, policy.ApplyDecision{Outcome: policy.OutcomeApplied})
+				p.note(m.Result, string(policy.OutcomeApplied))
 				at := fast.succ[fast.at[i]].State.RefreshAt
 				if !at.IsZero() && (earliest.IsZero() || at.Before(earliest)) {
 					earliest = at
@@ -584,6 +590,7 @@ func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.T
 			pr := policyResult(m.Result)
 			st, dec := pol.Apply(row.State, pr, now, sched, serr, p.rand())
 			p.tally.apply(m.Result.UID, m.Result.Type, dec)
+			p.note(m.Result, string(dec.Outcome))
 			p.entries.apply(m.Result.UID, pr, st, dec, pol, now)
 			if pr.Extend > 0 {
 				leases = append(leases, leaseAnswer(pr, st, dec))

@@ -37,7 +37,7 @@ func (w *Worker) keepLease(ctx context.Context, job redisio.Job, cancel context.
 		return func() bool { return false }
 	}
 	ask := redisio.Result{UID: job.UID, AttemptUID: job.AttemptUID, Type: redisio.ResultExtend,
-		Seconds: min(max(int((lease+time.Second-1)/time.Second), 1), redisio.MaxExtendSeconds)}
+		Seconds: min(max(int((lease+time.Second-1)/time.Second), 1), redisio.MaxExtendSeconds), TraceParent: job.TraceParent}
 	data, _ := json.Marshal(ask) // strings and an int: cannot fail
 	lists := redisio.Lists{Output: w.cfg.Output}
 	log := w.cfg.Logger.With("kind", w.cfg.Kind, "uid", job.UID, "attempt_uid", job.AttemptUID)

@@ -18,34 +18,11 @@ import (
 	"github.com/refresher/refresher/redisio"
 )
 
-// pythonWithRedis returns a python3 that can import redis, or skips the
-// test. pyenv's python3 may shadow the system one (where apt-get install
-// python3-redis puts the module), so /usr/bin/python3 is tried too.
-func pythonWithRedis(t *testing.T) string {
-	t.Helper()
-	var tried []string
-	for _, name := range []string{"python3", "/usr/bin/python3"} {
-		path, err := exec.LookPath(name)
-		if err != nil {
-			continue
-		}
-		tried = append(tried, path)
-		if exec.Command(path, "-c", "import redis").Run() == nil {
-			return path
-		}
-	}
-	if len(tried) == 0 {
-		t.Skip("skip the Python worker example: no python3 on PATH or in /usr/bin")
-	}
-	t.Skipf("skip the Python worker example: no redis module in %v (pip install redis, or apt-get install python3-redis)", tried)
-	return ""
-}
-
 // examples/worker.py speaks the protocol: its results decode with the
 // service's own decoder and say what the reference worker would.
 func TestPythonWorkerExample(t *testing.T) {
 	t.Parallel()
-	python := pythonWithRedis(t)
+	python := testenv.PythonWithRedis(t)
 	rdb, prefix := testenv.Redis(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -128,7 +105,7 @@ func TestPythonWorkerExample(t *testing.T) {
 // its attempt is over.
 func TestPythonWorkerExampleExtends(t *testing.T) {
 	t.Parallel()
-	python := pythonWithRedis(t)
+	python := testenv.PythonWithRedis(t)
 	rdb, prefix := testenv.Redis(t)
 	release := make(chan struct{})
 	srv, endless := slowBody(t, release), slowBody(t, make(chan struct{}))

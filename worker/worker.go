@@ -44,6 +44,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/refresher/refresher/internal/redact"
+	"github.com/refresher/refresher/internal/tracing"
 	"github.com/refresher/refresher/redisio"
 )
 
@@ -119,6 +120,11 @@ type Config struct {
 	// Logger receives one line per job and every error. Default
 	// slog.Default().
 	Logger *slog.Logger
+	// Tracer makes a span per job, the child of the job's traceparent,
+	// and sends its trace context back with the result (docs/protocol.md,
+	// "Traces"). Default nil: no spans, and the job's traceparent is sent
+	// back as it is, so that the service's trace stays whole.
+	Tracer *tracing.Tracer
 }
 
 // WithDefaults returns a copy of c with every zero field set to its default.
@@ -286,11 +292,21 @@ func (w *Worker) handle(ctx context.Context, log *slog.Logger, msg string) {
 	}
 	log = log.With("uid", job.UID, "attempt_uid", job.AttemptUID)
 	start := w.cfg.Now()
+	ctx, span, trace := w.cfg.Tracer.Work(ctx, tracing.Job{Kind: job.Kind, Key: job.UID, AttemptUID: job.AttemptUID, AttemptNo: job.AttemptNo},
+		tracing.Context{Parent: job.TraceParent, State: job.TraceState})
+	defer span.End()
+	job.TraceParent = trace.Parent // what the results say, the requests for more time too
 	res, ok := w.Process(ctx, job)
 	if !ok {
 		w.expired.Add(1)
+		span.Outcome("dropped")
 		log.Warn("drop expired job", "timeout_at", job.TimeoutAt)
 		return
+	}
+	res.TraceParent = trace.Parent
+	span.ResultType(res.Type)
+	if res.Type == redisio.ResultFailure {
+		span.Fail(res.Reason) // without the URL's secrets (Classify)
 	}
 	log = log.With("type", res.Type, "reason", res.Reason, "status", res.Status, "took", w.cfg.Now().Sub(start))
 	if err := w.push(ctx, job, res); err != nil {

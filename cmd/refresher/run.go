@@ -56,6 +56,12 @@ func runService(ctx context.Context, c *config.Config, dbs *databases, log *slog
 	}
 	defer rdb.Close()
 	cfg := c.Service(log)
+	tracer, flush, err := startTracing(ctx, "refresher", log)
+	if err != nil {
+		return err
+	}
+	defer flush()
+	cfg.Tracer = tracer
 	for i := range cfg.Kinds {
 		cfg.Kinds[i].Store = dbs.Of(&c.Kinds[i])
 	}

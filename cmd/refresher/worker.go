@@ -306,6 +306,11 @@ func runWorker(ctx context.Context, s workerSettings, log *slog.Logger) error {
 		return fmt.Errorf("worker: %w", err)
 	}
 	defer rdb.Close()
+	tracer, flush, err := startTracing(ctx, "refresher-worker", log)
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	defer flush()
 	inputs := redisio.Lists{Input: s.Input}.Inputs(s.Lanes)
 	w, err := worker.New(worker.Config{
 		Kind:                 s.Kind,
@@ -321,6 +326,7 @@ func runWorker(ctx context.Context, s workerSettings, log *slog.Logger) error {
 		ThrottleGroup:        s.ThrottleGroup,
 		Lease:                s.Lease,
 		Logger:               log,
+		Tracer:               tracer,
 	})
 	if err != nil {
 		return err

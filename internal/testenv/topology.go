@@ -62,6 +62,18 @@ type RedisTopology struct {
 	Sentinels []*RedisNode
 }
 
+// CPU returns the CPU time (user and system) its servers and sentinels
+// have used so far, from /proc; see ProcessCPU.
+func (tp *RedisTopology) CPU() time.Duration {
+	var d time.Duration
+	for _, n := range append(append([]*RedisNode(nil), tp.Servers...), tp.Sentinels...) {
+		if n.cmd.Process != nil {
+			d += ProcessCPU(n.cmd.Process.Pid)
+		}
+	}
+	return d
+}
+
 // Server returns the server at addr, or nil.
 func (tp *RedisTopology) Server(addr string) *RedisNode {
 	for _, n := range tp.Servers {
@@ -220,9 +232,16 @@ func serverArgs(port int) []string {
 // and returns its redis:// URL.
 func RedisServer(t testing.TB) string {
 	t.Helper()
+	return RedisAlone(t).URL
+}
+
+// RedisAlone is RedisServer as a topology of one server (no sentinels),
+// whose URL is redis://, so that its CPU can be read as a topology's.
+func RedisAlone(t testing.TB) *RedisTopology {
+	t.Helper()
 	lookBins(t, "redis-server")
 	n := startNode(t, t.TempDir(), "redis-server", func(p int, _ string) []string { return serverArgs(p) })
-	return "redis://" + n.Addr + "/0"
+	return &RedisTopology{URL: "redis://" + n.Addr + "/0", Servers: []*RedisNode{n}}
 }
 
 // RedisCluster starts a Redis Cluster of 3 masters and 3 replicas for this

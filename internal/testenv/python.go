@@ -1,0 +1,31 @@
+package testenv
+
+import (
+	"os/exec"
+	"testing"
+)
+
+// PythonWithRedis returns a python3 that can import redis-py, for the tests
+// that run the README's Python worker (examples/worker.py), or skips the
+// test saying what to install (`make test` installs it: scripts/python.sh).
+// pyenv's python3 may shadow the system one, where Debian's python3-redis
+// puts the module, so /usr/bin/python3 is tried too.
+func PythonWithRedis(t testing.TB) string {
+	t.Helper()
+	var tried []string
+	for _, name := range []string{"python3", "/usr/bin/python3"} {
+		path, err := exec.LookPath(name)
+		if err != nil {
+			continue
+		}
+		tried = append(tried, path)
+		if exec.Command(path, "-c", "import redis").Run() == nil {
+			return path
+		}
+	}
+	if len(tried) == 0 {
+		t.Skip("skip the Python worker: no python3 on PATH or in /usr/bin (make test installs it: scripts/python.sh)")
+	}
+	t.Skipf("skip the Python worker: no redis module in %v (pip install redis, or apt-get install python3-redis; make test installs it)", tried)
+	return ""
+}

@@ -1,0 +1,156 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/refresher/refresher/internal/testenv"
+	"github.com/refresher/refresher/internal/tracing"
+	"github.com/refresher/refresher/internal/tracing/otlptest"
+	"github.com/refresher/refresher/redisio"
+)
+
+const (
+	jobTraceID     = "4bf92f3577b34da6a3ce929d0e0e4736"
+	jobSpanID      = "00f067aa0ba902b7"
+	jobTraceParent = "00-" + jobTraceID + "-" + jobSpanID + "-01"
+)
+
+// pushTracedJob pushes a job with trace context, as a tracing service does.
+func (b *runBundle) pushTracedJob(t *testing.T, uid, url string) {
+	t.Helper()
+	data, err := redisio.AppendJob(nil, redisio.Job{Kind: "big_tables", UID: uid, AttemptUID: "att-" + uid, AttemptNo: 1,
+		TimeoutAt: time.Now().Add(time.Minute), Payload: map[string]any{"input_url": url}, TraceParent: jobTraceParent, TraceState: "v=1"})
+	require.NoError(t, err)
+	require.NoError(t, b.rdb.RPush(context.Background(), b.cfg.Input, data).Err())
+}
+
+func okServer(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// Without a Tracer the worker sends the job's traceparent back as it is:
+// the service's apply span joins the job's trace.
+func TestWorkerPassesTraceOn(t *testing.T) {
+	t.Parallel()
+	b := setupRun(t, nil)
+	b.pushTracedJob(t, "a", okServer(t).URL)
+	res := b.nextResult(t)
+	require.Equal(t, redisio.ResultSuccess, res.Type)
+	require.Equal(t, jobTraceParent, res.TraceParent)
+}
+
+// With a Tracer the worker's span of a job is the child of the job's
+// traceparent, and the result carries the worker's span.
+func TestWorkerContinuesTrace(t *testing.T) {
+	t.Parallel()
+	exp := tracetest.NewInMemoryExporter()
+	provider := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	b := setupRun(t, func(c *Config) { c.Tracer = tracing.New(provider) })
+	b.pushTracedJob(t, "a", okServer(t).URL)
+	b.pushTracedJob(t, "gone", okServer(t).URL+"/x\x7f") // a malformed URL: a failure
+	results := map[string]redisio.Result{}
+	for range 2 {
+		r := b.nextResult(t)
+		results[r.UID] = r
+	}
+	b.stop(t) // the spans end when the jobs are done
+	spans := map[string]tracetest.SpanStub{}
+	for _, s := range exp.GetSpans() {
+		spans[s.SpanContext.SpanID().String()] = s
+	}
+	require.Len(t, spans, 2)
+	for uid, r := range results {
+		require.Regexp(t, `^00-`+jobTraceID+`-[0-9a-f]{16}-01$`, r.TraceParent, "the job's trace")
+		s, ok := spans[r.TraceParent[36:52]]
+		require.True(t, ok, "the result names the worker's span: %s", r.TraceParent)
+		require.Equal(t, jobSpanID, s.Parent.SpanID().String(), "the child of the job's span")
+		require.Equal(t, "refresh big_tables", s.Name)
+		require.Equal(t, "v=1", s.SpanContext.TraceState().String(), "tracestate goes on")
+		if uid == "gone" {
+			require.Equal(t, "Error", s.Status.Code.String())
+			require.Equal(t, r.Reason, s.Status.Description)
+		}
+	}
+}
+
+// examples/worker.py passes the job's traceparent on when it exports no
+// span, and with an OTLP endpoint posts its own span (OTLP/HTTP JSON), the
+// child of the job's, and sends that span back.
+func TestPythonWorkerExampleTraces(t *testing.T) {
+	t.Parallel()
+	python := testenv.PythonWithRedis(t)
+	rdb, prefix := testenv.Redis(t)
+	srv := okServer(t)
+	recv := otlptest.New(t)
+	script, err := filepath.Abs("../examples/worker.py")
+	require.NoError(t, err)
+	input, output := prefix+"big_tables-input", prefix+"big_tables-output"
+	b := &runBundle{rdb: rdb, cfg: Config{Input: input, Output: output}}
+	for _, endpoint := range []string{"", recv.URL} {
+		b.pushTracedJob(t, "a", srv.URL)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, python, script, "--kind", "big_tables", "--input", input, "--output", output,
+			"--redis", testenv.RedisURL(), "--max-jobs", "1")
+		cmd.Env = []string{"PYTHONDONTWRITEBYTECODE=1"}
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "OTEL_") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		if endpoint != "" {
+			cmd.Env = append(cmd.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+endpoint, "OTEL_EXPORTER_OTLP_HEADERS=x-token=a%20b")
+		}
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "examples/worker.py:\n%s", out)
+		raw, err := rdb.LPop(context.Background(), output).Result()
+		require.NoError(t, err)
+		var res redisio.Result
+		require.NoError(t, json.Unmarshal([]byte(raw), &res))
+		if endpoint == "" {
+			require.Equal(t, jobTraceParent, res.TraceParent, "passed on")
+			require.Empty(t, recv.Spans())
+			continue
+		}
+		require.Regexp(t, `^00-`+jobTraceID+`-[0-9a-f]{16}-01$`, res.TraceParent)
+		spans := recv.Spans()
+		require.Len(t, spans, 1, "examples/worker.py:\n%s", out)
+		require.Equal(t, []string{"a b"}, recv.Header("x-token"), "OTEL_EXPORTER_OTLP_HEADERS, URL-decoded")
+		s := spans[0]
+		require.Equal(t, otlptest.Span{Service: "refresher-example-worker", TraceID: jobTraceID, SpanID: res.TraceParent[36:52],
+			ParentID: jobSpanID, Name: "refresh big_tables", Kind: 5, Encoding: "json",
+			Attrs: map[string]string{tracing.AttrKind: "big_tables", tracing.AttrKey: "a", tracing.AttrAttemptUID: "att-a", tracing.AttrResultType: "success"},
+		}, s)
+	}
+}
+
+// The requests for more time carry the trace context the result carries,
+// so that their apply spans join the job's trace too.
+func TestWorkerLeaseRequestsCarryTrace(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	srv := slowBody(t, release)
+	b := setupRun(t, func(c *Config) { c.Lease = 3 * time.Second })
+	b.pushTracedJob(t, "big", srv.URL+"/export.csv")
+	require.Equal(t, redisio.Result{UID: "big", AttemptUID: "att-big", Type: redisio.ResultExtend, Seconds: 3, TraceParent: jobTraceParent}, b.nextResult(t))
+	close(release)
+	res := b.nextResult(t)
+	require.Equal(t, redisio.ResultSuccess, res.Type, "%+v", res)
+	require.Equal(t, jobTraceParent, res.TraceParent)
+}
