@@ -48,6 +48,7 @@ type childOpts struct {
 	gauges        time.Duration // run the alert gauges at this interval from "go" on; 0: none
 	dashboard     bool          // serve the operator's dashboard and API; its address goes to the parent
 	guardOff      bool          // turn the kind's incident guard off
+	ledger        bool          // record the ledger
 	throttleGroup string        // the kind's throttle_group column; "": none
 	lanes         bool          // the kind's priority is 10 with a lane for level 0 (--priority)
 }
@@ -94,6 +95,7 @@ func serviceConfig(opts options, table models.Table, sched *schedule.Schedule, r
 		}},
 		InstanceID: "bench-" + strconv.Itoa(os.Getpid()),
 		BatchSize:  opts.batch,
+		Ledger:     refresher.LedgerConfig{On: o.ledger},
 		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Observer: refresher.Observer{
 			AfterDispatch: func(_ string, n int) {

@@ -48,6 +48,11 @@ func (e *env) comparisons() ([]compared, error) {
 		add(compared{variant: variant{name: "service, guard + throttle_group", role: "service",
 			args: []string{"--child-throttle-group", guardColumn}}, ref: off})
 	}
+	if e.o.ledger {
+		off := "service (ledger off: the default)"
+		add(compared{variant: variant{name: off, role: "service"}})
+		add(compared{variant: variant{name: "service, ledger on", role: "service", args: []string{"--child-ledger"}}, ref: off})
+	}
 	if e.o.priority {
 		add(compared{variant: variant{name: "service", role: "service"}})
 		add(compared{variant: variant{name: fmt.Sprintf("service, lane 0 + %d triggers", e.o.triggers), role: "service",
@@ -151,6 +156,9 @@ func printComparison(w io.Writer, o options, due int64, vs []compared, runs map[
 	}
 	if o.priority {
 		what = append(what, "--priority")
+	}
+	if o.ledger {
+		what = append(what, "--ledger")
 	}
 	if o.operator {
 		what = append(what, fmt.Sprintf("--operator (dashboard asked every %s)", o.dashboardEvery))

@@ -60,6 +60,7 @@ type options struct {
 	operatorGauges string
 	dashboardEvery time.Duration
 	guard          bool
+	ledger         bool // --ledger: on against off
 	// --priority (priority.go)
 	priority bool
 	triggers int
@@ -92,15 +93,17 @@ func main() {
 	fs.StringVar(&o.operatorGauges, "operator-gauges", "1s,"+refresher.DefaultGaugeInterval.String(), "--operator: the gauge intervals to run, one variant each")
 	fs.DurationVar(&o.dashboardEvery, "dashboard-every", 5*time.Second, "--operator: how often the open dashboard asks for its overview and /api/v1/kinds (the page's own refresh is 5s)")
 	fs.BoolVar(&o.guard, "guard", false, "compare the full cycle with the incident guard and a throttle_group against with neither (instead of the standard table)")
+	fs.BoolVar(&o.ledger, "ledger", false, "compare the full cycle with the ledger on against off, the default (instead of the standard table)")
 	fs.BoolVar(&o.priority, "priority", false, "compare the full cycle of a kind with a priority lane, while --triggers rows are triggered \"refresh now\" at priority 0 one by one, against the plain service; reports when a worker received each triggered job (instead of the standard table)")
 	fs.IntVar(&o.triggers, "triggers", 100, "--priority: rows triggered during each run")
 	fs.BoolVar(&o.child.lanes, "child-lanes", false, "internal: the service child's kind has priority 10 and a lane for level 0")
 	fs.DurationVar(&o.child.gauges, "child-gauges", 0, "internal: the service child runs the alert gauges at this interval")
 	fs.BoolVar(&o.child.dashboard, "child-dashboard", false, "internal: the service child serves the dashboard")
+	fs.BoolVar(&o.child.ledger, "child-ledger", false, "internal: the service child records the ledger")
 	fs.BoolVar(&o.child.guardOff, "child-guard-off", false, "internal: the service child's kind has its incident guard off")
 	fs.StringVar(&o.child.throttleGroup, "child-throttle-group", "", "internal: the service child's kind's throttle_group column")
 	_ = fs.Parse(os.Args[1:])
-	if (o.operator || o.guard || o.priority) && !flagSet(fs, "repeat") {
+	if (o.operator || o.guard || o.priority || o.ledger) && !flagSet(fs, "repeat") {
 		o.repeat = 3 // a ratio of single runs says nothing on a shared machine
 	}
 
@@ -157,7 +160,7 @@ func run(ctx context.Context, o options) error {
 	if o.scaling {
 		return e.scaling(ctx)
 	}
-	if o.operator || o.guard || o.priority {
+	if o.operator || o.guard || o.priority || o.ledger {
 		return e.compare(ctx)
 	}
 	return e.standard(ctx)

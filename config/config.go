@@ -105,6 +105,8 @@ type Config struct {
 	Kinds []Kind `yaml:"kinds"`
 	// Worker holds the reference worker's settings (see Worker).
 	Worker Worker `yaml:"worker"`
+	// Ledger is what the service records of its decisions (see Ledger).
+	Ledger Ledger `yaml:"ledger"`
 }
 
 // Kind is one configured table.

@@ -35,6 +35,12 @@ var (
 		// HTTPMaxConnections: at most 256 open connections to the operator
 		// listener (lowered to the open-file limit less 64 at start).
 		HTTPMaxConnections: operator.DefaultMaxConns,
+		Ledger: Ledger{
+			MaxEntries:     refresher.DefaultLedgerMaxEntries,
+			KindMaxEntries: refresher.DefaultLedgerKindMaxEntries,
+			MaxAge:         Duration(refresher.DefaultLedgerMaxAge),
+			PruneEvery:     Duration(refresher.DefaultLedgerPruneEvery),
+		},
 	}
 	KindDefaults = Kind{
 		Key:            "id",
@@ -83,5 +89,9 @@ func (c *Config) SetDefaults() {
 		k.Priority = cmp.Or(k.Priority, kd.Priority)
 	}
 	c.HTTPMaxConnections = cmp.Or(c.HTTPMaxConnections, d.HTTPMaxConnections)
+	c.Ledger.MaxEntries = cmp.Or(c.Ledger.MaxEntries, d.Ledger.MaxEntries)
+	c.Ledger.KindMaxEntries = cmp.Or(c.Ledger.KindMaxEntries, d.Ledger.KindMaxEntries)
+	c.Ledger.MaxAge = cmp.Or(c.Ledger.MaxAge, d.Ledger.MaxAge)
+	c.Ledger.PruneEvery = cmp.Or(c.Ledger.PruneEvery, d.Ledger.PruneEvery)
 	c.setTokenRoles()
 }

@@ -202,6 +202,8 @@ func settings(t *testing.T) map[string]setting {
 				walk("kinds[].", f.Index(0), f2.Index(0), e)
 			case "worker":
 				walk("worker.", f, f2, e)
+			case "ledger":
+				walk("ledger.", f, f2, e)
 			}
 		}
 	}

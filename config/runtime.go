@@ -98,7 +98,8 @@ func (c *Config) Service(log *slog.Logger) refresher.Config {
 		kinds[i] = c.Kinds[i].Service()
 	}
 	return refresher.Config{Kinds: kinds, InstanceID: c.InstanceID, BatchSize: c.BatchSize,
-		MaxSleep: c.MaxSleep.D(), Heartbeat: c.Heartbeat.D(), Logger: log, ClaimConnections: c.claimConnections()}
+		MaxSleep: c.MaxSleep.D(), Heartbeat: c.Heartbeat.D(), Logger: log, ClaimConnections: c.claimConnections(),
+		Ledger: c.Ledger.Service()}
 }
 
 // claimConnections is the service's refresher.Config.ClaimConnections: with

@@ -151,6 +151,7 @@ func (c *Config) Validate() error {
 	if c.Worker.MaxBodyBytes < 0 {
 		bad("worker.max_body_bytes: must be positive (default 100 MB)")
 	}
+	c.Ledger.validate(bad)
 	return errors.Join(errs...)
 }
 

@@ -25,6 +25,9 @@ type Dialect interface {
 	FoldCase() bool
 	// RecordsDDL creates RecordsTable if it does not exist.
 	RecordsDDL() string
+	// LedgerDDL creates models.LedgerTable and its index; Run runs it
+	// when the table does not exist.
+	LedgerDDL() []string
 	// Record is the INSERT that records migration m for table, with its
 	// arguments; Printed is the same statement with literals, for a dry run.
 	Record(table string, m Migration) (query string, args []any)
@@ -194,7 +197,7 @@ func Run(ctx context.Context, d Dialect, open func(context.Context) (Session, er
 	}
 
 	var s Session
-	recordExists := false
+	recordExists, ledgerExists := false, false
 	if open != nil {
 		if s, err = open(ctx); err != nil {
 			return report, err
@@ -219,6 +222,11 @@ func Run(ctx context.Context, d Dialect, open func(context.Context) (Session, er
 			return report, fmt.Errorf("migrate: look for %s: %w", RecordsTable, err)
 		}
 		recordExists = rs.Exists
+		ls, err := s.Schema(ctx, models.LedgerTable)
+		if err != nil {
+			return report, fmt.Errorf("migrate: look for %s: %w", models.LedgerTable, err)
+		}
+		ledgerExists = ls.Exists
 	}
 
 	if dryRun {
@@ -226,11 +234,28 @@ func Run(ctx context.Context, d Dialect, open func(context.Context) (Session, er
 		if !recordExists {
 			fmt.Fprintln(w, d.RecordsDDL()+";")
 		}
-	} else if !recordExists {
-		if err := s.Exec(ctx, d.RecordsDDL()); err != nil {
-			return report, fmt.Errorf("migrate: create %s: %w", RecordsTable, err)
+		if !ledgerExists {
+			for _, q := range d.LedgerDDL() {
+				fmt.Fprintln(w, q+";")
+			}
 		}
-		recordExists = true
+	} else {
+		if !recordExists {
+			if err := s.Exec(ctx, d.RecordsDDL()); err != nil {
+				return report, fmt.Errorf("migrate: create %s: %w", RecordsTable, err)
+			}
+			recordExists = true
+		}
+		if !ledgerExists {
+			// The ledger (models.LedgerTable): one per database, not per
+			// kind's table, so it is no numbered migration of {{table}};
+			// created without a progress line, as RecordsTable is.
+			for _, q := range d.LedgerDDL() {
+				if err := s.Exec(ctx, q); err != nil {
+					return report, fmt.Errorf("migrate: create %s: %w\nSQL: %s", models.LedgerTable, err, q)
+				}
+			}
+		}
 	}
 
 	for i, name := range names {

@@ -474,21 +474,21 @@ type ChangeResult struct {
 }
 
 func (s *Server) apiEnable(w http.ResponseWriter, r *http.Request, k *Kind) {
-	s.change(w, r, k, "enable", s.admin(k).Enable)
+	s.change(w, r, k, "enable", s.acting(r.Context(), k).Enable)
 }
 
 func (s *Server) apiTrigger(w http.ResponseWriter, r *http.Request, k *Kind) {
 	if s.refusePaused(w, r, k, "a refresh now") {
 		return
 	}
-	fn := s.admin(k).Trigger
+	fn := s.acting(r.Context(), k).Trigger
 	if p := r.URL.Query().Get("priority"); p != "" {
 		level, err := priorityLevel(k, p)
 		if err != nil {
 			writeError(w, http.StatusBadRequest, err.Error())
 			return
 		}
-		fn = s.admin(k).TriggerAt(&level)
+		fn = s.acting(r.Context(), k).TriggerAt(&level)
 	}
 	s.change(w, r, k, "trigger", fn)
 }

@@ -126,7 +126,7 @@ func (s *Server) BulkEnable(ctx context.Context, k *Kind, req BulkEnableRequest)
 			keys = append(keys, row.Key)
 		}
 		if !req.DryRun && len(keys) > 0 {
-			changes, err := s.admin(k).Enable(ctx, k.Table, keys, now)
+			changes, err := s.acting(ctx, k).Enable(ctx, k.Table, keys, now)
 			if err != nil {
 				return res, 0, err
 			}

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -21,6 +22,16 @@ import (
 // shared with the CLI.
 func (s *Server) admin(k *Kind) *refresher.Admin {
 	return refresher.NewAdmin(k.Store, redisio.New(s.o.Redis))
+}
+
+// acting is admin for an action of the request whose context is ctx: with
+// Options.Ledger, it records the action in the ledger as done by the
+// request's token (its name; "api" on loopback without one).
+func (s *Server) acting(ctx context.Context, k *Kind) *refresher.Admin {
+	if !s.o.Ledger {
+		return s.admin(k)
+	}
+	return s.admin(k).Recording(k.Name, cmp.Or(actor(ctx), "api"), s.o.Now)
 }
 
 // PauseRequest is the body of the pause actions; Note says why, for the
@@ -60,7 +71,7 @@ func (s *Server) apiPauseModel(w http.ResponseWriter, r *http.Request, k *Kind) 
 		return
 	}
 	s.change(w, r, k, "pause", func(ctx context.Context, t models.Table, keys []string, _ time.Time) ([]refresher.Change, error) {
-		return s.admin(k).Pause(ctx, t, k.Lists, keys, info)
+		return s.acting(ctx, k).Pause(ctx, t, k.Lists, keys, info)
 	}, func(it *ModelItem) { it.State, it.Pause = "paused", &info })
 }
 
@@ -70,7 +81,7 @@ func (s *Server) apiResumeModel(w http.ResponseWriter, r *http.Request, k *Kind)
 		return
 	}
 	s.change(w, r, k, "resume", func(ctx context.Context, t models.Table, keys []string, now time.Time) ([]refresher.Change, error) {
-		return s.admin(k).Resume(ctx, t, k.Lists, keys, now, k.scheduleFor)
+		return s.acting(ctx, k).Resume(ctx, t, k.Lists, keys, now, k.scheduleFor)
 	})
 }
 
@@ -89,7 +100,7 @@ func (s *Server) apiPauseKind(w http.ResponseWriter, r *http.Request, k *Kind) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if err := s.admin(k).PauseKind(r.Context(), k.Lists, info); err != nil {
+	if err := s.acting(r.Context(), k).PauseKind(r.Context(), k.Lists, info); err != nil {
 		s.internal(w, "pause the kind", err)
 		return
 	}
@@ -104,7 +115,7 @@ func (s *Server) apiResumeKind(w http.ResponseWriter, r *http.Request, k *Kind) 
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	was, err := s.admin(k).ResumeKind(r.Context(), k.Lists)
+	was, err := s.acting(r.Context(), k).ResumeKind(r.Context(), k.Lists)
 	if err != nil {
 		s.internal(w, "resume the kind", err)
 		return

@@ -110,6 +110,10 @@ type Options struct {
 	// before it answers with what it found and where to go on; see
 	// models.ListQuery.ScanBudget. Default models.DefaultScanBudget.
 	SearchBudget int
+	// Ledger records the operator's actions (enable, trigger, pause,
+	// resume) in the ledger with the token's name (refresher.Admin's
+	// Recording), as `ledger.enabled` asks.
+	Ledger bool
 }
 
 // Server serves the operator's HTTP surface; see the package doc.

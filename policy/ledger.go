@@ -42,6 +42,11 @@ const (
 	EventEnabled Event = "enabled"
 	// EventTriggered: "refresh now" (Entry.By, Entry.Priority).
 	EventTriggered Event = "triggered"
+	// EventUndone: the job of a dispatched attempt (Entry.Attempt) could
+	// not be pushed to Redis; the row was restored as it was before, so
+	// the attempt does not count and the row is due again (a row whose
+	// attempt changed meanwhile, enabled by the user, is left as it is).
+	EventUndone Event = "undone"
 )
 
 // Kind and operator events: what held every row of a kind (Entry.Key is
@@ -93,4 +98,36 @@ type Entry struct {
 	By    string
 	Note  string
 	Group string
+}
+
+// RetryBound names what set d.RefreshAt, the decision p.Failure (or
+// Throttled) took for a failure whose worker asked for retryAfter
+// (Result.RetryAfter; 0 for a timeout), for Entry.Bound:
+// BoundNextOccurrence when the planned occurrence serves as the retry;
+// else the largest of the retry policy's delay (BoundRetryList), the
+// Retry-After as p caps it (BoundRetryAfter) and, during an incident,
+// Guard.Retry (BoundIncidentFloor); a throttled wait is BoundRetryAfter
+// when the worker gave one. "" for a disabled row. A tie between the
+// retry policy's delay and another names the other.
+func (p Policy) RetryBound(d Decision, retryAfter time.Duration) string {
+	p = p.WithDefaults()
+	ra := min(max(retryAfter, 0), p.MaxRetryAfter)
+	switch d.Branch {
+	case BranchPlanned:
+		return BoundNextOccurrence
+	case BranchThrottled:
+		if ra > 0 {
+			return BoundRetryAfter
+		}
+		return ""
+	case BranchRetry:
+		if d.Incident && d.Delay == p.Guard.Retry && p.Guard.Retry > ra {
+			return BoundIncidentFloor
+		}
+		if ra > 0 && d.Delay == ra {
+			return BoundRetryAfter
+		}
+		return BoundRetryList
+	}
+	return ""
 }

@@ -1,6 +1,7 @@
 package refresher
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -21,6 +22,10 @@ import (
 type Admin struct {
 	store models.Store
 	rdb   *redisio.Client
+	// kind, by and now are Recording's: the ledger's kind ("" records
+	// nothing), who acts, and the clock of the entries of a whole kind.
+	kind, by string
+	now      func() time.Time
 }
 
 // NewAdmin returns the Admin of store and rdb. Either may be nil when the
@@ -29,6 +34,72 @@ type Admin struct {
 // the database; rdb for Enable and Trigger, which change only the table.
 func NewAdmin(store models.Store, rdb *redisio.Client) *Admin {
 	return &Admin{store: store, rdb: rdb}
+}
+
+// Recording returns a copy of a that records its actions in the ledger
+// (see LedgerConfig) as entries of the kind named kind, done by by (the
+// API token's name, "cli"): enable, trigger, pause and resume, each row's
+// entry in the transaction that changes the row, a whole kind's in a
+// statement of its own, at now() for ResumeKind (the others take their
+// time from their arguments). Without it an Admin records nothing; with a
+// store that keeps no ledger the entries are skipped.
+func (a *Admin) Recording(kind, by string, now func() time.Time) *Admin {
+	c := *a
+	c.kind, c.by, c.now = kind, by, now
+	return &c
+}
+
+// rowEntries returns the ledger entries of changes made at now, ev's
+// event and note for each change found; nil when a records nothing.
+func (a *Admin) rowEntries(changes []Change, now time.Time, ev func(c Change) (policy.Entry, bool)) []policy.Entry {
+	if a.kind == "" {
+		return nil
+	}
+	var out []policy.Entry
+	for _, c := range changes {
+		if !c.Found {
+			continue
+		}
+		if e, ok := ev(c); ok {
+			e.At, e.Kind, e.Key, e.By = now, a.kind, c.Key, a.by
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// ledger returns a's store's ledger when a records and the ledger's table
+// exists (a database not migrated since the upgrade has none: the action
+// then records nothing rather than fail).
+func (a *Admin) ledger(ctx context.Context) models.LedgerStore {
+	ls, ok := a.store.(models.LedgerStore)
+	if a.kind == "" || !ok || ls.LedgerReady(ctx) != nil {
+		return nil
+	}
+	return ls
+}
+
+// recordKind writes a kind's entry e at now in a statement of its own.
+func (a *Admin) recordKind(ctx context.Context, e policy.Entry, now time.Time) error {
+	ls := a.ledger(ctx)
+	if ls == nil {
+		return nil
+	}
+	e.At, e.Kind, e.By = now, a.kind, a.by
+	if err := ls.AppendLedger(ctx, []policy.Entry{e}); err != nil {
+		return fmt.Errorf("record %s in the ledger: %w", e.Event, err)
+	}
+	return nil
+}
+
+// appendRows appends the entries to tx when a records and tx's store keeps
+// a ledger.
+func appendRows(ctx context.Context, tx models.Tx, entries []policy.Entry) error {
+	lt, ok := tx.(models.LedgerTx)
+	if len(entries) == 0 || !ok {
+		return nil
+	}
+	return lt.AppendLedger(ctx, entries)
 }
 
 // Change is what an operator command did to one model.
@@ -45,12 +116,16 @@ type Change struct {
 // disabled state and counters are cleared, a running attempt becomes stale,
 // and the refresh is due at now.
 func (a *Admin) Enable(ctx context.Context, t models.Table, keys []string, now time.Time) ([]Change, error) {
-	return change(ctx, a.store, t, keys, func(st policy.State) (policy.State, string) {
+	return a.changeRows(ctx, t, keys, func(row models.Row) (policy.State, string) {
 		note := "enabled, refresh due now"
-		if !st.Disabled() {
+		if !row.State.Disabled() {
 			note = "was not disabled; counters reset, refresh due now"
 		}
-		return policy.Enable(st, now), note
+		return policy.Enable(row.State, now), note
+	}, nil, func(tx models.Tx, changes []Change) error {
+		return appendRows(ctx, tx, a.rowEntries(changes, now, func(c Change) (policy.Entry, bool) {
+			return policy.Entry{Event: policy.EventEnabled, Note: c.Note}, true
+		}))
 	})
 }
 
@@ -69,7 +144,7 @@ func (a *Admin) Trigger(ctx context.Context, t models.Table, keys []string, now 
 func (a *Admin) TriggerAt(level *int) func(ctx context.Context, t models.Table, keys []string, now time.Time) ([]Change, error) {
 	return func(ctx context.Context, t models.Table, keys []string, now time.Time) ([]Change, error) {
 		urgent := map[string]bool{} // by key: a retried transaction adds the same
-		return changeRows(ctx, a.store, t, keys, func(row models.Row) (policy.State, string) {
+		return a.changeRows(ctx, t, keys, func(row models.Row) (policy.State, string) {
 			st := row.State
 			after, action := policy.Trigger(st, now)
 			note := "refresh due now"
@@ -90,24 +165,31 @@ func (a *Admin) TriggerAt(level *int) func(ctx context.Context, t models.Table, 
 				return nil
 			}
 			return tx.SetPriorityOnce(ctx, t, slices.Sorted(maps.Keys(urgent)), level)
+		}, func(tx models.Tx, changes []Change) error {
+			return appendRows(ctx, tx, a.rowEntries(changes, now, func(c Change) (policy.Entry, bool) {
+				e := policy.Entry{Event: policy.EventTriggered, Note: c.Note}
+				if urgent[c.Key] {
+					e.Priority = level
+				}
+				return e, true
+			}))
 		})
 	}
 }
 
-// change locks the rows of keys, sets each row's state to what fn returns
-// for it and saves them, in one transaction. A key that names no row is a
-// Change with Found unset.
-func change(ctx context.Context, store models.Store, t models.Table, keys []string,
-	fn func(policy.State) (policy.State, string)) ([]Change, error) {
-	return changeRows(ctx, store, t, keys, func(row models.Row) (policy.State, string) { return fn(row.State) }, nil)
-}
-
-// changeRows is change for a fn that needs the whole row (its rule); then,
-// when not nil, runs in the transaction after the save.
-func changeRows(ctx context.Context, store models.Store, t models.Table, keys []string,
-	fn func(models.Row) (policy.State, string), then func(tx models.Tx) error) ([]Change, error) {
+// changeRows locks the rows of keys, sets each row's state to what fn
+// returns for it and saves them, in one transaction. A key that names no
+// row is a Change with Found unset. then, when not nil, runs in the
+// transaction after the save, and record (the ledger's entries), when not
+// nil, after it.
+func (a *Admin) changeRows(ctx context.Context, t models.Table, keys []string,
+	fn func(models.Row) (policy.State, string), then func(tx models.Tx) error,
+	record func(tx models.Tx, changes []Change) error) ([]Change, error) {
+	if record != nil && a.ledger(ctx) == nil {
+		record = nil
+	}
 	var changes []Change
-	err := store.Tx(ctx, func(tx models.Tx) error {
+	err := a.store.Tx(ctx, func(tx models.Tx) error {
 		changes = changes[:0]
 		rows, err := tx.LockByKeys(ctx, t, keys)
 		if err != nil {
@@ -126,10 +208,18 @@ func changeRows(ctx context.Context, store models.Store, t models.Table, keys []
 			changes = append(changes, c)
 			save = append(save, row)
 		}
-		if err := tx.Save(ctx, t, save); err != nil || then == nil {
+		if err := tx.Save(ctx, t, save); err != nil {
 			return err
 		}
-		return then(tx)
+		if then != nil {
+			if err := then(tx); err != nil {
+				return err
+			}
+		}
+		if record != nil {
+			return record(tx, changes)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("update %s: %w", t.Name, err)
@@ -140,12 +230,25 @@ func changeRows(ctx context.Context, store models.Store, t models.Table, keys []
 // PauseKind pauses the kind of l: no instance dispatches its rows until
 // ResumeKind. Pausing a paused kind replaces its note.
 func (a *Admin) PauseKind(ctx context.Context, l redisio.Lists, info PauseInfo) error {
-	return a.rdb.PauseKind(ctx, l, info)
+	if err := a.rdb.PauseKind(ctx, l, info); err != nil {
+		return err
+	}
+	if a.kind == "" {
+		return nil
+	}
+	return a.recordKind(ctx, policy.Entry{Event: policy.EventPaused, Note: info.Note}, cmp.Or(info.At, a.now()))
 }
 
 // ResumeKind ends a kind's pause; it reports whether the kind was paused.
 func (a *Admin) ResumeKind(ctx context.Context, l redisio.Lists) (bool, error) {
-	return a.rdb.ResumeKind(ctx, l)
+	was, err := a.rdb.ResumeKind(ctx, l)
+	if err != nil || !was {
+		return was, err
+	}
+	if a.kind == "" {
+		return was, nil
+	}
+	return was, a.recordKind(ctx, policy.Entry{Event: policy.EventResumed}, a.now())
 }
 
 // KindPause returns a kind's pause, nil when it is not paused.

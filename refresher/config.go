@@ -113,6 +113,9 @@ type Config struct {
 	Tracer *tracing.Tracer
 	// faults are failures injected by this package's tests.
 	faults faults
+	// Ledger is what the service records of its decisions and keeps
+	// (see LedgerConfig); the zero value records nothing.
+	Ledger LedgerConfig
 	// LogInterval is how often each kind logs one line of its activity
 	// (attempts started, results applied, failures, ...), when it had any.
 	// Default 1m.
@@ -127,6 +130,7 @@ func (c Config) WithDefaults() Config {
 	c.Heartbeat = cmp.Or(c.Heartbeat, DefaultHeartbeat)
 	c.OpTimeout = cmp.Or(c.OpTimeout, DefaultOpTimeout)
 	c.LogInterval = cmp.Or(c.LogInterval, DefaultLogInterval)
+	c.Ledger = c.Ledger.WithDefaults()
 	if c.Clock == nil {
 		c.Clock = SystemClock{}
 	}

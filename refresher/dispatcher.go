@@ -56,6 +56,9 @@ type dispatcher struct {
 	// claims orders the kinds' claims by priority when connections are
 	// short (Config.ClaimConnections); nil: no gate.
 	claims *claimGate
+	// entries are the ledger's entries of the pass in hand; nil when the
+	// ledger is off.
+	entries *ledgerBatch
 	// urgent makes this the kind's urgent dispatcher (urgentLoop): it
 	// claims only the rows more urgent than the kind's.
 	urgent bool
@@ -370,6 +373,7 @@ func (d *dispatcher) claimTx(ctx context.Context, tx models.Tx, rows []models.Ro
 	clear(d.starts[:cap(d.starts)])
 	d.jobs, d.lists, d.starts = d.jobs[:0], d.lists[:0], d.starts[:0]
 	d.tally.reset()
+	d.entries.reset()
 	d.claimed = len(rows)
 	if urgentOnly {
 		// The cursor stays where the full claims left it.
@@ -384,7 +388,10 @@ func (d *dispatcher) claimTx(ctx context.Context, tx models.Tx, rows []models.Ro
 	for i := range rows {
 		d.decide(&rows[i], now)
 	}
-	return tx.Save(ctx, d.kind.Table, rows)
+	if err := tx.Save(ctx, d.kind.Table, rows); err != nil {
+		return err
+	}
+	return d.entries.write(ctx, tx)
 }
 
 // throttled reports whether the input list holds MaxQueued jobs or more. It
@@ -424,11 +431,14 @@ func (d *dispatcher) decide(row *models.Row, now time.Time) {
 	}
 	sched, err := d.schedules.get(row.Key, row.Rule)
 	var dec policy.DueDecision
-	row.State, dec = d.incident.policy(d.kind.Policy).Due(row.State, now, sched, err, xid.NewWithTime(now).String(), d.rand())
+	before := row.State
+	pol := d.incident.policy(d.kind.Policy)
+	row.State, dec = pol.Due(row.State, now, sched, err, xid.NewWithTime(now).String(), d.rand())
 	if until := d.throttle.until(d.holds, row); !until.IsZero() {
 		row.State, dec = policy.Held(row.State, dec, until, now)
 	}
 	d.tally.due(row.Key, dec)
+	d.entries.due(row, before, dec, pol, now)
 	if dec.Action == policy.DueStarted {
 		before := *row
 		before.State = dec.BeforeStart
@@ -462,6 +472,18 @@ func (d *dispatcher) undo(ctx context.Context, starts []started) (int, error) {
 	n, err := d.store.SaveIfAttempt(ctx, d.kind.Table, rows, uids)
 	if err != nil {
 		return n, fmt.Errorf("undo attempts after failed push (they will time out and retry): %w", err)
+	}
+	if d.ledger != nil {
+		// In a statement of its own, as the undo: the dispatched entries
+		// committed with the claim.
+		now := d.clock.Now()
+		entries := make([]policy.Entry, len(starts))
+		for i, s := range starts {
+			entries[i] = policy.Entry{At: now, Kind: d.kind.Name, Key: s.before.Key, Event: policy.EventUndone, Attempt: s.uid}
+		}
+		if lerr := d.ledger.AppendLedger(ctx, entries); lerr != nil {
+			d.log.Warn("cannot record the undone attempts in the ledger", "err", lerr)
+		}
 	}
 	return n, nil
 }

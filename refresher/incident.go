@@ -2,6 +2,7 @@ package refresher
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -50,6 +51,9 @@ type incident struct {
 	// pending are the counts of committed batches not yet in Redis (see
 	// countLater).
 	pending []redisio.Tally
+	// ledger writes a ledger entry of the kind (kindRunner.recordKind);
+	// nil when the ledger is off.
+	ledger func(ctx context.Context, e policy.Entry)
 }
 
 // idleCheck is how often a poller without results reads the window, so
@@ -111,7 +115,9 @@ func (g *incident) decide(ctx context.Context, now time.Time, batch policy.Windo
 	w := policy.Window{Results: results + batch.Results, Failures: failures + batch.Failures, Worker: worker || batch.Worker}
 	on := g.guard.Incident(w)
 	if was := g.active.Swap(on); was != on {
+		ev := policy.EventIncidentClosed
 		if on {
+			ev = policy.EventIncidentOpened
 			// The charts mark this minute too: written with the next read
 			// (the next batch, or at once by an idle poller, see due).
 			g.mu.Lock()
@@ -122,6 +128,11 @@ func (g *incident) decide(ctx context.Context, now time.Time, batch policy.Windo
 		} else {
 			g.log.Info("incident ended: failures count again", "results", w.Results, "failures", w.Failures)
 		}
+		if g.ledger != nil {
+			// Each instance decides for itself: each records its own.
+			g.ledger(ctx, policy.Entry{At: now, Event: ev, Reason: fmt.Sprintf("%d failures of %d results in the last %s (threshold %g of at least %d)%s",
+				w.Failures, w.Results, policy.FormatDuration(g.guard.Window), g.guard.Threshold, g.guard.MinResults, workerWords(w.Worker))})
+		}
 	}
 	v := 0.0
 	if on {
@@ -129,6 +140,14 @@ func (g *incident) decide(ctx context.Context, now time.Time, batch policy.Windo
 	}
 	g.metrics.Incident.WithLabelValues(g.kind).Set(v)
 	return on, nil
+}
+
+// workerWords says that a result blamed the worker fleet, for the ledger.
+func workerWords(worker bool) string {
+	if worker {
+		return `; a result had "scope":"worker"`
+	}
+	return ""
 }
 
 // due reports whether the window should be read again by an idle poller:

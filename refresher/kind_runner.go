@@ -28,6 +28,10 @@ type kindRunner struct {
 	// guard, shared by its dispatcher and poller.
 	throttle *throttle
 	incident *incident
+	// ledger is the kind's database's ledger, for the entries of the
+	// whole kind (recordKind); nil when the ledger is off (see
+	// Service.ledgers).
+	ledger models.LedgerStore
 	// fatal stops the service and makes Run return err: for an error no
 	// retry can fix (see Service). Outages are retried, never fatal.
 	fatal func(err error)

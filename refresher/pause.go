@@ -47,7 +47,12 @@ func (a *Admin) Pause(ctx context.Context, t models.Table, l redisio.Lists, keys
 	if err := a.rdb.PauseModels(ctx, l, keys, info); err != nil {
 		return nil, err
 	}
-	changes, err := change(ctx, a.store, t, keys, func(st policy.State) (policy.State, string) {
+	now := info.At
+	if now.IsZero() && a.now != nil {
+		now = a.now()
+	}
+	changes, err := a.changeRows(ctx, t, keys, func(row models.Row) (policy.State, string) {
+		st := row.State
 		note := "paused; nothing is planned until it is resumed"
 		switch {
 		case st.Running():
@@ -56,6 +61,10 @@ func (a *Admin) Pause(ctx context.Context, t models.Table, l redisio.Lists, keys
 			note = "paused; it is also disabled"
 		}
 		return policy.Pause(st), note
+	}, nil, func(tx models.Tx, changes []Change) error {
+		return appendRows(ctx, tx, a.rowEntries(changes, now, func(Change) (policy.Entry, bool) {
+			return policy.Entry{Event: policy.EventPaused, Note: info.Note}, true
+		}))
 	})
 	var missing []string
 	for _, c := range changes {
@@ -87,11 +96,15 @@ func (a *Admin) Resume(ctx context.Context, t models.Table, l redisio.Lists, key
 	if err != nil {
 		return nil, err
 	}
-	changes, err := changeRows(ctx, a.store, t, keys, func(row models.Row) (policy.State, string) {
+	changes, err := a.changeRows(ctx, t, keys, func(row models.Row) (policy.State, string) {
 		st := policy.Resume(row.State, now, schedFor(row.Key, row.Rule))
 		_, was := before[row.Key]
 		return st, resumeNote(st, was)
-	}, nil)
+	}, nil, func(tx models.Tx, changes []Change) error {
+		return appendRows(ctx, tx, a.rowEntries(changes, now, func(c Change) (policy.Entry, bool) {
+			return policy.Entry{Event: policy.EventResumed, Note: c.Note}, true
+		}))
+	})
 	if err != nil {
 		if rerr := a.rdb.RestorePauses(context.WithoutCancel(ctx), l, before); rerr != nil {
 			err = errors.Join(err, rerr)

@@ -20,6 +20,9 @@ type poller struct {
 	drain     *redisio.Drain
 	schedules schedules
 	wake      chan<- struct{} // tells the dispatcher a row became due early
+	// entries are the ledger's entries of the batch in hand; nil when the
+	// ledger is off.
+	entries *ledgerBatch
 	// requeue is set when a batch could not be applied: its messages are
 	// still in this instance's processing list and go back to the output
 	// list before anything else is fetched.
@@ -530,6 +533,7 @@ func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.T
 	err = p.store.Tx(ctx, func(tx models.Tx) error {
 		dead, earliest = dead[:0], time.Time{}
 		p.tally.reset()
+		p.entries.reset()
 		var written []bool
 		if len(fast.succ) > 0 {
 			var err error
@@ -568,9 +572,11 @@ func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.T
 				// What Apply decides for a current, on-time success.
 				p.tally.apply(m.Result.UID, m.Result.Type, policy.ApplyDecision{Outcome: policy.OutcomeApplied})
 				p.note(m.Result, string(policy.OutcomeApplied))
-				if at := fast.succ[fast.at[i]].State.RefreshAt; !at.IsZero() && (earliest.IsZero() || at.Before(earliest)) {
+				at := fast.succ[fast.at[i]].State.RefreshAt
+				if !at.IsZero() && (earliest.IsZero() || at.Before(earliest)) {
 					earliest = at
 				}
+				p.entries.succeeded(m.Result.UID, m.Result.AttemptUID, at, now)
 				continue
 			}
 			row, ok := rows[m.Result.UID]
@@ -585,6 +591,7 @@ func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.T
 			st, dec := pol.Apply(row.State, pr, now, sched, serr, p.rand())
 			p.tally.apply(m.Result.UID, m.Result.Type, dec)
 			p.note(m.Result, string(dec.Outcome))
+			p.entries.apply(m.Result.UID, pr, st, dec, pol, now)
 			if pr.Extend > 0 {
 				leases = append(leases, leaseAnswer(pr, st, dec))
 			}
@@ -614,6 +621,10 @@ func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.T
 			if err := tx.Save(ctx, p.kind.Table, save); err != nil {
 				return err
 			}
+		}
+		p.entries.holds(holds, now)
+		if err := p.entries.write(ctx, tx); err != nil {
+			return err
 		}
 		if p.faults.beforeCommit != nil {
 			if err := p.faults.beforeCommit(p.kind.Name); err != nil {

@@ -224,7 +224,11 @@ func (s *Service) Run(ctx context.Context) error {
 	var dispatchers, pollers sync.WaitGroup
 	watch := newDueWatch(s.cfg)
 	claims := s.claimGates()
+	ledgers := s.ledgers(ctx)
 	dispatchers.Go(guard("due watch", func() { watch.loop(runCtx) }))
+	for _, ls := range ledgers {
+		dispatchers.Go(guard("ledger pruning", func() { s.pruneLedger(runCtx, ls) }))
+	}
 	for _, k := range s.cfg.Kinds {
 		r := &kindRunner{
 			cfg: s.cfg, kind: k, store: k.Store, rdb: s.rdb, clock: s.cfg.Clock,
@@ -233,19 +237,25 @@ func (s *Service) Run(ctx context.Context) error {
 			activity: &activity{},
 			fatal:    fatal,
 			throttle: newThrottle(s.rdb, k),
+			ledger:   ledgers[k.Store],
 		}
 		r.incident = newIncident(s.rdb, k, r.log, s.cfg.Metrics)
+		if r.ledger != nil {
+			r.incident.ledger = r.recordKind
+		}
 		wake := make(chan struct{}, 1)
 		sched := newSchedules(k) // one parse cache for both
+		on := r.ledger != nil
 		d := &dispatcher{kindRunner: r, wake: wake, schedules: sched, watch: watch, claims: claims[k.Store],
-			gate: &dueGate{store: k.Store, table: k.Table, clock: s.cfg.Clock}}
+			gate: &dueGate{store: k.Store, table: k.Table, clock: s.cfg.Clock}, entries: newLedgerBatch(k.Name, on)}
 		p := &poller{kindRunner: r, wake: wake, drain: s.rdb.Drain(k.Lists, s.cfg.InstanceID, s.cfg.Heartbeat),
-			schedules: sched}
+			schedules: sched, entries: newLedgerBatch(k.Name, on)}
 		dispatchers.Go(guard("kind "+k.Name+": dispatcher", func() { d.loop(runCtx) }))
 		if len(k.Lanes) > 0 {
 			d.backlog = newBacklogSignal()
 			// No due gate: it asks Store.UrgentDue before each pass.
-			u := &dispatcher{kindRunner: r, schedules: sched, claims: claims[k.Store], urgent: true, backlog: d.backlog}
+			u := &dispatcher{kindRunner: r, schedules: sched, claims: claims[k.Store], urgent: true, backlog: d.backlog,
+				entries: newLedgerBatch(k.Name, on)}
 			dispatchers.Go(guard("kind "+k.Name+": urgent dispatcher", func() { u.urgentLoop(runCtx) }))
 		}
 		pollers.Go(guard("kind "+k.Name+": poller", func() { p.loop(pollCtx) }))

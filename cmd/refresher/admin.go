@@ -59,6 +59,9 @@ func adminCmd(name, short string, fn adminFunc) *cobra.Command {
 			}
 			// Enable and trigger change only the table: no Redis.
 			admin := refresher.NewAdmin(store, nil)
+			if c.Ledger.Enabled {
+				admin = admin.Recording(k.Name, "cli", refresher.SystemClock{}.Now)
+			}
 			run := func(ctx context.Context, t models.Table, keys []string, now time.Time) ([]refresher.Change, error) {
 				return fn(admin, ctx, t, keys, now)
 			}

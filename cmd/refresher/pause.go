@@ -144,7 +144,11 @@ func withPauseTargets(ctx context.Context, path, kind string, withModels bool, f
 		return err
 	}
 	defer rdb.Close()
-	return fn(ctx, pauseTarget{kind: k, admin: refresher.NewAdmin(store, redisio.New(rdb)),
+	admin := refresher.NewAdmin(store, redisio.New(rdb))
+	if c.Ledger.Enabled {
+		admin = admin.Recording(k.Name, "cli", refresher.SystemClock{}.Now)
+	}
+	return fn(ctx, pauseTarget{kind: k, admin: admin,
 		lists: k.Lists()})
 }
 

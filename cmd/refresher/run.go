@@ -159,7 +159,10 @@ func operatorServer(c *config.Config, dbs *databases, rdb redis.UniversalClient,
 	for i := range c.Kinds {
 		kinds[i] = c.Kinds[i].Operator()
 		kinds[i].Store = dbs.Of(&c.Kinds[i])
+		if c.Ledger.Enabled { // pruned to ledger.max_age by the service
+			kinds[i].LedgerKeep = c.Ledger.MaxAge.D()
+		}
 	}
 	return operator.New(c.OperatorAccess(operator.Options{Kinds: kinds, Redis: rdb, Gatherer: svc.Metrics().Registry,
-		Logger: log, SearchBudget: c.SearchScanBudget}))
+		Logger: log, SearchBudget: c.SearchScanBudget, Ledger: c.Ledger.Enabled}))
 }

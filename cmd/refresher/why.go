@@ -64,7 +64,11 @@ follow it (--all: every entry read).`,
 				return err
 			}
 			defer store.Close()
-			ans, err := refresher.NewAdmin(whyStore(store), nil).Why(cmd.Context(), whyKind(k), key, when, now)
+			wk := whyKind(k)
+			if c.Ledger.Enabled { // pruned to ledger.max_age by the service
+				wk.Keep = c.Ledger.MaxAge.D()
+			}
+			ans, err := refresher.NewAdmin(whyStore(store), nil).Why(cmd.Context(), wk, key, when, now)
 			if errors.Is(err, refresher.ErrNoLedger) {
 				return fmt.Errorf("why: %w (the ledger is kept by the stores that implement models.LedgerReader)", err)
 			}

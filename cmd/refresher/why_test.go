@@ -67,7 +67,7 @@ entries it is built on (the ledger read from Nov 18 00:00 to Nov 26 01:00, times
 	_, err = b.run(t, "why", "--config", b.path, "--kind", "big_tables", "--key", "42", "--at", "yesterday")
 	require.ErrorContains(t, err, `--at "yesterday": use RFC 3339, e.g. 2026-11-25T09:00:00Z`)
 
-	whyStore = func(s models.Store) models.Store { return s }
+	whyStore = func(s models.Store) models.Store { return struct{ models.Store }{s} } // hides its models.LedgerReader
 	_, err = b.run(t, "why", "--config", b.path, "--kind", "big_tables", "--key", "42")
 	require.ErrorContains(t, err, "why: kind big_tables: its database's store keeps no ledger")
 }

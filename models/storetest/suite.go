@@ -51,6 +51,9 @@ func Run(t *testing.T, h Harness) {
 		{"InspectorListPages", testList},
 		{"InspectorGet", testGet},
 		{"InspectorSearchBoundedScan", testSearchBudget},
+		{"LedgerRoundTrip", testLedgerRoundTrip},
+		{"LedgerRollsBackWithItsTransaction", testLedgerRollsBack},
+		{"LedgerPruneBounds", testLedgerPrune},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

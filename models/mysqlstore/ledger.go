@@ -1,0 +1,59 @@
+package mysqlstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/policy"
+)
+
+var (
+	_ models.LedgerStore = (*Store)(nil)
+	_ models.LedgerTx    = (*Tx)(nil)
+)
+
+// ledger is the Store's ledger (models.LedgerTable); see models.SQLLedger.
+func (s *Store) ledger() models.SQLLedger {
+	return models.SQLLedger{DB: s.db, Quoted: "`" + models.LedgerTable + "`"}
+}
+
+// AppendLedger implements models.LedgerTx: the entries commit or roll back
+// with the transaction's rows.
+func (tx *Tx) AppendLedger(ctx context.Context, entries []policy.Entry) error {
+	return tx.s.ledger().Append(ctx, tx.tx, entries)
+}
+
+// AppendLedger implements models.LedgerStore.
+func (s *Store) AppendLedger(ctx context.Context, entries []policy.Entry) error {
+	return s.ledger().Append(ctx, s.db, entries)
+}
+
+// Ledger implements models.LedgerReader.
+func (s *Store) Ledger(ctx context.Context, kind, key string, from, to time.Time, limit int) ([]policy.Entry, error) {
+	return s.ledger().Read(ctx, kind, key, from, to, limit)
+}
+
+// LedgerReady implements models.LedgerStore.
+func (s *Store) LedgerReady(ctx context.Context) error { return s.ledger().Ready(ctx) }
+
+// PruneLedger implements models.LedgerStore.
+func (s *Store) PruneLedger(ctx context.Context, b models.LedgerBounds, now time.Time, from models.LedgerPrune) (int, models.LedgerPrune, error) {
+	return s.ledger().Pruner().Prune(ctx, b, now, from)
+}
+
+// LedgerDDL creates the ledger: binary collation, so that keys compare
+// exactly as the application's key column returned them; 64 and 255
+// characters hold a kind's name and models.LedgerKey.
+func (dialect) LedgerDDL() []string {
+	return []string{"CREATE TABLE IF NOT EXISTS `" + models.LedgerTable + "` (\n" +
+		"  `id` BIGINT NOT NULL AUTO_INCREMENT,\n" +
+		"  `kind` VARCHAR(64) NOT NULL,\n" +
+		"  `row_key` VARCHAR(255) NOT NULL,\n" +
+		"  `at_us` BIGINT NOT NULL,\n" +
+		"  `event` VARCHAR(32) NOT NULL,\n" +
+		"  `detail` TEXT NULL,\n" +
+		"  PRIMARY KEY (`id`),\n" +
+		"  KEY `idx_refresher_ledger_row` (`kind`, `row_key`, `at_us`)\n" +
+		") CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"}
+}

@@ -1,0 +1,276 @@
+package refresher
+
+import (
+	"cmp"
+	"context"
+	"time"
+
+	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/policy"
+)
+
+// The ledger (docs/operating.md, "The ledger"): every decision the service
+// takes about a row or a kind, recorded as it takes it, so that `refresher
+// why` can say why a row did or did not run. A row's entries go into the
+// kind's database (models.LedgerTable) in the transaction of the batch
+// that decided them, in one INSERT per batch: a batch that rolls back
+// leaves none, and every instance writes its own (the throttle holds a
+// batch sets go with it, as entries of the kind). The events that belong
+// to no batch's transaction (a pause of the whole kind, an incident, an
+// undone push) are written in a statement of their own. A periodic
+// task per database prunes the ledger to its bounds (LedgerConfig).
+
+// Defaults of LedgerConfig; config.Defaults names these.
+const (
+	DefaultLedgerMaxEntries     = 100
+	DefaultLedgerKindMaxEntries = 1000
+	DefaultLedgerMaxAge         = 30 * 24 * time.Hour
+	DefaultLedgerPruneEvery     = time.Minute
+	DefaultLedgerPruneChunk     = 1000
+)
+
+// LedgerConfig is Config.Ledger. The zero value records nothing.
+type LedgerConfig struct {
+	// On records the decisions. Off (the default) costs nothing: no
+	// statement and no allocation per row. On, each model costs two
+	// entries per cycle, two index inserts, which a service whose database
+	// is its bottleneck pays in throughput (docs/performance.md, "The
+	// ledger").
+	On bool
+	// Bounds are what the ledger keeps (zero fields: the defaults): the
+	// last MaxEntries entries of each row and KindMaxEntries of each
+	// kind's own, none older than MaxAge; Chunk bounds one pruning step.
+	Bounds models.LedgerBounds
+	// PruneEvery is how often each database's ledger is pruned: a round
+	// prunes by age until a step finds nothing old, then walks every
+	// (kind, key) group once (models.LedgerPrune). Default 1m.
+	PruneEvery time.Duration
+}
+
+// WithDefaults returns l with every zero field set to its default.
+func (l LedgerConfig) WithDefaults() LedgerConfig {
+	l.Bounds.MaxEntries = cmp.Or(l.Bounds.MaxEntries, DefaultLedgerMaxEntries)
+	l.Bounds.KindMaxEntries = cmp.Or(l.Bounds.KindMaxEntries, DefaultLedgerKindMaxEntries)
+	l.Bounds.MaxAge = cmp.Or(l.Bounds.MaxAge, DefaultLedgerMaxAge)
+	l.Bounds.Chunk = cmp.Or(l.Bounds.Chunk, DefaultLedgerPruneChunk)
+	l.PruneEvery = cmp.Or(l.PruneEvery, DefaultLedgerPruneEvery)
+	return l
+}
+
+// ledgerBatch is the entries of one batch (of a dispatcher's pass or a
+// poller's batch), written in its transaction. Nil (the ledger off), it
+// records nothing and costs a nil check per row.
+type ledgerBatch struct {
+	kind    string
+	entries []policy.Entry
+}
+
+// newLedgerBatch returns the batch of kind, nil when on is false.
+func newLedgerBatch(kind string, on bool) *ledgerBatch {
+	if !on {
+		return nil
+	}
+	return &ledgerBatch{kind: kind}
+}
+
+// reset forgets the entries of the last transaction (its try may roll
+// back and run again).
+func (b *ledgerBatch) reset() {
+	if b == nil {
+		return
+	}
+	clear(b.entries)
+	b.entries = b.entries[:0]
+}
+
+func (b *ledgerBatch) add(e policy.Entry) {
+	e.Kind = b.kind
+	b.entries = append(b.entries, e)
+}
+
+// write appends the entries to tx, when its store keeps a ledger.
+func (b *ledgerBatch) write(ctx context.Context, tx models.Tx) error {
+	if b == nil || len(b.entries) == 0 {
+		return nil
+	}
+	lt, ok := tx.(models.LedgerTx)
+	if !ok {
+		return nil
+	}
+	return lt.AppendLedger(ctx, b.entries)
+}
+
+// failure records a failure decision f (from a worker's failure, EventFailed,
+// or a timeout, EventTimedOut) of attempt about key at now.
+func (b *ledgerBatch) failure(ev policy.Event, key, attempt, reason string, f policy.Decision, bound string, at time.Time) {
+	e := policy.Entry{At: at, Key: key, Event: ev, Attempt: attempt, Reason: policy.Truncate(reason, policy.MaxLastErrorLen),
+		Next: f.RefreshAt, Bound: bound}
+	if f.Branch == policy.BranchDisabled {
+		e.Disabled = true
+		b.add(e)
+		b.add(policy.Entry{At: at, Key: key, Event: policy.EventDisabled, Attempt: attempt, Reason: f.Reason})
+		return
+	}
+	b.add(e)
+}
+
+// due records what the dispatcher decided for row at now: before is the
+// row's state as claimed, p the kind's policy (for the bound of a
+// timeout's retry).
+func (b *ledgerBatch) due(row *models.Row, before policy.State, d policy.DueDecision, p policy.Policy, now time.Time) {
+	if b == nil {
+		return
+	}
+	if d.TimedOut {
+		b.failure(policy.EventTimedOut, row.Key, before.AttemptUID, row.State.LastError, d.Timeout, p.RetryBound(d.Timeout, 0), now)
+	}
+	switch d.Action {
+	case policy.DueStarted:
+		e := policy.Entry{At: now, Key: row.Key, Event: policy.EventDispatched, Attempt: d.AttemptUID,
+			Planned: d.BeforeStart.RefreshAt}
+		if !d.MissedSince.IsZero() {
+			e.Planned = d.MissedSince
+		}
+		if row.Priority.Source != models.PriorityKind {
+			level := row.Priority.Level
+			e.Priority = &level
+		}
+		b.add(e)
+	case policy.DueInvalidSchedule:
+		b.add(policy.Entry{At: now, Key: row.Key, Event: policy.EventDisabled, Reason: row.State.DisabledReason})
+	case policy.DueMisfireSkipped:
+		b.add(policy.Entry{At: now, Key: row.Key, Event: policy.EventMisfireSkipped, Planned: d.MissedSince, Next: row.State.RefreshAt})
+		if row.State.RefreshAt.IsZero() {
+			b.ruleEnded(row.Key, now)
+		}
+	case policy.DueHeld:
+		// Planned: the refresh_at it was held from; its dispatch, at the
+		// hold's end, runs for Until.
+		b.add(policy.Entry{At: now, Key: row.Key, Event: policy.EventThrottleHold, Planned: before.RefreshAt, Until: row.State.RefreshAt})
+	}
+}
+
+// ruleEnded records that key's rule has no occurrence left: nothing is
+// planned until the application changes the row.
+func (b *ledgerBatch) ruleEnded(key string, now time.Time) {
+	b.add(policy.Entry{At: now, Key: key, Event: policy.EventDisabled, Reason: "the rule has no occurrence left"})
+}
+
+// succeeded records a success of attempt on key at now, with the next
+// occurrence planned.
+func (b *ledgerBatch) succeeded(key, attempt string, next, now time.Time) {
+	if b == nil {
+		return
+	}
+	b.add(policy.Entry{At: now, Key: key, Event: policy.EventSucceeded, Attempt: attempt, Next: next})
+	if next.IsZero() {
+		b.ruleEnded(key, now)
+	}
+}
+
+// apply records what the poller decided for result r of key at now: st is
+// the row's state after, p the kind's policy.
+func (b *ledgerBatch) apply(key string, r policy.Result, st policy.State, d policy.ApplyDecision, p policy.Policy, now time.Time) {
+	if b == nil {
+		return
+	}
+	switch d.Outcome {
+	case policy.OutcomeStale:
+		b.add(policy.Entry{At: now, Key: key, Event: policy.EventStale, Attempt: r.AttemptUID})
+		return
+	case policy.OutcomeLate:
+		b.add(policy.Entry{At: now, Key: key, Event: policy.EventLate, Attempt: r.AttemptUID})
+	}
+	switch {
+	case d.InvalidSchedule:
+		b.add(policy.Entry{At: now, Key: key, Event: policy.EventDisabled, Attempt: r.AttemptUID, Reason: st.DisabledReason})
+	case d.TimedOut:
+		b.failure(policy.EventTimedOut, key, r.AttemptUID, st.LastError, d.Failure, p.RetryBound(d.Failure, 0), now)
+	case d.Failed:
+		b.failure(policy.EventFailed, key, r.AttemptUID, r.Reason, d.Failure, p.RetryBound(d.Failure, r.RetryAfter), now)
+	case d.Extended:
+		b.add(policy.Entry{At: now, Key: key, Event: policy.EventExtended, Attempt: r.AttemptUID, Until: st.TimeoutAt})
+	case r.Type == policy.ResultSuccess:
+		b.succeeded(key, r.AttemptUID, st.RefreshAt, now)
+	}
+}
+
+// holds records the throttle holds a batch set, as entries of the kind.
+func (b *ledgerBatch) holds(holds map[string]time.Time, now time.Time) {
+	if b == nil {
+		return
+	}
+	for g, until := range holds {
+		b.add(policy.Entry{At: now, Event: policy.EventThrottleHold, Group: g, Until: until})
+	}
+}
+
+// recordKind writes entries of a kind outside any row's transaction
+// (a kind's pause, an incident): a failure is logged and loses only them.
+func (r *kindRunner) recordKind(ctx context.Context, e policy.Entry) {
+	if r.ledger == nil {
+		return
+	}
+	e.Kind = r.kind.Name
+	if err := r.ledger.AppendLedger(ctx, []policy.Entry{e}); err != nil {
+		r.log.Warn("cannot record in the ledger", "event", e.Event, "err", err)
+	}
+}
+
+// ledgers returns, of the service's stores, those that keep the ledger,
+// when it is on: a store whose table is missing (`refresher migrate` not
+// run since the upgrade) is left out with a warning, and its kinds record
+// nothing.
+func (s *Service) ledgers(ctx context.Context) map[models.Store]models.LedgerStore {
+	out := map[models.Store]models.LedgerStore{}
+	if !s.cfg.Ledger.On {
+		return out
+	}
+	for _, st := range s.stores() {
+		ls, ok := st.store.(models.LedgerStore)
+		if !ok {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, s.cfg.OpTimeout)
+		err := ls.LedgerReady(cctx)
+		cancel()
+		if err != nil {
+			s.cfg.Logger.Warn("the ledger is off for these kinds: its table cannot be read", "kinds", st.kinds, "err", err)
+			continue
+		}
+		out[st.store] = ls
+	}
+	return out
+}
+
+// pruneLedger prunes ls every PruneEvery until ctx ends: each round takes
+// steps (models.LedgerStore.PruneLedger), by age until a step finds
+// nothing old, then along the (kind, key) groups until the walk is back at
+// its start; each statement is one bounded chunk.
+func (s *Service) pruneLedger(ctx context.Context, ls models.LedgerStore) {
+	cfg := s.cfg.Ledger
+	var from models.LedgerPrune
+	t := time.NewTicker(cfg.PruneEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for ctx.Err() == nil {
+			pctx, cancel := context.WithTimeout(ctx, s.cfg.OpTimeout)
+			_, next, err := ls.PruneLedger(pctx, cfg.Bounds, s.cfg.Clock.Now(), from)
+			cancel()
+			if err != nil {
+				s.cfg.Logger.Warn("cannot prune the ledger", "err", err)
+				break
+			}
+			round := from.Counting && !next.Counting
+			from = next
+			if round {
+				break // the walk is back at its start: next round, next tick
+			}
+		}
+	}
+}
