@@ -391,23 +391,26 @@ func (e *explainer) attemptStory(d Entry, first bool) (Cause, string, Entry) {
 		}
 		parts = append(parts, s)
 	}
-	var stale Entry
+	// The dispatch and the last lease only: every clause has the attempt
+	// as its subject ("It was dispatched ..., had its lease extended ...
+	// and succeeded ...").
+	var stale, lease Entry
 	for _, x := range e.rowEntries() {
 		if x.Attempt != d.Attempt || d.Attempt == "" || x.At.Before(d.At) {
 			continue
 		}
 		switch x.Event {
 		case EventExtended:
-			e.cite(x)
-			parts = append(parts, "its worker extended its lease to "+e.at(x.Until))
+			lease = x
 		case EventStale:
 			if stale.Event == "" {
 				stale = x
 			}
 		}
 	}
-	if len(parts) > 1 {
-		parts = parts[len(parts)-2:] // the dispatch, or the last lease
+	if lease.Event != "" {
+		e.cite(lease)
+		parts = append(parts, "had its lease extended by its worker to "+e.at(lease.Until))
 	}
 	end, ok := e.outcome(d)
 	if !ok {
