@@ -748,7 +748,7 @@ func (e *explainer) enabledAfter(t time.Time) bool {
 // disabledBefore explains an occurrence that fell while the model was
 // disabled (since at), and what re-enabled it.
 func (e *explainer) disabledBefore(head string, at time.Time, reason string) Why {
-	if strings.HasPrefix(reason, "Invalid refresh schedule") {
+	if strings.HasPrefix(reason, invalidSchedulePrefix) {
 		return e.answer(CauseInvalidRule, head, fmt.Sprintf("It did not run: the model was disabled at %s because its own rule is invalid%s.", e.at(at), quoteReason(reason)))
 	}
 	s := fmt.Sprintf("It did not run: the model had been disabled since %s%s", e.at(at), quoteReason(reason))
@@ -857,7 +857,7 @@ func (e *explainer) ahead(head string) Why {
 func (e *explainer) invalidRule() Why {
 	q := e.q
 	for _, x := range e.rowEntries() {
-		if x.Event == EventDisabled && strings.HasPrefix(x.Reason, "Invalid refresh schedule") {
+		if x.Event == EventDisabled && strings.HasPrefix(x.Reason, invalidSchedulePrefix) {
 			e.cite(x)
 			return e.answer(CauseInvalidRule, fmt.Sprintf("Nothing was planned at %s: the model's own rule is invalid, and it was disabled at %s%s.",
 				e.full(q.At), e.at(x.At), quoteReason(x.Reason)))
