@@ -697,14 +697,23 @@ func (e *explainer) notDispatched(head string) Why {
 			return e.answer(CausePaused, head, w+", not the runs missed.")
 		}
 	}
+	// A pause or hold that has ended since did not stop the dispatch
+	// after it: say so rather than let it read as the whole answer.
+	const noneAfter = ", and no dispatch is recorded after it ended"
 	for _, s := range e.pauses(true) {
 		if s.covers(occ) {
-			return e.answer(CauseKindPaused, head, "It has not run: "+e.pauseWords("the kind", s)+".")
+			if s.until.IsZero() {
+				return e.answer(CauseKindPaused, head, "It has not run: "+e.pauseWords("the kind", s)+".")
+			}
+			return e.answer(CauseKindPaused, head, "It did not run: "+e.pauseWords("the kind", s)+noneAfter+".")
 		}
 	}
 	if h, ok := e.holdAt(occ); ok {
 		e.cite(h)
-		return e.answer(CauseHeld, head, fmt.Sprintf("It has not run: its throttle group %s is held until %s after a Retry-After.", h.Group, e.at(h.Until)))
+		if h.Until.After(q.Now) {
+			return e.answer(CauseHeld, head, fmt.Sprintf("It has not run: its throttle group %s is held until %s after a Retry-After.", h.Group, e.at(h.Until)))
+		}
+		return e.answer(CauseHeld, head, fmt.Sprintf("It did not run: its throttle group %s was held until %s after a Retry-After%s.", h.Group, e.at(h.Until), noneAfter))
 	}
 	if b, ok := e.busyAt(occ); ok {
 		s := "It did not run: " + b
