@@ -13,7 +13,8 @@ answers that the attempt is over.
 
 Environment: REFRESHER_REDIS (default redis://127.0.0.1:6379/0);
 OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT), _HEADERS and
-OTEL_SERVICE_NAME to export a span per job (class Span). Unlike the
+OTEL_SERVICE_NAME to export a span per job over OTLP/HTTP (class Span;
+OTEL_SDK_DISABLED and OTEL_TRACES_EXPORTER=none turn it off). Unlike the
 reference worker (`refresher worker`) it does not refuse private addresses:
 run it only where every input URL may be fetched.
 """
@@ -106,9 +107,29 @@ class Lease:
         return True
 
 
-OTLP = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or (
-    os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").rstrip("/") + "/v1/traces"
-    if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") else "")
+def otlp_url(env):
+    """The OTLP/HTTP URL spans are posted to, "" for none. The variables
+    turn it on and off as they do `refresher worker` (docs/configuration.md,
+    "Tracing"), so that one environment serves both; this worker posts JSON,
+    so with the gRPC protocol it exports nothing and says what to set."""
+    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return ""
+    exporter = env.get("OTEL_TRACES_EXPORTER", "").strip()
+    if exporter == "none":
+        return ""
+    url = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or (
+        env["OTEL_EXPORTER_OTLP_ENDPOINT"].rstrip("/") + "/v1/traces" if env.get("OTEL_EXPORTER_OTLP_ENDPOINT") else "")
+    if not url and exporter == "otlp":
+        url = "http://localhost:4318/v1/traces"  # the OTLP/HTTP default
+    proto = (env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or env.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "").strip()
+    if url and proto == "grpc":
+        print("exporting no spans: this worker sends OTLP over HTTP only; set OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/json "
+              "and OTEL_EXPORTER_OTLP_TRACES_ENDPOINT to the collector's HTTP port (http://<host>:4318/v1/traces)", flush=True)
+        return ""
+    return url
+
+
+OTLP = otlp_url(os.environ)
 
 
 class Span:

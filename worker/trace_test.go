@@ -104,25 +104,11 @@ func TestPythonWorkerExampleTraces(t *testing.T) {
 	b := &runBundle{rdb: rdb, cfg: Config{Input: input, Output: output}}
 	for _, endpoint := range []string{"", recv.URL} {
 		b.pushTracedJob(t, "a", srv.URL)
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, python, script, "--kind", "big_tables", "--input", input, "--output", output,
-			"--redis", testenv.RedisURL(), "--max-jobs", "1")
-		cmd.Env = []string{"PYTHONDONTWRITEBYTECODE=1"}
-		for _, kv := range os.Environ() {
-			if !strings.HasPrefix(kv, "OTEL_") {
-				cmd.Env = append(cmd.Env, kv)
-			}
-		}
+		var env []string
 		if endpoint != "" {
-			cmd.Env = append(cmd.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+endpoint, "OTEL_EXPORTER_OTLP_HEADERS=x-token=a%20b")
+			env = []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint, "OTEL_EXPORTER_OTLP_HEADERS=x-token=a%20b"}
 		}
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "examples/worker.py:\n%s", out)
-		raw, err := rdb.LPop(context.Background(), output).Result()
-		require.NoError(t, err)
-		var res redisio.Result
-		require.NoError(t, json.Unmarshal([]byte(raw), &res))
+		out, res := runPythonJob(t, python, script, b, env)
 		if endpoint == "" {
 			require.Equal(t, jobTraceParent, res.TraceParent, "passed on")
 			require.Empty(t, recv.Spans())
@@ -137,6 +123,66 @@ func TestPythonWorkerExampleTraces(t *testing.T) {
 			ParentID: jobSpanID, Name: "refresh big_tables", Kind: 5, Encoding: "json",
 			Attrs: map[string]string{tracing.AttrKind: "big_tables", tracing.AttrKey: "a", tracing.AttrAttemptUID: "att-a", tracing.AttrResultType: "success"},
 		}, s)
+	}
+}
+
+// runPythonJob runs examples/worker.py on b's lists for one job, with
+// env and none of the test's own OTEL_* variables, and returns its output
+// and the result it pushed.
+func runPythonJob(t *testing.T, python, script string, b *runBundle, env []string) (string, redisio.Result) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, script, "--kind", "big_tables", "--input", b.cfg.Input, "--output", b.cfg.Output,
+		"--redis", testenv.RedisURL(), "--max-jobs", "1")
+	cmd.Env = []string{"PYTHONDONTWRITEBYTECODE=1"}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OTEL_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "examples/worker.py:\n%s", out)
+	raw, err := b.rdb.LPop(context.Background(), b.cfg.Output).Result()
+	require.NoError(t, err)
+	var res redisio.Result
+	require.NoError(t, json.Unmarshal([]byte(raw), &res))
+	return string(out), res
+}
+
+// examples/worker.py reads the variables that turn tracing off as
+// `refresher worker` does, exports no span of a trace that is not sampled,
+// and with the gRPC protocol (it posts OTLP/HTTP JSON) exports none and
+// says what to set. Each time it passes the job's traceparent on as it is.
+func TestPythonWorkerExampleTraceSwitches(t *testing.T) {
+	t.Parallel()
+	python := testenv.PythonWithRedis(t)
+	rdb, prefix := testenv.Redis(t)
+	srv := okServer(t)
+	recv := otlptest.New(t)
+	script, err := filepath.Abs("../examples/worker.py")
+	require.NoError(t, err)
+	b := &runBundle{rdb: rdb, cfg: Config{Input: prefix + "big_tables-input", Output: prefix + "big_tables-output"}}
+	on := "OTEL_EXPORTER_OTLP_ENDPOINT=" + recv.URL
+	unsampled := "00-" + jobTraceID + "-" + jobSpanID + "-00"
+	for _, c := range []struct {
+		name, parent, says string
+		env                []string
+	}{
+		{name: "OTEL_TRACES_EXPORTER=none", parent: jobTraceParent, env: []string{on, "OTEL_TRACES_EXPORTER=none"}},
+		{name: "OTEL_SDK_DISABLED=true", parent: jobTraceParent, env: []string{on, "OTEL_SDK_DISABLED=true"}},
+		{name: "gRPC", parent: jobTraceParent, env: []string{on, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"}, says: "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/json"},
+		{name: "not sampled", parent: unsampled, env: []string{on}},
+	} {
+		data, err := redisio.AppendJob(nil, redisio.Job{Kind: "big_tables", UID: "a", AttemptUID: "att-a", AttemptNo: 1,
+			TimeoutAt: time.Now().Add(time.Minute), Payload: map[string]any{"input_url": srv.URL}, TraceParent: c.parent})
+		require.NoError(t, err)
+		require.NoError(t, rdb.RPush(context.Background(), b.cfg.Input, data).Err())
+		out, res := runPythonJob(t, python, script, b, c.env)
+		require.Equal(t, c.parent, res.TraceParent, "%s: passed on as it is", c.name)
+		require.Empty(t, recv.Spans(), "%s: no span exported\n%s", c.name, out)
+		require.Contains(t, out, c.says, c.name)
 	}
 }
 
