@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/refresher/refresher/config"
 	"github.com/refresher/refresher/models"
-	"github.com/refresher/refresher/models/stores"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/refresher"
 )
@@ -51,23 +49,12 @@ follow it (--all: every entry read).`,
 				}
 				when = t
 			}
-			c, err := config.Load(path)
-			if err != nil {
-				return err
-			}
-			k, err := c.Kind(kind)
-			if err != nil {
-				return err
-			}
-			store, err := openKindDatabase(cmd.Context(), c, k, stores.Options{AdminSQLite: true})
+			_, k, store, err := openAdminKind(cmd.Context(), path, kind)
 			if err != nil {
 				return err
 			}
 			defer store.Close()
 			ans, err := refresher.NewAdmin(whyStore(store), nil).Why(cmd.Context(), whyKind(k), key, when, now)
-			if errors.Is(err, refresher.ErrNoLedger) {
-				return fmt.Errorf("why: %w (the ledger is kept by the stores that implement models.LedgerReader)", err)
-			}
 			if err != nil {
 				return fmt.Errorf("why: %w", err)
 			}

@@ -69,5 +69,6 @@ entries it is built on (the ledger read from Nov 18 00:00 to Nov 26 01:00, times
 
 	whyStore = func(s models.Store) models.Store { return s }
 	_, err = b.run(t, "why", "--config", b.path, "--kind", "big_tables", "--key", "42")
-	require.ErrorContains(t, err, "why: kind big_tables: its database's store keeps no ledger")
+	require.EqualError(t, err, "why: kind big_tables: its database's store keeps no ledger, so there is no history to explain",
+		"as docs/operating.md says, without Go's names")
 }
