@@ -534,6 +534,8 @@ func (e *explainer) incidentAt(t time.Time) (Entry, bool) {
 type span struct {
 	start, end Entry
 	until      time.Time // the end's time, or the pause's own Until
+	// ongoing: not resumed, and its own Until (if any) is still ahead.
+	ongoing bool
 }
 
 // pauses are the pause spans of the kind (key "") or of the row.
@@ -558,9 +560,7 @@ func (e *explainer) pauses(kind bool) []span {
 		}
 	}
 	if open != nil {
-		if !open.until.IsZero() && open.until.After(e.q.Now) {
-			open.until = time.Time{}
-		}
+		open.ongoing = open.until.IsZero() || open.until.After(e.q.Now)
 		out = append(out, *open)
 	}
 	return out
@@ -586,8 +586,12 @@ func who(x Entry) string {
 // pauseWords: "the kind was paused from 08:55 to 09:20 by ops ('incident 42')".
 func (e *explainer) pauseWords(what string, s span) string {
 	e.cite(s.start, s.end)
-	if s.until.IsZero() {
-		return fmt.Sprintf("%s has been paused since %s%s", what, e.at(s.start.At), who(s.start))
+	if s.ongoing {
+		w := fmt.Sprintf("%s has been paused since %s%s", what, e.at(s.start.At), who(s.start))
+		if !s.until.IsZero() {
+			w += ", to end at " + e.at(s.until)
+		}
+		return w
 	}
 	return fmt.Sprintf("%s was paused from %s to %s%s", what, e.at(s.start.At), e.at(s.until), who(s.start))
 }
@@ -687,7 +691,7 @@ func (e *explainer) notDispatched(head string) Why {
 	for _, s := range e.pauses(false) {
 		if s.covers(occ) {
 			w := "It did not run: " + e.pauseWords("the model", s)
-			if s.until.IsZero() {
+			if s.ongoing {
 				return e.answer(CausePaused, head, w+".")
 			}
 			w += "; resuming planned the next occurrence"
@@ -702,7 +706,7 @@ func (e *explainer) notDispatched(head string) Why {
 	const noneAfter = ", and no dispatch is recorded after it ended"
 	for _, s := range e.pauses(true) {
 		if s.covers(occ) {
-			if s.until.IsZero() {
+			if s.ongoing {
 				return e.answer(CauseKindPaused, head, "It has not run: "+e.pauseWords("the kind", s)+".")
 			}
 			return e.answer(CauseKindPaused, head, "It did not run: "+e.pauseWords("the kind", s)+noneAfter+".")
@@ -817,7 +821,7 @@ func (e *explainer) triggered(t Entry) Why {
 	if t.Priority != nil {
 		head += fmt.Sprintf(" (priority %d)", *t.Priority)
 	}
-	head += "; it was no planned occurrence."
+	head += "; it was not one of the schedule's occurrences."
 	var d Entry
 	for _, x := range e.rowEntries() {
 		if x.Event == EventDispatched && x.Planned.Equal(t.At) {
@@ -843,13 +847,15 @@ func (e *explainer) ahead(head string) Why {
 		return e.answer(CauseDisabled, head, fmt.Sprintf("It will not run: the model has been disabled since %s%s, until the user updates it or an operator enables it.",
 			e.at(q.Row.DisabledAt), quoteReason(q.Row.DisabledReason)))
 	}
+	// A pause that ends by itself before the occurrence does not stop it.
+	blocks := func(s span) bool { return s.ongoing && (s.until.IsZero() || s.until.After(e.occ)) }
 	for _, s := range e.pauses(false) {
-		if s.until.IsZero() {
+		if blocks(s) {
 			return e.answer(CausePaused, head, "It will not run: "+e.pauseWords("the model", s)+"; resuming plans the next occurrence after the resume.")
 		}
 	}
 	for _, s := range e.pauses(true) {
-		if s.until.IsZero() {
+		if blocks(s) {
 			return e.answer(CauseKindPaused, head, "It will not run while "+e.pauseWords("the kind", s)+".")
 		}
 	}
