@@ -6,10 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -135,13 +133,7 @@ func runPythonJob(t *testing.T, python, script string, b *runBundle, env []strin
 	defer cancel()
 	cmd := exec.CommandContext(ctx, python, script, "--kind", "big_tables", "--input", b.cfg.Input, "--output", b.cfg.Output,
 		"--redis", testenv.RedisURL(), "--max-jobs", "1")
-	cmd.Env = []string{"PYTHONDONTWRITEBYTECODE=1"}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "OTEL_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, env...)
+	cmd.Env = testenv.PythonEnv(env...)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "examples/worker.py:\n%s", out)
 	raw, err := b.rdb.LPop(context.Background(), b.cfg.Output).Result()
