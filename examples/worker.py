@@ -137,7 +137,11 @@ class Span:
     "Traces"): the child of the job's W3C traceparent. self.traceparent goes
     back with the result. Without an OTLP endpoint, or when the job's trace
     is not sampled, it exports nothing and passes the job's traceparent on
-    as it is, so that the service's trace stays whole."""
+    as it is, so that the service's trace stays whole. A collector that
+    fails is not asked again for a minute: a trace is never worth a job, nor
+    the wait for a collector that does not answer."""
+
+    resume_at = 0.0  # time.monotonic() before which no span is sent
 
     def __init__(self, job):
         self.job, self.start = job, time.time_ns()
@@ -153,7 +157,7 @@ class Span:
 
     def end(self, result):
         """Posts the span as OTLP/HTTP JSON; result is None for a dropped job."""
-        if not self.export:
+        if not self.export or time.monotonic() < Span.resume_at:
             return
         attrs = {"refresher.kind": self.job.get("kind", ""), "refresher.key": self.job["uid"],
                  "refresher.attempt_uid": self.job["attempt_uid"]}
@@ -164,10 +168,11 @@ class Span:
                 status = {"code": 2, "message": result.get("reason", "")}  # 2: error
         def kv(k, v):
             return {"key": k, "value": {"stringValue": v}}
+        attempt_no = {"key": "refresher.attempt_no", "value": {"intValue": str(int(self.job.get("attempt_no", 0)))}}
         span = {"traceId": self.trace_id, "spanId": self.span_id, "parentSpanId": self.parent_id,
                 "name": "refresh %s" % self.job.get("kind", ""), "kind": 5,  # 5: consumer
                 "startTimeUnixNano": str(self.start), "endTimeUnixNano": str(time.time_ns()),
-                "attributes": [kv(k, v) for k, v in attrs.items()], "status": status}
+                "attributes": [kv(k, v) for k, v in attrs.items()] + [attempt_no], "status": status}
         body = {"resourceSpans": [{
             "resource": {"attributes": [kv("service.name", os.environ.get("OTEL_SERVICE_NAME", "refresher-example-worker"))]},
             "scopeSpans": [{"scope": {"name": "examples/worker.py"}, "spans": [span]}]}]}
@@ -178,8 +183,9 @@ class Span:
                 headers[k.strip()] = urllib.parse.unquote(v.strip())
         try:
             urllib.request.urlopen(urllib.request.Request(OTLP, json.dumps(body).encode(), headers), timeout=5).close()
-        except Exception as e:  # a trace is never worth a job
-            print("cannot export the span:", e, flush=True)
+        except Exception as e:
+            Span.resume_at = time.monotonic() + 60
+            print("cannot export the span (none sent for a minute):", e, flush=True)
 
 
 def do_job(job, timeout, lease):

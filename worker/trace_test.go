@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,7 +120,8 @@ func TestPythonWorkerExampleTraces(t *testing.T) {
 		s := spans[0]
 		require.Equal(t, otlptest.Span{Service: "refresher-example-worker", TraceID: jobTraceID, SpanID: res.TraceParent[36:52],
 			ParentID: jobSpanID, Name: "refresh big_tables", Kind: 5, Encoding: "json",
-			Attrs: map[string]string{tracing.AttrKind: "big_tables", tracing.AttrKey: "a", tracing.AttrAttemptUID: "att-a", tracing.AttrResultType: "success"},
+			Attrs: map[string]string{tracing.AttrKind: "big_tables", tracing.AttrKey: "a", tracing.AttrAttemptUID: "att-a", tracing.AttrAttemptNo: "1",
+				tracing.AttrResultType: "success"},
 		}, s)
 	}
 }
@@ -176,6 +178,38 @@ func TestPythonWorkerExampleTraceSwitches(t *testing.T) {
 		require.Empty(t, recv.Spans(), "%s: no span exported\n%s", c.name, out)
 		require.Contains(t, out, c.says, c.name)
 	}
+}
+
+// examples/worker.py does not ask a collector that failed again for a
+// minute: the second job's span is not sent, and both results are.
+func TestPythonWorkerExampleCollectorDown(t *testing.T) {
+	t.Parallel()
+	python := testenv.PythonWithRedis(t)
+	rdb, prefix := testenv.Redis(t)
+	srv := okServer(t)
+	var posts atomic.Int32
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		posts.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(collector.Close)
+	script, err := filepath.Abs("../examples/worker.py")
+	require.NoError(t, err)
+	b := &runBundle{rdb: rdb, cfg: Config{Input: prefix + "big_tables-input", Output: prefix + "big_tables-output"}}
+	b.pushTracedJob(t, "a", srv.URL)
+	b.pushTracedJob(t, "b", srv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, script, "--kind", "big_tables", "--input", b.cfg.Input, "--output", b.cfg.Output,
+		"--redis", testenv.RedisURL(), "--max-jobs", "2")
+	cmd.Env = testenv.PythonEnv("OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.URL)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "examples/worker.py:\n%s", out)
+	require.Equal(t, int32(1), posts.Load(), "examples/worker.py:\n%s", out)
+	require.Contains(t, string(out), "cannot export the span (none sent for a minute)")
+	n, err := rdb.LLen(context.Background(), b.cfg.Output).Result()
+	require.NoError(t, err)
+	require.Equal(t, int64(2), n, "both results")
 }
 
 // The requests for more time carry the trace context the result carries,
