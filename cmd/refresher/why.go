@@ -121,11 +121,18 @@ func entryDetail(e policy.Entry, loc *time.Location) string {
 			parts = append(parts, name+"="+v)
 		}
 	}
+	// A time on another day than the entry's says its date ("next" of a
+	// daily rule is tomorrow).
+	day := e.At.In(loc).Format("2006-01-02")
 	tm := func(t time.Time) string {
 		if t.IsZero() {
 			return ""
 		}
-		return t.In(loc).Format("15:04:05")
+		t = t.In(loc)
+		if t.Format("2006-01-02") != day {
+			return t.Format("2006-01-02T15:04:05")
+		}
+		return t.Format("15:04:05")
 	}
 	add("attempt", e.Attempt)
 	add("planned", tm(e.Planned))
