@@ -856,7 +856,7 @@ func (e *explainer) ahead(head string) Why {
 	}
 	for _, s := range e.pauses(true) {
 		if blocks(s) {
-			return e.answer(CauseKindPaused, head, "It will not run while "+e.pauseWords("the kind", s)+".")
+			return e.answer(CauseKindPaused, head, "It will not run while the kind is paused: "+e.pauseWords("the kind", s)+".")
 		}
 	}
 	if q.Row.RefreshAt.Equal(e.occ) {

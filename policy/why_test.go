@@ -187,6 +187,8 @@ func TestWhyScenarios(t *testing.T) {
 			q: WhyQuery{At: hms(13, 0, 0), Entries: []Entry{row(EventPaused, hms(11, 0, 0), by("ops", ""), until(hms(13, 30, 0)))}}},
 		{name: "model paused with an end of its own, not yet ended", cause: CausePaused, want: "Nov 25 09:00 UTC was planned. It did not run: the model has been paused since 08:40 by cli, to end at 14:00.",
 			q: WhyQuery{Entries: []Entry{row(EventPaused, hms(8, 40, 0), by("cli", ""), until(hms(14, 0, 0)))}}},
+		{name: "ahead, but the kind is paused", cause: CauseKindPaused, want: "Nov 25 13:00 UTC is ahead. It will not run while the kind is paused: the kind has been paused since 11:00 by ops ('failover').",
+			q: WhyQuery{At: hms(13, 0, 0), Row: State{RefreshAt: hms(13, 0, 0)}, Entries: []Entry{kindEntry(EventPaused, hms(11, 0, 0), by("ops", "failover"))}}},
 		{name: "ahead, but the model is paused", cause: CausePaused, want: "Nov 25 13:00 UTC is ahead. It will not run: the model has been paused since 11:00 by ops ('migration'); resuming plans the next occurrence after the resume.",
 			q: WhyQuery{At: hms(13, 0, 0), Entries: []Entry{row(EventPaused, hms(11, 0, 0), by("ops", "migration"))}}},
 	}
