@@ -86,9 +86,10 @@ const whyMaxRetries = 3
 const whyOnTime = time.Minute
 
 // WhyRange is the range of entries Explain needs to explain the occurrence
-// nearest at: from well before it (pauses and disables that began before
-// it; 100 of the rule's periods, between 1 hour and 7 days) to past the
-// next occurrence and the attempt's timeout, never after now.
+// nearest at: from well before it, or before now when it is ahead (pauses
+// and disables that began before it; 100 of the rule's periods, between 1
+// hour and 7 days) to past the next occurrence and the attempt's timeout,
+// never after now.
 func WhyRange(sched Nexter, p Policy, at, now time.Time) (from, to time.Time) {
 	p = p.WithDefaults()
 	back, ahead := 24*time.Hour, 24*time.Hour
@@ -102,7 +103,13 @@ func WhyRange(sched Nexter, p Policy, at, now time.Time) (from, to time.Time) {
 			}
 		}
 	}
+	// An occurrence ahead is told from what holds now (a pause, a
+	// disable): read back from now, not from the occurrence, which may lie
+	// more than back ahead.
 	from = at.Add(-back)
+	if at.After(now) {
+		from = now.Add(-back)
+	}
 	to = at.Add(ahead + p.Timeout)
 	if to.After(now) {
 		to = now

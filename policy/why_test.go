@@ -289,6 +289,10 @@ func TestWhyNearestAndRange(t *testing.T) {
 	require.Equal(t, hms(10, 10, 0), to)
 	_, to = WhyRange(hourly, Policy{}, hms(11, 50, 0), whyNow)
 	require.Equal(t, whyNow, to)
+	// Far ahead: what holds now (a pause begun an hour ago) is read.
+	from, to = WhyRange(hourly, Policy{}, whyNow.Add(200*time.Hour), whyNow)
+	require.Equal(t, whyNow.Add(-100*time.Hour), from)
+	require.Equal(t, whyNow, to)
 }
 
 // TestWhyAnyLedger: whatever the entries (in any order of events, with
