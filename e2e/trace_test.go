@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -105,13 +104,7 @@ func TestTraceCrossesTheWorker(t *testing.T) {
 	defer cmdCancel()
 	cmd := exec.CommandContext(cmdCtx, python, script, "--kind", "py_tables", "--input", pyLists.Input, "--output", pyLists.Output,
 		"--redis", testenv.RedisURL(), "--max-jobs", "1")
-	cmd.Env = []string{"PYTHONDONTWRITEBYTECODE=1"}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "OTEL_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+recv.URL)
+	cmd.Env = testenv.PythonEnv("OTEL_EXPORTER_OTLP_ENDPOINT=" + recv.URL)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "examples/worker.py:\n%s", out)
 	require.NotContains(t, string(out), "cannot export", "examples/worker.py:\n%s", out)

@@ -13,7 +13,8 @@ answers that the attempt is over.
 
 Environment: REFRESHER_REDIS (default redis://127.0.0.1:6379/0);
 OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT), _HEADERS and
-OTEL_SERVICE_NAME to export a span per job (class Span). Unlike the
+OTEL_SERVICE_NAME to export a span per job over OTLP/HTTP (class Span;
+OTEL_SDK_DISABLED and OTEL_TRACES_EXPORTER=none turn it off). Unlike the
 reference worker (`refresher worker`) it does not refuse private addresses:
 run it only where every input URL may be fetched.
 """
@@ -106,9 +107,29 @@ class Lease:
         return True
 
 
-OTLP = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or (
-    os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").rstrip("/") + "/v1/traces"
-    if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") else "")
+def otlp_url(env):
+    """The OTLP/HTTP URL spans are posted to, "" for none. The variables
+    turn it on and off as they do `refresher worker` (docs/configuration.md,
+    "Tracing"), so that one environment serves both; this worker posts JSON,
+    so with the gRPC protocol it exports nothing and says what to set."""
+    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return ""
+    exporter = env.get("OTEL_TRACES_EXPORTER", "").strip()
+    if exporter == "none":
+        return ""
+    url = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or (
+        env["OTEL_EXPORTER_OTLP_ENDPOINT"].rstrip("/") + "/v1/traces" if env.get("OTEL_EXPORTER_OTLP_ENDPOINT") else "")
+    if not url and exporter == "otlp":
+        url = "http://localhost:4318/v1/traces"  # the OTLP/HTTP default
+    proto = (env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or env.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "").strip()
+    if url and proto == "grpc":
+        print("exporting no spans: this worker sends OTLP over HTTP only; set OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/json "
+              "and OTEL_EXPORTER_OTLP_TRACES_ENDPOINT to the collector's HTTP port (http://<host>:4318/v1/traces)", flush=True)
+        return ""
+    return url
+
+
+OTLP = otlp_url(os.environ)
 
 
 class Span:
@@ -116,7 +137,11 @@ class Span:
     "Traces"): the child of the job's W3C traceparent. self.traceparent goes
     back with the result. Without an OTLP endpoint, or when the job's trace
     is not sampled, it exports nothing and passes the job's traceparent on
-    as it is, so that the service's trace stays whole."""
+    as it is, so that the service's trace stays whole. A collector that
+    fails is not asked again for a minute: a trace is never worth a job, nor
+    the wait for a collector that does not answer."""
+
+    resume_at = 0.0  # time.monotonic() before which no span is sent
 
     def __init__(self, job):
         self.job, self.start = job, time.time_ns()
@@ -132,7 +157,7 @@ class Span:
 
     def end(self, result):
         """Posts the span as OTLP/HTTP JSON; result is None for a dropped job."""
-        if not self.export:
+        if not self.export or time.monotonic() < Span.resume_at:
             return
         attrs = {"refresher.kind": self.job.get("kind", ""), "refresher.key": self.job["uid"],
                  "refresher.attempt_uid": self.job["attempt_uid"]}
@@ -143,10 +168,11 @@ class Span:
                 status = {"code": 2, "message": result.get("reason", "")}  # 2: error
         def kv(k, v):
             return {"key": k, "value": {"stringValue": v}}
+        attempt_no = {"key": "refresher.attempt_no", "value": {"intValue": str(int(self.job.get("attempt_no", 0)))}}
         span = {"traceId": self.trace_id, "spanId": self.span_id, "parentSpanId": self.parent_id,
                 "name": "refresh %s" % self.job.get("kind", ""), "kind": 5,  # 5: consumer
                 "startTimeUnixNano": str(self.start), "endTimeUnixNano": str(time.time_ns()),
-                "attributes": [kv(k, v) for k, v in attrs.items()], "status": status}
+                "attributes": [kv(k, v) for k, v in attrs.items()] + [attempt_no], "status": status}
         body = {"resourceSpans": [{
             "resource": {"attributes": [kv("service.name", os.environ.get("OTEL_SERVICE_NAME", "refresher-example-worker"))]},
             "scopeSpans": [{"scope": {"name": "examples/worker.py"}, "spans": [span]}]}]}
@@ -157,8 +183,9 @@ class Span:
                 headers[k.strip()] = urllib.parse.unquote(v.strip())
         try:
             urllib.request.urlopen(urllib.request.Request(OTLP, json.dumps(body).encode(), headers), timeout=5).close()
-        except Exception as e:  # a trace is never worth a job
-            print("cannot export the span:", e, flush=True)
+        except Exception as e:
+            Span.resume_at = time.monotonic() + 60
+            print("cannot export the span (none sent for a minute):", e, flush=True)
 
 
 def do_job(job, timeout, lease):

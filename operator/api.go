@@ -447,7 +447,7 @@ func (s *Server) modelDetail(ctx context.Context, k *Kind, uid string) (ModelDet
 		d.Summary = pauseSummary(p, now) + "; " + d.Summary
 	}
 	if p := d.KindPause; p != nil && !row.State.Disabled() {
-		d.Summary = "its kind is " + strings.TrimSuffix(pauseSummary(p, now), "; not dispatched until resumed") +
+		d.Summary = "its kind is " + pausedBy(p, now) +
 			"; nothing of the kind is dispatched until the kind is resumed; " + d.Summary
 	}
 	return d, nil

@@ -203,6 +203,11 @@ func withPause(it ModelItem, paused map[string]refresher.PauseInfo) ModelItem {
 
 // pauseSummary is the part of a model's summary that says it is paused.
 func pauseSummary(p *refresher.PauseInfo, now time.Time) string {
+	return pausedBy(p, now) + "; not dispatched until resumed"
+}
+
+// pausedBy says who paused, when and why: "paused by ops at 09:00: note".
+func pausedBy(p *refresher.PauseInfo, now time.Time) string {
 	s := "paused"
 	if p.By != "" {
 		s += " by " + p.By
@@ -213,5 +218,5 @@ func pauseSummary(p *refresher.PauseInfo, now time.Time) string {
 	if p.Note != "" {
 		s += ": " + p.Note
 	}
-	return s + "; not dispatched until resumed"
+	return s
 }

@@ -349,6 +349,10 @@ func Disable(s State, now time.Time, reason string) State {
 	return s
 }
 
+// invalidSchedulePrefix begins every InvalidScheduleReason: Explain tells
+// a model disabled for its rule by it.
+const invalidSchedulePrefix = "Invalid refresh schedule: "
+
 // InvalidScheduleReason is the disabled reason for a rule that cannot be
 // used: "Invalid refresh schedule: <err>".
 func InvalidScheduleReason(err error) string {
@@ -356,7 +360,7 @@ func InvalidScheduleReason(err error) string {
 	if err != nil {
 		why = err.Error()
 	}
-	return "Invalid refresh schedule: " + why
+	return invalidSchedulePrefix + why
 }
 
 // DisableInvalidSchedule disables the model because its rule is unparsable

@@ -86,9 +86,10 @@ const whyMaxRetries = 3
 const whyOnTime = time.Minute
 
 // WhyRange is the range of entries Explain needs to explain the occurrence
-// nearest at: from well before it (pauses and disables that began before
-// it; 100 of the rule's periods, between 1 hour and 7 days) to past the
-// next occurrence and the attempt's timeout, never after now.
+// nearest at: from well before it, or before now when it is ahead (pauses
+// and disables that began before it; 100 of the rule's periods, between 1
+// hour and 7 days) to past the next occurrence and the attempt's timeout,
+// never after now.
 func WhyRange(sched Nexter, p Policy, at, now time.Time) (from, to time.Time) {
 	p = p.WithDefaults()
 	back, ahead := 24*time.Hour, 24*time.Hour
@@ -102,7 +103,13 @@ func WhyRange(sched Nexter, p Policy, at, now time.Time) (from, to time.Time) {
 			}
 		}
 	}
+	// An occurrence ahead is told from what holds now (a pause, a
+	// disable): read back from now, not from the occurrence, which may lie
+	// more than back ahead.
 	from = at.Add(-back)
+	if at.After(now) {
+		from = now.Add(-back)
+	}
 	to = at.Add(ahead + p.Timeout)
 	if to.After(now) {
 		to = now
@@ -391,23 +398,26 @@ func (e *explainer) attemptStory(d Entry, first bool) (Cause, string, Entry) {
 		}
 		parts = append(parts, s)
 	}
-	var stale Entry
+	// The dispatch and the last lease only: every clause has the attempt
+	// as its subject ("It was dispatched ..., had its lease extended ...
+	// and succeeded ...").
+	var stale, lease Entry
 	for _, x := range e.rowEntries() {
 		if x.Attempt != d.Attempt || d.Attempt == "" || x.At.Before(d.At) {
 			continue
 		}
 		switch x.Event {
 		case EventExtended:
-			e.cite(x)
-			parts = append(parts, "its worker extended its lease to "+e.at(x.Until))
+			lease = x
 		case EventStale:
 			if stale.Event == "" {
 				stale = x
 			}
 		}
 	}
-	if len(parts) > 1 {
-		parts = parts[len(parts)-2:] // the dispatch, or the last lease
+	if lease.Event != "" {
+		e.cite(lease)
+		parts = append(parts, "had its lease extended by its worker to "+e.at(lease.Until))
 	}
 	end, ok := e.outcome(d)
 	if !ok {
@@ -531,6 +541,8 @@ func (e *explainer) incidentAt(t time.Time) (Entry, bool) {
 type span struct {
 	start, end Entry
 	until      time.Time // the end's time, or the pause's own Until
+	// ongoing: not resumed, and its own Until (if any) is still ahead.
+	ongoing bool
 }
 
 // pauses are the pause spans of the kind (key "") or of the row.
@@ -555,9 +567,7 @@ func (e *explainer) pauses(kind bool) []span {
 		}
 	}
 	if open != nil {
-		if !open.until.IsZero() && open.until.After(e.q.Now) {
-			open.until = time.Time{}
-		}
+		open.ongoing = open.until.IsZero() || open.until.After(e.q.Now)
 		out = append(out, *open)
 	}
 	return out
@@ -583,8 +593,12 @@ func who(x Entry) string {
 // pauseWords: "the kind was paused from 08:55 to 09:20 by ops ('incident 42')".
 func (e *explainer) pauseWords(what string, s span) string {
 	e.cite(s.start, s.end)
-	if s.until.IsZero() {
-		return fmt.Sprintf("%s has been paused since %s%s", what, e.at(s.start.At), who(s.start))
+	if s.ongoing {
+		w := fmt.Sprintf("%s has been paused since %s%s", what, e.at(s.start.At), who(s.start))
+		if !s.until.IsZero() {
+			w += ", to end at " + e.at(s.until)
+		}
+		return w
 	}
 	return fmt.Sprintf("%s was paused from %s to %s%s", what, e.at(s.start.At), e.at(s.until), who(s.start))
 }
@@ -684,7 +698,7 @@ func (e *explainer) notDispatched(head string) Why {
 	for _, s := range e.pauses(false) {
 		if s.covers(occ) {
 			w := "It did not run: " + e.pauseWords("the model", s)
-			if s.until.IsZero() {
+			if s.ongoing {
 				return e.answer(CausePaused, head, w+".")
 			}
 			w += "; resuming planned the next occurrence"
@@ -694,14 +708,23 @@ func (e *explainer) notDispatched(head string) Why {
 			return e.answer(CausePaused, head, w+", not the runs missed.")
 		}
 	}
+	// A pause or hold that has ended since did not stop the dispatch
+	// after it: say so rather than let it read as the whole answer.
+	const noneAfter = ", and no dispatch is recorded after it ended"
 	for _, s := range e.pauses(true) {
 		if s.covers(occ) {
-			return e.answer(CauseKindPaused, head, "It has not run: "+e.pauseWords("the kind", s)+".")
+			if s.ongoing {
+				return e.answer(CauseKindPaused, head, "It has not run: "+e.pauseWords("the kind", s)+".")
+			}
+			return e.answer(CauseKindPaused, head, "It did not run: "+e.pauseWords("the kind", s)+noneAfter+".")
 		}
 	}
 	if h, ok := e.holdAt(occ); ok {
 		e.cite(h)
-		return e.answer(CauseHeld, head, fmt.Sprintf("It has not run: its throttle group %s is held until %s after a Retry-After.", h.Group, e.at(h.Until)))
+		if h.Until.After(q.Now) {
+			return e.answer(CauseHeld, head, fmt.Sprintf("It has not run: its throttle group %s is held until %s after a Retry-After.", h.Group, e.at(h.Until)))
+		}
+		return e.answer(CauseHeld, head, fmt.Sprintf("It did not run: its throttle group %s was held until %s after a Retry-After%s.", h.Group, e.at(h.Until), noneAfter))
 	}
 	if b, ok := e.busyAt(occ); ok {
 		s := "It did not run: " + b
@@ -745,7 +768,7 @@ func (e *explainer) enabledAfter(t time.Time) bool {
 // disabledBefore explains an occurrence that fell while the model was
 // disabled (since at), and what re-enabled it.
 func (e *explainer) disabledBefore(head string, at time.Time, reason string) Why {
-	if strings.HasPrefix(reason, "Invalid refresh schedule") {
+	if strings.HasPrefix(reason, invalidSchedulePrefix) {
 		return e.answer(CauseInvalidRule, head, fmt.Sprintf("It did not run: the model was disabled at %s because its own rule is invalid%s.", e.at(at), quoteReason(reason)))
 	}
 	s := fmt.Sprintf("It did not run: the model had been disabled since %s%s", e.at(at), quoteReason(reason))
@@ -805,7 +828,7 @@ func (e *explainer) triggered(t Entry) Why {
 	if t.Priority != nil {
 		head += fmt.Sprintf(" (priority %d)", *t.Priority)
 	}
-	head += "; it was no planned occurrence."
+	head += "; it was not one of the schedule's occurrences."
 	var d Entry
 	for _, x := range e.rowEntries() {
 		if x.Event == EventDispatched && x.Planned.Equal(t.At) {
@@ -831,14 +854,16 @@ func (e *explainer) ahead(head string) Why {
 		return e.answer(CauseDisabled, head, fmt.Sprintf("It will not run: the model has been disabled since %s%s, until the user updates it or an operator enables it.",
 			e.at(q.Row.DisabledAt), quoteReason(q.Row.DisabledReason)))
 	}
+	// A pause that ends by itself before the occurrence does not stop it.
+	blocks := func(s span) bool { return s.ongoing && (s.until.IsZero() || s.until.After(e.occ)) }
 	for _, s := range e.pauses(false) {
-		if s.until.IsZero() {
+		if blocks(s) {
 			return e.answer(CausePaused, head, "It will not run: "+e.pauseWords("the model", s)+"; resuming plans the next occurrence after the resume.")
 		}
 	}
 	for _, s := range e.pauses(true) {
-		if s.until.IsZero() {
-			return e.answer(CauseKindPaused, head, "It will not run while "+e.pauseWords("the kind", s)+".")
+		if blocks(s) {
+			return e.answer(CauseKindPaused, head, "It will not run while the kind is paused: "+e.pauseWords("the kind", s)+".")
 		}
 	}
 	if q.Row.RefreshAt.Equal(e.occ) {
@@ -854,7 +879,7 @@ func (e *explainer) ahead(head string) Why {
 func (e *explainer) invalidRule() Why {
 	q := e.q
 	for _, x := range e.rowEntries() {
-		if x.Event == EventDisabled && strings.HasPrefix(x.Reason, "Invalid refresh schedule") {
+		if x.Event == EventDisabled && strings.HasPrefix(x.Reason, invalidSchedulePrefix) {
 			e.cite(x)
 			return e.answer(CauseInvalidRule, fmt.Sprintf("Nothing was planned at %s: the model's own rule is invalid, and it was disabled at %s%s.",
 				e.full(q.At), e.at(x.At), quoteReason(x.Reason)))

@@ -101,14 +101,27 @@ func TestWhyScenarios(t *testing.T) {
 		{name: "a stale answer after the outcome", cause: CauseSucceeded, want: "Nov 25 09:00 UTC was planned. It was dispatched at 09:00 and succeeded at 09:01; an answer at 09:02 came when it no longer ran and was ignored.",
 			q: WhyQuery{Entries: []Entry{ran("a1", nine, hms(9, 0, 0)),
 				row(EventSucceeded, hms(9, 1, 0), attempt("a1")), row(EventStale, hms(9, 2, 0), attempt("a1"))}}},
-		{name: "lease extended, then succeeded", cause: CauseSucceeded, want: "Nov 25 09:00 UTC was planned. It was dispatched at 09:00, its worker extended its lease to 09:30 and succeeded at 09:25.",
+		{name: "lease extended, then succeeded", cause: CauseSucceeded, want: "Nov 25 09:00 UTC was planned. It was dispatched at 09:00, had its lease extended by its worker to 09:30 and succeeded at 09:25.",
 			q: WhyQuery{Entries: []Entry{ran("a1", nine, hms(9, 0, 0)),
 				row(EventExtended, hms(9, 8, 0), attempt("a1"), until(hms(9, 30, 0))), row(EventSucceeded, hms(9, 25, 0), attempt("a1"))}}},
+		{name: "lease extended twice: the dispatch and the last lease", cause: CauseSucceeded, want: "Nov 25 09:00 UTC was planned. It was dispatched at 09:00, had its lease extended by its worker to 09:40 and succeeded at 09:35.",
+			q: WhyQuery{Entries: []Entry{ran("a1", nine, hms(9, 0, 0)),
+				row(EventExtended, hms(9, 8, 0), attempt("a1"), until(hms(9, 30, 0))),
+				row(EventExtended, hms(9, 20, 0), attempt("a1"), until(hms(9, 40, 0))), row(EventSucceeded, hms(9, 35, 0), attempt("a1"))}}},
+		{name: "a retry whose lease was extended", cause: CauseSucceeded, want: "Nov 25 09:00 UTC was planned. It was dispatched at 09:00 and failed at 09:00:10 (HTTP 503); the retry list planned a retry at 09:01:10, which had its lease extended by its worker to 09:20 and succeeded at 09:15.",
+			q: WhyQuery{Entries: []Entry{ran("a1", nine, hms(9, 0, 0)),
+				row(EventFailed, hms(9, 0, 10), attempt("a1"), reason("HTTP 503"), next(hms(9, 1, 10), BoundRetryList)),
+				ran("a2", hms(9, 1, 10), hms(9, 1, 10)),
+				row(EventExtended, hms(9, 5, 0), attempt("a2"), until(hms(9, 20, 0))), row(EventSucceeded, hms(9, 15, 0), attempt("a2"))}}},
 		{name: "still running", cause: CauseRunning, want: "Nov 25 12:00 UTC was planned. It was dispatched at 12:00 and is still running (it times out at 12:10).",
 			q: WhyQuery{At: hms(11, 58, 0), Row: State{AttemptUID: "a9", TimeoutAt: hms(12, 10, 0)},
 				Entries: []Entry{ran("a9", hms(12, 0, 0), hms(12, 0, 0))}}},
 		{name: "kind paused, still paused", cause: CauseKindPaused, want: "Nov 25 09:00 UTC was planned. It has not run: the kind has been paused since 08:30 by alice ('database failover').",
 			q: WhyQuery{Entries: []Entry{kindEntry(EventPaused, hms(8, 30, 0), by("alice", "database failover"))}}},
+		{name: "kind paused, resumed, yet no dispatch after", cause: CauseKindPaused, want: "Nov 25 09:00 UTC was planned. It did not run: the kind was paused from 08:30 to 09:20 by alice ('database failover'), and no dispatch is recorded after it ended.",
+			q: WhyQuery{Entries: []Entry{kindEntry(EventPaused, hms(8, 30, 0), by("alice", "database failover")), kindEntry(EventResumed, hms(9, 20, 0))}}},
+		{name: "throttle hold ended, yet no dispatch after", cause: CauseHeld, want: "Nov 25 09:00 UTC was planned. It did not run: its throttle group api.example.com was held until 09:30 after a Retry-After, and no dispatch is recorded after it ended.",
+			q: WhyQuery{Group: "api.example.com", Entries: []Entry{kindEntry(EventThrottleHold, hms(8, 58, 0), group("api.example.com"), until(hms(9, 30, 0)))}}},
 		{name: "model paused, resumed later", cause: CausePaused, want: "Nov 25 09:00 UTC was planned. It did not run: the model was paused from 08:40 to 10:15 by ops ('upstream migrates'); resuming planned the next occurrence, 11:00, not the runs missed.",
 			q: WhyQuery{Entries: []Entry{row(EventPaused, hms(8, 40, 0), by("ops", "upstream migrates")),
 				row(EventResumed, hms(10, 15, 0), by("ops", ""))}}},
@@ -150,7 +163,7 @@ func TestWhyScenarios(t *testing.T) {
 		{name: "a Retry-After before it planned past it", cause: CauseDeferred, want: "Nov 25 09:00 UTC was planned. It did not run: after the failure at 08:00:30 (HTTP 429) the worker's Retry-After put the next try at 10:30, past it.",
 			q: WhyQuery{Entries: []Entry{ran("a1", hms(8, 0, 0), hms(8, 0, 0)),
 				row(EventFailed, hms(8, 0, 30), attempt("a1"), reason("HTTP 429"), next(hms(10, 30, 0), BoundRetryAfter))}}},
-		{name: "refresh now by ops, nearer than the occurrence", cause: CauseTriggered, want: "At Nov 25 09:37 UTC ops asked for a refresh now (priority 0); it was no planned occurrence. It was dispatched at 09:37:01 and succeeded at 09:38.",
+		{name: "refresh now by ops, nearer than the occurrence", cause: CauseTriggered, want: "At Nov 25 09:37 UTC ops asked for a refresh now (priority 0); it was not one of the schedule's occurrences. It was dispatched at 09:37:01 and succeeded at 09:38.",
 			q: WhyQuery{At: hms(9, 40, 0), Entries: []Entry{ran("a1", nine, hms(9, 0, 0)), row(EventSucceeded, hms(9, 0, 30), attempt("a1")),
 				row(EventTriggered, hms(9, 37, 0), by("ops", ""), func(e *Entry) { p := 0; e.Priority = &p }),
 				ran("a2", hms(9, 37, 0), hms(9, 37, 1)), row(EventSucceeded, hms(9, 38, 0), attempt("a2"))}}},
@@ -168,6 +181,14 @@ func TestWhyScenarios(t *testing.T) {
 		{name: "ahead, planned", cause: CauseAhead, want: "Nov 25 13:00 UTC is ahead. It is planned: refresh_at is 13:00.", q: WhyQuery{At: hms(13, 0, 0), Row: State{RefreshAt: hms(13, 0, 0)}}},
 		{name: "ahead, but disabled", cause: CauseDisabled, want: "Nov 25 13:00 UTC is ahead. It will not run: the model has been disabled since 11:00 ('Provided URL is invalid'), until the user updates it or an operator enables it.",
 			q: WhyQuery{At: hms(13, 0, 0), Row: State{DisabledAt: hms(11, 0, 0), DisabledReason: "Provided URL is invalid"}}},
+		{name: "ahead, a model pause that ends by itself before it", cause: CauseAhead, want: "Nov 25 13:00 UTC is ahead. It is planned: refresh_at is 13:00.",
+			q: WhyQuery{At: hms(13, 0, 0), Row: State{RefreshAt: hms(13, 0, 0)}, Entries: []Entry{row(EventPaused, hms(11, 0, 0), by("ops", ""), until(hms(12, 30, 0)))}}},
+		{name: "ahead, a model pause that ends by itself after it", cause: CausePaused, want: "Nov 25 13:00 UTC is ahead. It will not run: the model has been paused since 11:00 by ops, to end at 13:30; resuming plans the next occurrence after the resume.",
+			q: WhyQuery{At: hms(13, 0, 0), Entries: []Entry{row(EventPaused, hms(11, 0, 0), by("ops", ""), until(hms(13, 30, 0)))}}},
+		{name: "model paused with an end of its own, not yet ended", cause: CausePaused, want: "Nov 25 09:00 UTC was planned. It did not run: the model has been paused since 08:40 by cli, to end at 14:00.",
+			q: WhyQuery{Entries: []Entry{row(EventPaused, hms(8, 40, 0), by("cli", ""), until(hms(14, 0, 0)))}}},
+		{name: "ahead, but the kind is paused", cause: CauseKindPaused, want: "Nov 25 13:00 UTC is ahead. It will not run while the kind is paused: the kind has been paused since 11:00 by ops ('failover').",
+			q: WhyQuery{At: hms(13, 0, 0), Row: State{RefreshAt: hms(13, 0, 0)}, Entries: []Entry{kindEntry(EventPaused, hms(11, 0, 0), by("ops", "failover"))}}},
 		{name: "ahead, but the model is paused", cause: CausePaused, want: "Nov 25 13:00 UTC is ahead. It will not run: the model has been paused since 11:00 by ops ('migration'); resuming plans the next occurrence after the resume.",
 			q: WhyQuery{At: hms(13, 0, 0), Entries: []Entry{row(EventPaused, hms(11, 0, 0), by("ops", "migration"))}}},
 	}
@@ -267,6 +288,10 @@ func TestWhyNearestAndRange(t *testing.T) {
 	require.Equal(t, hms(9, 0, 0).Add(-100*time.Hour), from)
 	require.Equal(t, hms(10, 10, 0), to)
 	_, to = WhyRange(hourly, Policy{}, hms(11, 50, 0), whyNow)
+	require.Equal(t, whyNow, to)
+	// Far ahead: what holds now (a pause begun an hour ago) is read.
+	from, to = WhyRange(hourly, Policy{}, whyNow.Add(200*time.Hour), whyNow)
+	require.Equal(t, whyNow.Add(-100*time.Hour), from)
 	require.Equal(t, whyNow, to)
 }
 

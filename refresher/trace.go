@@ -70,8 +70,9 @@ func (p *poller) traceStart() time.Time {
 	return time.Now()
 }
 
-// note keeps what became of result r (applied, stale, late,
-// unknown_model) for its apply span; nothing without a Tracer.
+// note keeps what became of result r (applied, stale, late; a dead
+// letter, an unknown model too, is told by traceApplied) for its apply
+// span; nothing without a Tracer.
 func (p *poller) note(r redisio.Result, outcome string) {
 	if p.outcomes != nil {
 		p.outcomes[traceKey{r.UID, r.AttemptUID, r.Type}] = outcome

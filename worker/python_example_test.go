@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -68,7 +67,7 @@ func TestPythonWorkerExample(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(cmdCtx, python, script, "--kind", "big_tables", "--input", input, "--output", output,
 		"--lanes", "0", "--redis", testenv.RedisURL(), "--max-jobs", "7")
-	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	cmd.Env = testenv.PythonEnv()
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "examples/worker.py:\n%s", out)
 	require.Contains(t, string(out), "drop expired job expired")
@@ -125,7 +124,7 @@ func TestPythonWorkerExampleExtends(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(cmdCtx, python, script, "--kind", "big_tables", "--input", input, "--output", output,
 		"--redis", testenv.RedisURL(), "--max-jobs", "2", "--lease", "1.5")
-	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	cmd.Env = testenv.PythonEnv()
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	require.NoError(t, cmd.Start())

@@ -6,10 +6,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,35 +94,16 @@ func TestWorkerContinuesTrace(t *testing.T) {
 // child of the job's, and sends that span back.
 func TestPythonWorkerExampleTraces(t *testing.T) {
 	t.Parallel()
-	python := testenv.PythonWithRedis(t)
-	rdb, prefix := testenv.Redis(t)
+	p := setupPython(t)
 	srv := okServer(t)
 	recv := otlptest.New(t)
-	script, err := filepath.Abs("../examples/worker.py")
-	require.NoError(t, err)
-	input, output := prefix+"big_tables-input", prefix+"big_tables-output"
-	b := &runBundle{rdb: rdb, cfg: Config{Input: input, Output: output}}
 	for _, endpoint := range []string{"", recv.URL} {
-		b.pushTracedJob(t, "a", srv.URL)
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, python, script, "--kind", "big_tables", "--input", input, "--output", output,
-			"--redis", testenv.RedisURL(), "--max-jobs", "1")
-		cmd.Env = []string{"PYTHONDONTWRITEBYTECODE=1"}
-		for _, kv := range os.Environ() {
-			if !strings.HasPrefix(kv, "OTEL_") {
-				cmd.Env = append(cmd.Env, kv)
-			}
-		}
+		p.b.pushTracedJob(t, "a", srv.URL)
+		var env []string
 		if endpoint != "" {
-			cmd.Env = append(cmd.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+endpoint, "OTEL_EXPORTER_OTLP_HEADERS=x-token=a%20b")
+			env = []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint, "OTEL_EXPORTER_OTLP_HEADERS=x-token=a%20b"}
 		}
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "examples/worker.py:\n%s", out)
-		raw, err := rdb.LPop(context.Background(), output).Result()
-		require.NoError(t, err)
-		var res redisio.Result
-		require.NoError(t, json.Unmarshal([]byte(raw), &res))
+		out, res := p.runJob(t, env...)
 		if endpoint == "" {
 			require.Equal(t, jobTraceParent, res.TraceParent, "passed on")
 			require.Empty(t, recv.Spans())
@@ -135,9 +116,107 @@ func TestPythonWorkerExampleTraces(t *testing.T) {
 		s := spans[0]
 		require.Equal(t, otlptest.Span{Service: "refresher-example-worker", TraceID: jobTraceID, SpanID: res.TraceParent[36:52],
 			ParentID: jobSpanID, Name: "refresh big_tables", Kind: 5, Encoding: "json",
-			Attrs: map[string]string{tracing.AttrKind: "big_tables", tracing.AttrKey: "a", tracing.AttrAttemptUID: "att-a", tracing.AttrResultType: "success"},
+			Attrs: map[string]string{tracing.AttrKind: "big_tables", tracing.AttrKey: "a", tracing.AttrAttemptUID: "att-a", tracing.AttrAttemptNo: "1",
+				tracing.AttrResultType: "success"},
 		}, s)
 	}
+}
+
+// pythonRun runs examples/worker.py on the lists of b, for the tests of
+// its traces.
+type pythonRun struct {
+	python, script string
+	b              *runBundle
+}
+
+// setupPython finds a python3 with redis-py (or skips) and the script, and
+// names lists on a fresh Redis prefix.
+func setupPython(t *testing.T) pythonRun {
+	python := testenv.PythonWithRedis(t)
+	rdb, prefix := testenv.Redis(t)
+	script, err := filepath.Abs("../examples/worker.py")
+	require.NoError(t, err)
+	return pythonRun{python: python, script: script,
+		b: &runBundle{rdb: rdb, cfg: Config{Input: prefix + "big_tables-input", Output: prefix + "big_tables-output"}}}
+}
+
+// run runs the script for jobs jobs with env and none of the test's own
+// OTEL_* variables, and returns its output.
+func (p pythonRun) run(t *testing.T, jobs int, env ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, p.python, p.script, "--kind", "big_tables", "--input", p.b.cfg.Input, "--output", p.b.cfg.Output,
+		"--redis", testenv.RedisURL(), "--max-jobs", strconv.Itoa(jobs))
+	cmd.Env = testenv.PythonEnv(env...)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "examples/worker.py:\n%s", out)
+	return string(out)
+}
+
+// runJob runs the script for one job and returns its output and the
+// result it pushed.
+func (p pythonRun) runJob(t *testing.T, env ...string) (string, redisio.Result) {
+	t.Helper()
+	out := p.run(t, 1, env...)
+	raw, err := p.b.rdb.LPop(context.Background(), p.b.cfg.Output).Result()
+	require.NoError(t, err)
+	var res redisio.Result
+	require.NoError(t, json.Unmarshal([]byte(raw), &res))
+	return out, res
+}
+
+// examples/worker.py reads the variables that turn tracing off as
+// `refresher worker` does, exports no span of a trace that is not sampled,
+// and with the gRPC protocol (it posts OTLP/HTTP JSON) exports none and
+// says what to set. Each time it passes the job's traceparent on as it is.
+func TestPythonWorkerExampleTraceSwitches(t *testing.T) {
+	t.Parallel()
+	p := setupPython(t)
+	srv := okServer(t)
+	recv := otlptest.New(t)
+	on := "OTEL_EXPORTER_OTLP_ENDPOINT=" + recv.URL
+	unsampled := "00-" + jobTraceID + "-" + jobSpanID + "-00"
+	for _, c := range []struct {
+		name, parent, says string
+		env                []string
+	}{
+		{name: "OTEL_TRACES_EXPORTER=none", parent: jobTraceParent, env: []string{on, "OTEL_TRACES_EXPORTER=none"}},
+		{name: "OTEL_SDK_DISABLED=true", parent: jobTraceParent, env: []string{on, "OTEL_SDK_DISABLED=true"}},
+		{name: "gRPC", parent: jobTraceParent, env: []string{on, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"}, says: "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/json"},
+		{name: "not sampled", parent: unsampled, env: []string{on}},
+	} {
+		data, err := redisio.AppendJob(nil, redisio.Job{Kind: "big_tables", UID: "a", AttemptUID: "att-a", AttemptNo: 1,
+			TimeoutAt: time.Now().Add(time.Minute), Payload: map[string]any{"input_url": srv.URL}, TraceParent: c.parent})
+		require.NoError(t, err)
+		require.NoError(t, p.b.rdb.RPush(context.Background(), p.b.cfg.Input, data).Err())
+		out, res := p.runJob(t, c.env...)
+		require.Equal(t, c.parent, res.TraceParent, "%s: passed on as it is", c.name)
+		require.Empty(t, recv.Spans(), "%s: no span exported\n%s", c.name, out)
+		require.Contains(t, out, c.says, c.name)
+	}
+}
+
+// examples/worker.py does not ask a collector that failed again for a
+// minute: the second job's span is not sent, and both results are.
+func TestPythonWorkerExampleCollectorDown(t *testing.T) {
+	t.Parallel()
+	p := setupPython(t)
+	srv := okServer(t)
+	var posts atomic.Int32
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		posts.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(collector.Close)
+	p.b.pushTracedJob(t, "a", srv.URL)
+	p.b.pushTracedJob(t, "b", srv.URL)
+	out := p.run(t, 2, "OTEL_EXPORTER_OTLP_ENDPOINT="+collector.URL)
+	require.Equal(t, int32(1), posts.Load(), "examples/worker.py:\n%s", out)
+	require.Contains(t, out, "cannot export the span (none sent for a minute)")
+	n, err := p.b.rdb.LLen(context.Background(), p.b.cfg.Output).Result()
+	require.NoError(t, err)
+	require.Equal(t, int64(2), n, "both results")
 }
 
 // The requests for more time carry the trace context the result carries,

@@ -40,23 +40,11 @@ func adminCmd(name, short string, fn adminFunc) *cobra.Command {
 		Short: short,
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, keys []string) error {
-			c, err := config.Load(path)
-			if err != nil {
-				return err
-			}
-			k, err := c.Kind(kind)
-			if err != nil {
-				return err
-			}
-			store, err := openKindDatabase(cmd.Context(), c, k, stores.Options{AdminSQLite: true})
+			c, k, store, err := openAdminKind(cmd.Context(), path, kind)
 			if err != nil {
 				return err
 			}
 			defer store.Close()
-			// The same message as `run` for a missing table or column.
-			if err := store.Check(cmd.Context(), k.ModelsTable()); err != nil {
-				return fmt.Errorf("kind %s: %w", k.Name, err)
-			}
 			// Enable and trigger change only the table: no Redis.
 			admin := refresher.NewAdmin(store, nil)
 			if c.Ledger.Enabled {
@@ -107,4 +95,28 @@ func fmtTime(t time.Time) string {
 		return "NULL"
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// openAdminKind loads the config at path and opens the database of its
+// kind for a command that reads or changes the models table only (no
+// Redis), checked as `run` checks it: the same message for a missing
+// table or column.
+func openAdminKind(ctx context.Context, path, kind string) (*config.Config, *config.Kind, models.Store, error) {
+	c, err := config.Load(path)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	k, err := c.Kind(kind)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	store, err := openKindDatabase(ctx, c, k, stores.Options{AdminSQLite: true})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := store.Check(ctx, k.ModelsTable()); err != nil {
+		store.Close()
+		return nil, nil, nil, fmt.Errorf("kind %s: %w", k.Name, err)
+	}
+	return c, k, store, nil
 }

@@ -114,13 +114,14 @@ func TestEnableAndTriggerCommands(t *testing.T) {
 	require.ErrorContains(t, err, `required flag(s) "kind" not set`)
 }
 
-// enable and trigger on a table that is not migrated say what is missing and
-// how to fix it, as run does, instead of the database's raw error.
+// enable, trigger and why on a table that is not migrated say what is
+// missing and how to fix it, as run does, instead of the database's raw
+// error.
 func TestAdminCommandsOnAnUnmigratedTable(t *testing.T) {
 	t.Parallel()
 	b := setupCommands(t)
-	for _, cmd := range []string{"enable", "trigger"} {
-		_, err := b.run(t, cmd, "--config", b.path, "--kind", "big_tables", "x")
+	for cmd, key := range map[string][]string{"enable": {"x"}, "trigger": {"x"}, "why": {"--key", "x"}} {
+		_, err := b.run(t, append([]string{cmd, "--config", b.path, "--kind", "big_tables"}, key...)...)
 		require.ErrorContains(t, err, "lacks refresh column(s)", cmd)
 		require.ErrorContains(t, err, "run `refresher migrate", cmd)
 		require.NotContains(t, err.Error(), "Error 1054", cmd)

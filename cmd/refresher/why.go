@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/refresher/refresher/config"
 	"github.com/refresher/refresher/models"
-	"github.com/refresher/refresher/models/stores"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/refresher"
 )
@@ -51,15 +49,7 @@ follow it (--all: every entry read).`,
 				}
 				when = t
 			}
-			c, err := config.Load(path)
-			if err != nil {
-				return err
-			}
-			k, err := c.Kind(kind)
-			if err != nil {
-				return err
-			}
-			store, err := openKindDatabase(cmd.Context(), c, k, stores.Options{AdminSQLite: true})
+			c, k, store, err := openAdminKind(cmd.Context(), path, kind)
 			if err != nil {
 				return err
 			}
@@ -69,9 +59,6 @@ follow it (--all: every entry read).`,
 				wk.Keep = c.Ledger.MaxAge.D()
 			}
 			ans, err := refresher.NewAdmin(whyStore(store), nil).Why(cmd.Context(), wk, key, when, now)
-			if errors.Is(err, refresher.ErrNoLedger) {
-				return fmt.Errorf("why: %w (the ledger is kept by the stores that implement models.LedgerReader)", err)
-			}
 			if err != nil {
 				return fmt.Errorf("why: %w", err)
 			}
@@ -138,11 +125,18 @@ func entryDetail(e policy.Entry, loc *time.Location) string {
 			parts = append(parts, name+"="+v)
 		}
 	}
+	// A time on another day than the entry's says its date ("next" of a
+	// daily rule is tomorrow).
+	day := e.At.In(loc).Format("2006-01-02")
 	tm := func(t time.Time) string {
 		if t.IsZero() {
 			return ""
 		}
-		return t.In(loc).Format("15:04:05")
+		t = t.In(loc)
+		if t.Format("2006-01-02") != day {
+			return t.Format("2006-01-02T15:04:05")
+		}
+		return t.Format("15:04:05")
 	}
 	add("attempt", e.Attempt)
 	add("planned", tm(e.Planned))

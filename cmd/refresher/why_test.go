@@ -47,7 +47,7 @@ entries it is built on (the ledger read from Nov 18 00:00 to Nov 26 01:00, times
   2026-11-24 23:55:00 UTC  (kind)  paused      by=ops note=incident 42
   2026-11-25 00:20:00 UTC  (kind)  resumed     by=ops
   2026-11-25 00:20:00 UTC  42      dispatched  attempt=a1 planned=00:00:00
-  2026-11-25 00:21:00 UTC  42      succeeded   attempt=a1 next=00:00:00
+  2026-11-25 00:21:00 UTC  42      succeeded   attempt=a1 next=2026-11-26T00:00:00
 `, out)
 	require.Equal(t, 1, ledger.Reads())
 
@@ -69,5 +69,15 @@ entries it is built on (the ledger read from Nov 18 00:00 to Nov 26 01:00, times
 
 	whyStore = func(s models.Store) models.Store { return struct{ models.Store }{s} } // hides its models.LedgerReader
 	_, err = b.run(t, "why", "--config", b.path, "--kind", "big_tables", "--key", "42")
-	require.ErrorContains(t, err, "why: kind big_tables: its database's store keeps no ledger")
+	require.EqualError(t, err, "why: kind big_tables: its database's store keeps no ledger, so there is no history to explain",
+		"as docs/operating.md says, without Go's names")
+}
+
+// An entry's times on another day than its own say their date.
+func TestWhyEntryDetail(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 25, 0, 0, 5, 0, time.UTC)
+	e := policy.Entry{At: at, Key: "42", Event: policy.EventSucceeded, Attempt: "a1",
+		Planned: time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC), Next: time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)}
+	require.Equal(t, "attempt=a1 planned=00:00:00 next=2026-11-26T00:00:00", entryDetail(e, time.UTC))
 }

@@ -1,7 +1,9 @@
 package testenv
 
 import (
+	"os"
 	"os/exec"
+	"strings"
 	"testing"
 )
 
@@ -28,4 +30,18 @@ func PythonWithRedis(t testing.TB) string {
 	}
 	t.Skipf("skip the Python worker: no redis module in %v (pip install redis, or apt-get install python3-redis; make test installs it)", tried)
 	return ""
+}
+
+// PythonEnv is the environment to run examples/worker.py in: this
+// process's without its OTEL_* variables (a developer's own collector
+// must not change what a test sees), no bytecode written beside the
+// script, then env.
+func PythonEnv(env ...string) []string {
+	out := []string{"PYTHONDONTWRITEBYTECODE=1"}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OTEL_") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, env...)
 }

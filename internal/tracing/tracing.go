@@ -41,7 +41,7 @@ const (
 	AttrAttemptNo  = "refresher.attempt_no"
 	AttrList       = "messaging.destination.name" // the Redis list a job was pushed to
 	AttrResultType = "refresher.result.type"
-	AttrOutcome    = "refresher.result.outcome" // applied, stale, late, unknown_model
+	AttrOutcome    = "refresher.result.outcome" // applied, stale, late, dead_letter
 )
 
 // Protocols of OTEL_EXPORTER_OTLP_PROTOCOL that Setup exports with.
@@ -82,12 +82,17 @@ func Enabled(getenv func(string) string) (bool, error) {
 // else ProtocolHTTP. http/json is an error: the Go exporters do not speak
 // it.
 func Protocol(getenv func(string) string) (string, error) {
-	p := strings.TrimSpace(cmp.Or(getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"), getenv("OTEL_EXPORTER_OTLP_PROTOCOL"), ProtocolHTTP))
+	name := "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" // the error names the variable set
+	p := strings.TrimSpace(getenv(name))
+	if p == "" {
+		name = "OTEL_EXPORTER_OTLP_PROTOCOL"
+		p = strings.TrimSpace(cmp.Or(getenv(name), ProtocolHTTP))
+	}
 	switch p {
 	case ProtocolHTTP, ProtocolGRPC:
 		return p, nil
 	default:
-		return "", fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%q: want %q or %q", p, ProtocolHTTP, ProtocolGRPC)
+		return "", fmt.Errorf("%s=%q: want %q or %q", name, p, ProtocolHTTP, ProtocolGRPC)
 	}
 }
 

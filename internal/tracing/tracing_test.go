@@ -60,6 +60,8 @@ func TestProtocol(t *testing.T) {
 	}
 	_, err := Protocol(env(map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}))
 	require.EqualError(t, err, `OTEL_EXPORTER_OTLP_PROTOCOL="http/json": want "http/protobuf" or "grpc"`)
+	_, err = Protocol(env(map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/json"}))
+	require.EqualError(t, err, `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL="http/json": want "http/protobuf" or "grpc"`, "names the variable set")
 }
 
 // Off, a nil Tracer's spans cost no allocation, and a worker passes the
