@@ -309,6 +309,9 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 		}
 	}
 	full = claimed == d.cfg.BatchSize
+	if d.gate != nil {
+		d.gate.full = full
+	}
 	jobs := d.jobs
 	if len(jobs) == 0 {
 		return 0, full, false, nil
