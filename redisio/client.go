@@ -117,6 +117,7 @@ type encoded struct {
 	buf  []byte
 	msgs []rawMessage // views of buf
 	vals []any        // &msgs[i], the commands' arguments
+	at   timeText     // the last timeout_at encoded
 }
 
 // rawMessage is one encoded message as a command argument: go-redis writes
@@ -157,7 +158,7 @@ func (e *encoded) add(list string, jobs []Job) error {
 	for _, j := range jobs {
 		start := len(e.buf)
 		var err error
-		if e.buf, err = AppendJob(e.buf, j); err != nil {
+		if e.buf, err = appendJob(e.buf, j, &e.at); err != nil {
 			e.msgs = e.msgs[:first]
 			return fmt.Errorf("push %d jobs to %q: %w", len(jobs), list, err)
 		}
