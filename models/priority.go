@@ -160,7 +160,11 @@ func ClaimByPriority(def int, from Cursor, limit int, sc PriorityScans) ([]Row, 
 				once = append(once, rows[i].Key)
 			}
 		}
-		out = append(out, rows...)
+		if out == nil {
+			out = rows // most claims are one scan: no copy of the batch
+		} else {
+			out = append(out, rows...)
+		}
 		switch s.Source {
 		case PriorityOnce:
 			onceLevel, onceOK, err = sc.Probe(ColPriorityOnce, s.Level, false)

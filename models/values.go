@@ -41,3 +41,29 @@ func JSONValue(v any) any {
 		return x
 	}
 }
+
+// KeyDest is a scan destination (a sql.Scanner) that keeps a column's
+// value as KeyString spells it (NULL too); Valid is false for NULL. database/sql
+// hands a Scanner the driver's value as it is, where an *any destination
+// gets a copy of its bytes first: the drivers' claims read the key (and
+// the primary key) of every row through it, with one copy instead of two.
+type KeyDest struct {
+	S     string
+	Valid bool
+}
+
+// Scan implements sql.Scanner.
+func (k *KeyDest) Scan(src any) error {
+	k.S, k.Valid = KeyString(src), src != nil
+	return nil
+}
+
+// ValueDest is a scan destination (a sql.Scanner) that keeps a payload
+// column's value as JSONValue gives it, copied once (see KeyDest).
+type ValueDest struct{ V any }
+
+// Scan implements sql.Scanner.
+func (v *ValueDest) Scan(src any) error {
+	v.V = JSONValue(src)
+	return nil
+}

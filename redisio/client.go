@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -100,27 +101,76 @@ func (c *Client) Push(ctx context.Context, list string, jobs []Job) (queued int6
 	if len(jobs) == 0 {
 		return 0, nil
 	}
-	vals, err := encodeJobs(list, jobs)
-	if err != nil {
+	e := newEncoded()
+	defer e.free()
+	if err := e.add(list, jobs); err != nil {
 		return 0, err
 	}
-	return c.PushRaw(ctx, list, vals...)
+	return c.PushRaw(ctx, list, e.vals...)
 }
 
-// encodeJobs encodes jobs for one RPUSH to list.
-func encodeJobs(list string, jobs []Job) ([]any, error) {
-	buf := make([]byte, 0, 192*len(jobs))
-	vals := make([]any, len(jobs))
-	for i, j := range jobs {
-		start := len(buf)
+// encoded is the messages of one push, encoded into one buffer. It is
+// pooled (see newEncoded): a dispatcher pushes a batch of about the same
+// size every pass, and the buffer need not be allocated and zeroed each
+// time.
+type encoded struct {
+	buf  []byte
+	msgs []rawMessage // views of buf
+	vals []any        // &msgs[i], the commands' arguments
+	at   timeText     // the last timeout_at encoded
+}
+
+// rawMessage is one encoded message as a command argument: go-redis writes
+// it through MarshalBinary. A pointer in an interface costs no allocation,
+// where a []byte would cost one per message.
+type rawMessage []byte
+
+// MarshalBinary implements encoding.BinaryMarshaler.
+func (m *rawMessage) MarshalBinary() ([]byte, error) { return *m, nil }
+
+var encodedPool = sync.Pool{New: func() any { return new(encoded) }}
+
+// newEncoded returns an empty encoded from the pool; free puts it back
+// once the commands that hold its arguments are done.
+func newEncoded() *encoded { return encodedPool.Get().(*encoded) }
+
+// maxPooledBytes bounds the buffer an encoded keeps in the pool: a push of
+// unusually large jobs does not pin its memory for ever.
+const maxPooledBytes = 4 << 20
+
+func (e *encoded) free() {
+	if cap(e.buf) > maxPooledBytes {
+		return
+	}
+	clear(e.vals) // the pool must not keep the views alive
+	clear(e.msgs)
+	e.buf, e.msgs, e.vals = e.buf[:0], e.msgs[:0], e.vals[:0]
+	encodedPool.Put(e)
+}
+
+// add encodes jobs for one RPUSH to list and appends them to e.msgs, and
+// their arguments to e.vals.
+func (e *encoded) add(list string, jobs []Job) error {
+	if e.buf == nil {
+		e.buf = make([]byte, 0, 192*len(jobs))
+	}
+	first := len(e.msgs)
+	for _, j := range jobs {
+		start := len(e.buf)
 		var err error
-		if buf, err = AppendJob(buf, j); err != nil {
-			return nil, fmt.Errorf("push %d jobs to %q: %w", len(jobs), list, err)
+		if e.buf, err = appendJob(e.buf, j, &e.at); err != nil {
+			e.msgs = e.msgs[:first]
+			return fmt.Errorf("push %d jobs to %q: %w", len(jobs), list, err)
 		}
 		// A slice of buf: later appends may move buf, not this view.
-		vals[i] = buf[start:len(buf):len(buf)]
+		e.msgs = append(e.msgs, rawMessage(e.buf[start:len(e.buf):len(e.buf)]))
 	}
-	return vals, nil
+	// Taken once all are in: appends may move msgs too.
+	e.vals = e.vals[:0]
+	for i := range e.msgs {
+		e.vals = append(e.vals, &e.msgs[i])
+	}
+	return nil
 }
 
 // PushRaw appends already encoded messages (string or []byte) to the right

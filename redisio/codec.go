@@ -70,6 +70,20 @@ func invalid(format string, args ...any) error {
 // outside years 0-9999, or a payload value cannot be encoded (and returns
 // dst as given).
 func AppendJob(dst []byte, job Job) ([]byte, error) {
+	return appendJob(dst, job, nil)
+}
+
+// timeText is the last timeout_at a push formatted (at, valid once text
+// is set): the jobs of one batch mostly share it, and formatting a time
+// is a good part of a job's encoding.
+type timeText struct {
+	at   time.Time
+	text []byte
+}
+
+// appendJob is AppendJob; tt, when not nil, keeps the last timeout_at
+// checked and formatted.
+func appendJob(dst []byte, job Job, tt *timeText) ([]byte, error) {
 	switch {
 	case job.Kind == "":
 		return dst, errors.New("encode job: kind is empty")
@@ -77,10 +91,19 @@ func AppendJob(dst []byte, job Job) ([]byte, error) {
 		return dst, fmt.Errorf("encode %s job: uid is empty", job.Kind)
 	case job.AttemptUID == "":
 		return dst, fmt.Errorf("encode %s job %s: attempt_uid is empty", job.Kind, job.UID)
-	case job.TimeoutAt.IsZero():
-		return dst, fmt.Errorf("encode %s job %s: timeout_at is zero", job.Kind, job.UID)
-	case job.TimeoutAt.UTC().Year() > 9999 || job.TimeoutAt.UTC().Year() < 0:
-		return dst, fmt.Errorf("encode %s job %s: timeout_at %s is outside years 0-9999", job.Kind, job.UID, job.TimeoutAt)
+	}
+	var local timeText
+	if tt == nil {
+		tt = &local
+	}
+	if tt.text == nil || !tt.at.Equal(job.TimeoutAt) {
+		switch {
+		case job.TimeoutAt.IsZero():
+			return dst, fmt.Errorf("encode %s job %s: timeout_at is zero", job.Kind, job.UID)
+		case job.TimeoutAt.UTC().Year() > 9999 || job.TimeoutAt.UTC().Year() < 0:
+			return dst, fmt.Errorf("encode %s job %s: timeout_at %s is outside years 0-9999", job.Kind, job.UID, job.TimeoutAt)
+		}
+		tt.at, tt.text = job.TimeoutAt, job.TimeoutAt.UTC().AppendFormat(tt.text[:0], TimeoutAtLayout)
 	}
 	b := append(dst, `{"kind":`...)
 	b = jsontext.AppendString(b, job.Kind)
@@ -91,7 +114,7 @@ func AppendJob(dst []byte, job Job) ([]byte, error) {
 	b = append(b, `,"attempt_no":`...)
 	b = strconv.AppendInt(b, int64(job.AttemptNo), 10)
 	b = append(b, `,"timeout_at":"`...)
-	b = job.TimeoutAt.UTC().AppendFormat(b, TimeoutAtLayout)
+	b = append(b, tt.text...)
 	b = append(b, `","payload":{`...)
 	var keysBuf [8]string
 	keys := keysBuf[:0]

@@ -334,3 +334,35 @@ func FuzzDecodeResult(f *testing.F) {
 		}
 	})
 }
+
+// A push's messages are AppendJob's, byte for byte, whether a job's
+// timeout_at is the one before it (kept formatted) or not, in another
+// location, or invalid (the push fails, as AppendJob does).
+func TestPushEncodesAsAppendJob(t *testing.T) {
+	t.Parallel()
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	require.NoError(t, err)
+	at := time.Date(2026, 11, 21, 14, 0, 0, 123456789, time.UTC)
+	job := func(uid string, timeout time.Time) Job {
+		return Job{Kind: "k", UID: uid, AttemptUID: "d4n0q4a5n1p0bb6b6h20", AttemptNo: 1, TimeoutAt: timeout,
+			Payload: map[string]any{"u": uid}}
+	}
+	jobs := []Job{job("1", at), job("2", at), job("3", at.In(berlin)), job("4", at.Add(time.Microsecond)), job("5", at)}
+	e := newEncoded()
+	defer e.free()
+	require.NoError(t, e.add("l", jobs[:2]))
+	require.NoError(t, e.add("l", jobs[2:]))
+	require.Len(t, e.vals, len(jobs))
+	for i, j := range jobs {
+		want, err := AppendJob(nil, j)
+		require.NoError(t, err)
+		got, err := e.vals[i].(*rawMessage).MarshalBinary()
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got), "job %d", i)
+	}
+	for _, bad := range []time.Time{{}, time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		_, want := AppendJob(nil, job("6", bad))
+		require.Error(t, want)
+		require.EqualError(t, e.add("l", []Job{job("6", bad)}), `push 1 jobs to "l": `+want.Error())
+	}
+}

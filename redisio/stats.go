@@ -152,22 +152,24 @@ func (c *Client) PushCounting(ctx context.Context, l Lists, lists []string, jobs
 		push *redis.IntCmd
 	}
 	var runs []run
-	var vals [][]any
+	e := newEncoded()
+	defer e.free() // after the results are read: the commands hold its views
 	for i := 0; i < len(jobs); {
 		j := i + 1
 		for j < len(jobs) && listOf(j) == listOf(i) {
 			j++
 		}
-		v, err := encodeJobs(listOf(i), jobs[i:j])
-		if err != nil {
+		if err := e.add(listOf(i), jobs[i:j]); err != nil {
 			return 0, err
 		}
-		runs, vals = append(runs, run{list: listOf(i), n: j - i}), append(vals, v)
+		runs = append(runs, run{list: listOf(i), n: j - i})
 		i = j
 	}
 	_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		first := 0
 		for i := range runs {
-			runs[i].push = p.RPush(ctx, runs[i].list, vals[i]...)
+			runs[i].push = p.RPush(ctx, runs[i].list, e.vals[first:first+runs[i].n]...)
+			first += runs[i].n
 		}
 		queueStats(ctx, p, StatsAdd{Lists: l, At: at, Count: StatsCount{Dispatched: int64(len(jobs))}})
 		return nil

@@ -316,6 +316,9 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 		}
 	}
 	full = claimed == d.cfg.BatchSize
+	if d.gate != nil {
+		d.gate.full = full
+	}
 	jobs := d.jobs
 	if len(jobs) == 0 {
 		return 0, full, false, nil
@@ -385,8 +388,10 @@ func (d *dispatcher) claimTx(ctx context.Context, tx models.Tx, rows []models.Ro
 	} else {
 		d.cursor = models.Cursor{}
 	}
+	// One policy for the batch: the incident state is read once, not per row.
+	pol := d.incident.policy(d.kind.Policy).WithDefaults()
 	for i := range rows {
-		d.decide(&rows[i], now)
+		d.decide(&rows[i], now, pol)
 	}
 	if err := tx.Save(ctx, d.kind.Table, rows); err != nil {
 		return err
@@ -423,16 +428,16 @@ func (d *dispatcher) setQueued(n int64) {
 	d.metrics.Queued.WithLabelValues(d.kind.Name).Set(float64(n))
 }
 
-// decide applies policy.Due to one claimed row in place and keeps the
-// attempt it started, if any, with its job.
-func (d *dispatcher) decide(row *models.Row, now time.Time) {
+// decide applies policy.Due under pol (the kind's, with the incident
+// state of the batch) to one claimed row in place and keeps the attempt it
+// started, if any, with its job.
+func (d *dispatcher) decide(row *models.Row, now time.Time, pol policy.Policy) {
 	if d.keepPaused(row) {
 		return
 	}
 	sched, err := d.schedules.get(row.Key, row.Rule)
 	var dec policy.DueDecision
 	before := row.State
-	pol := d.incident.policy(d.kind.Policy)
 	row.State, dec = pol.Due(row.State, now, sched, err, xid.NewWithTime(now).String(), d.rand())
 	if until := d.throttle.until(d.holds, row); !until.IsZero() {
 		row.State, dec = policy.Held(row.State, dec, until, now)
@@ -440,16 +445,15 @@ func (d *dispatcher) decide(row *models.Row, now time.Time) {
 	d.tally.due(row.Key, dec)
 	d.entries.due(row, before, dec, pol, now)
 	if dec.Action == policy.DueStarted {
-		before := *row
-		before.State = dec.BeforeStart
-		d.starts = append(d.starts, started{before: before, uid: dec.AttemptUID})
-		d.jobs = append(d.jobs, d.job(*row))
+		d.starts = append(d.starts, started{before: *row, uid: dec.AttemptUID})
+		d.starts[len(d.starts)-1].before.State = dec.BeforeStart
+		d.jobs = append(d.jobs, d.job(row))
 		d.lists = append(d.lists, d.kind.inputList(row.Priority))
 	}
 }
 
 // job builds the message for a row whose attempt just started.
-func (d *dispatcher) job(row models.Row) redisio.Job {
+func (d *dispatcher) job(row *models.Row) redisio.Job {
 	return redisio.Job{
 		Kind:       d.kind.Name,
 		UID:        row.Key,

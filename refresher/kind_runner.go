@@ -72,6 +72,11 @@ type dueGate struct {
 	peeked bool // next, ok hold the answer of Due, for the Tx that follows
 	next   time.Time
 	ok     bool
+	// full says that the last pass claimed a full batch: rows are most
+	// likely due still, so the next Due answers yes without asking NextDue
+	// and its Tx claims. A backlog thus costs no NextDue per batch; the
+	// pass after the last full batch may claim nothing.
+	full bool
 }
 
 // Due reports whether a row is due at the clock's now. The dispatcher asks
@@ -80,6 +85,12 @@ type dueGate struct {
 // the NextDue that follows the pass; with a row due, it serves the Tx of
 // the same pass, so the pass still asks NextDue once.
 func (g *dueGate) Due(ctx context.Context) (bool, error) {
+	if g.full {
+		// Read by Tx as "due" (ok, not after now).
+		g.full, g.next, g.ok = false, time.Time{}, true
+		g.peeked, g.known = true, false
+		return true, nil
+	}
 	next, ok, err := g.store.NextDue(ctx, g.table)
 	if err != nil {
 		g.peeked, g.known = false, false

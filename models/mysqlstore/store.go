@@ -514,14 +514,14 @@ func (tx *Tx) query(ctx context.Context, q compiled, query string, args []any, s
 	defer rs.Close()
 	out := make([]models.Row, 0, min(sizeHint, 1024))
 	var (
-		key, id any
+		key, id models.KeyDest
 		rule    sql.NullString
 		state   = newStateScan()
-		payload []any
+		payload []models.ValueDest
 		dest    = append([]any{&key, &rule}, state.dest...)
 	)
 	if withPayload {
-		payload = make([]any, len(q.payload))
+		payload = make([]models.ValueDest, len(q.payload))
 		for i := range payload {
 			dest = append(dest, &payload[i])
 		}
@@ -533,20 +533,20 @@ func (tx *Tx) query(ctx context.Context, q compiled, query string, args []any, s
 		if err := rs.Scan(dest...); err != nil {
 			return nil, err
 		}
-		out = append(out, models.Row{Key: models.KeyString(key), Rule: rule.String})
+		out = append(out, models.Row{Key: key.S, Rule: rule.String})
 		r := &out[len(out)-1]
 		zeroDate := state.into(&r.State)
 		// A zero date ('0000-00-00', which MariaDB's default SQL mode
 		// allows) reads as the zero time, like NULL: such a row is written
 		// in full, so that Save replaces it.
 		r.Loaded = models.Loaded{State: r.State, OK: !zeroDate}
-		if id != nil {
-			r.Loaded.ID = models.KeyString(id)
+		if id.Valid {
+			r.Loaded.ID = id.S
 		}
 		if len(payload) > 0 {
 			r.Payload = make(map[string]any, len(payload))
 			for i, name := range q.payload {
-				r.Payload[name] = models.JSONValue(payload[i])
+				r.Payload[name] = payload[i].V
 			}
 		}
 	}

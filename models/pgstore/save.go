@@ -99,7 +99,7 @@ func unnestUpdate(q compiled, g models.SaveGroup, succeeded *time.Time) (string,
 		by, byType = q.id, q.idType
 	}
 
-	args := []any{g.IDs}
+	args := []any{idsArg(byType, g.IDs)}
 	from := []string{"$1::" + byType.arrayType()}
 	names := []string{"k"}
 	var set []string
@@ -162,6 +162,26 @@ func unnestUpdate(q compiled, g models.SaveGroup, succeeded *time.Time) (string,
 			" RETURNING v.i")
 	}
 	return b.String(), args
+}
+
+// idsArg is a save group's ids as the parameter they travel in: for an
+// integer key or primary key the integers (keyType.valid checked that
+// each is one), which pgx encodes directly, where an array of strings for
+// an integer array goes through its reflection and fallback plans per
+// element; else the strings.
+func idsArg(t keyType, ids []string) any {
+	if t.kind != kindInt {
+		return ids
+	}
+	a := make([]int64, len(ids))
+	for i, id := range ids {
+		n, err := strconv.ParseInt(strings.TrimSpace(id), 10, t.bits)
+		if err != nil {
+			return ids // not checked: let the server say what is wrong
+		}
+		a[i] = n
+	}
+	return a
 }
 
 // SaveSuccesses implements models.Tx.SaveSuccesses with one UPDATE per up

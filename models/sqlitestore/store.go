@@ -381,8 +381,19 @@ func compileTable(t models.Table, meta tableMeta) (compiled, error) {
 		typ := meta.cols[strings.ToLower(p)]
 		c.payloadTime[i] = strings.HasPrefix(typ, "date") || strings.HasPrefix(typ, "time")
 	}
-	c.selectFrom, c.selectState = names.Selects(c.key, id, quoteIdent)
+	c.selectFrom, c.selectState = names.Selects(c.key, id, noDeclType)
 	return c, nil
+}
+
+// noDeclType quotes a column of the refresh columns as the SELECTs read
+// it: as the expression +"name" (SQLite's no-op unary plus: the same value
+// and type), which has no declared type. The driver then returns a
+// DATETIME column's text as it is, for parseTime, instead of trying its own
+// layouts on each value first (a parse error and its allocations per
+// layout that fails), and looks up no declared type for a text value.
+func noDeclType(name string) (string, error) {
+	q, err := quoteIdent(name)
+	return "+" + q, err
 }
 
 // compile compiles t with its table's metadata, read with q (the

@@ -37,6 +37,9 @@ func fromBound(t time.Time) any {
 	return t.UTC().Truncate(time.Microsecond).Format(strings.TrimSuffix(TimeFormat, "+00:00"))
 }
 
+// storedLayout is TimeFormat without its offset.
+const storedLayout = "2006-01-02 15:04:05.000000"
+
 // readFormats are the text forms parseTime accepts: TimeFormat first, then
 // what SQLite drivers and GORM write ("...-07:00" is the modernc and mattn
 // drivers' _time_format=sqlite, the last one time.Time.String, their
@@ -72,6 +75,13 @@ func parseTime(v any) (t time.Time, ok bool) {
 }
 
 func parseTimeText(s string) (time.Time, bool) {
+	// TimeFormat, what the Store writes, without trying the layouts
+	// before it.
+	if len(s) == len(TimeFormat) && strings.HasSuffix(s, "+00:00") {
+		if t, err := time.ParseInLocation(storedLayout, s[:len(storedLayout)], time.UTC); err == nil {
+			return t, true
+		}
+	}
 	s = strings.TrimSpace(s)
 	if i := strings.Index(s, " m="); i > 0 { // time.Time.String's monotonic clock
 		s = s[:i]
