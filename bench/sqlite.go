@@ -47,12 +47,14 @@ func openSQLite(ctx context.Context, o options, create bool) (*sqliteStore, erro
 }
 
 // openSQLiteDB opens path as sqlitestore.Open does (WAL, synchronous=NORMAL,
-// a busy timeout, BEGIN IMMEDIATE), without its one-instance lock.
+// a busy timeout, temp_store=MEMORY, BEGIN IMMEDIATE), without its
+// one-instance lock.
 func openSQLiteDB(path string) (*sql.DB, error) {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", sqlitestore.BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "temp_store(MEMORY)")
 	q.Set("_txlock", "immediate")
 	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/refresher/refresher/policy"
 )
@@ -76,17 +77,47 @@ func Written(succ []Success, keys map[string]bool) []bool {
 	return out
 }
 
+// WrittenGroups is Written for the keys of groups, which hold sent rows
+// in all: when every one of succ was sent (the common case) it needs no
+// set of the keys.
+func WrittenGroups(succ []Success, groups []SaveGroup, sent int) []bool {
+	if sent == len(succ) {
+		out := make([]bool, len(succ))
+		for i := range out {
+			out[i] = true
+		}
+		return out
+	}
+	keys := make(map[string]bool, sent)
+	for _, g := range groups {
+		for _, k := range g.IDs {
+			keys[k] = true
+		}
+	}
+	return Written(succ, keys)
+}
+
 // CanonicalInt reports whether key is an integer as every database prints
 // one ("42", "-7"; not "042", "+7" nor " 42"): for an integer key column a
 // driver's SaveSuccesses can then match the row by value alone, the text
 // the database returns for it being key itself, and leave any other
 // spelling to LockByKeys (which finds no row under it).
 func CanonicalInt(key string) bool {
-	if n, err := strconv.ParseInt(key, 10, 64); err == nil {
-		return strconv.FormatInt(n, 10) == key
+	// The spelling first (no sign but a minus, no leading zero, no "-0"),
+	// then the range: this runs for every key of every batch, and it
+	// allocates nothing.
+	digits := strings.TrimPrefix(key, "-")
+	if digits == "" || (digits[0] == '0' && (len(digits) > 1 || len(digits) < len(key))) {
+		return false
 	}
-	if n, err := strconv.ParseUint(key, 10, 64); err == nil {
-		return strconv.FormatUint(n, 10) == key
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return false
+		}
 	}
-	return false
+	if _, err := strconv.ParseInt(key, 10, 64); err == nil {
+		return true
+	}
+	_, err := strconv.ParseUint(key, 10, 64)
+	return err == nil
 }

@@ -36,7 +36,8 @@ func TestCanonicalInt(t *testing.T) {
 	for key, want := range map[string]bool{
 		"42": true, "-7": true, "0": true, "18446744073709551615": true, "-9223372036854775808": true,
 		"042": false, "+42": false, " 42": false, "42 ": false, "42.0": false, "-0": false, "": false, "abc": false,
-		"18446744073709551616": false,
+		"18446744073709551616": false, "-": false, "00": false, "-042": false, "1-2": false, "4a": false,
+		"9223372036854775808": true, "-9223372036854775809": false,
 	} {
 		if got := CanonicalInt(key); got != want {
 			t.Errorf("CanonicalInt(%q) = %v, want %v", key, got, want)

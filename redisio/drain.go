@@ -286,17 +286,25 @@ if i == n then
     local want = math.min(max - #out, 1000)
     local items = redis.call('LRANGE', KEYS[1], 0, want - 1)
     local full = false
+    -- fits and the tables' lengths are written out here (oversized only
+    -- for a long message): this loop runs for every result, and the calls
+    -- were a third of the script's time.
+    local count, nmoved = #out, #moved
     for _, e in ipairs(items) do
-      if oversized(e) then
+      local size = #e
+      if size > limit and oversized(e) then
         e = stub(e)
-      elseif not fits(#e) then
+        size = #e
+      elseif not (count < max and (count == 0 or bytes + size <= budget) and big < bigmax) then
         full = true
         break
       end
-      moved[#moved + 1] = e
-      out[#out + 1] = e
-      bytes = bytes + #e
-      if not fits(0) then
+      nmoved = nmoved + 1
+      moved[nmoved] = e
+      count = count + 1
+      out[count] = e
+      bytes = bytes + size
+      if not (count < max and bytes <= budget and big < bigmax) then
         full = true
         break
       end

@@ -53,6 +53,10 @@ type poller struct {
 	// SaveSuccesses, and fastPenalty how many the last miss skipped (see
 	// fastMissed).
 	fastSkip, fastPenalty int
+	// fastBuf and fastSeen are fastSuccesses's memory, kept from batch to
+	// batch so that a batch allocates none of it (one batch at a time).
+	fastBuf  fastBatch
+	fastSeen map[string]int
 }
 
 // maxIdleFetchBlock caps idleFetchBlock.
@@ -481,14 +485,21 @@ func (p *poller) fastSuccesses(msgs []redisio.Message, now time.Time) fastBatch 
 	if p.schedules.kindDefault == nil {
 		return fastBatch{}
 	}
-	seen := make(map[string]int, len(msgs))
-	for _, m := range msgs {
-		if m.Err == nil {
+	seen := p.fastSeen
+	if seen == nil {
+		seen = make(map[string]int, len(msgs))
+		p.fastSeen = seen
+	}
+	clear(seen)
+	for i := range msgs {
+		if m := &msgs[i]; m.Err == nil {
 			seen[m.Result.UID]++
 		}
 	}
-	f := fastBatch{at: make([]int, len(msgs))}
-	for i, m := range msgs {
+	f := fastBatch{at: slices.Grow(p.fastBuf.at[:0], len(msgs))[:len(msgs)], succ: p.fastBuf.succ[:0]}
+	defer func() { p.fastBuf = f }()
+	for i := range msgs {
+		m := &msgs[i]
 		f.at[i] = -1
 		if m.Err != nil || m.Result.Type != redisio.ResultSuccess || m.Result.AttemptUID == "" || seen[m.Result.UID] != 1 {
 			continue

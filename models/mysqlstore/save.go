@@ -291,12 +291,10 @@ func (tx *Tx) SaveSuccesses(ctx context.Context, t models.Table, now time.Time, 
 	if err != nil {
 		return nil, fmt.Errorf("save successes of %s: %w", q.table, err)
 	}
-	sent := make(map[string]bool, len(rows))
+	sent := 0
 	for i := range groups {
 		groups[i].Cols = models.SuccessColumns
-		for _, k := range groups[i].IDs {
-			sent[k] = true
-		}
+		sent += len(groups[i].IDs)
 	}
 	n, err := models.SaveBatches(q.table, groups, func(b models.SaveGroup) (int, error) {
 		_, byMeta := q.by(false)
@@ -306,21 +304,26 @@ func (tx *Tx) SaveSuccesses(ctx context.Context, t models.Table, now time.Time, 
 	if err != nil {
 		return nil, err
 	}
-	if n < len(sent) {
-		return nil, fmt.Errorf("save successes of %s: %d of %d rows matched: %w", q.table, n, len(sent), models.ErrUnmatched)
+	if n < sent {
+		return nil, fmt.Errorf("save successes of %s: %d of %d rows matched: %w", q.table, n, sent, models.ErrUnmatched)
 	}
-	return models.Written(succ, sent), nil
+	return models.WrittenGroups(succ, groups, sent), nil
 }
 
 // canonicalInts drops the rows whose key is no canonical integer
 // (models.CanonicalInt), keeping guard aligned: the server would print
-// their row's key otherwise, so they are left to LockByKeys.
+// their row's key otherwise, so they are left to LockByKeys. It filters
+// rows and guard in place (SaveSuccesses's own copies).
 func canonicalInts(rows []models.Row, guard []string) ([]models.Row, []string) {
-	outRows, outGuard := rows[:0:0], guard[:0:0]
-	for i, r := range rows {
-		if models.CanonicalInt(r.Key) {
-			outRows, outGuard = append(outRows, r), append(outGuard, guard[i])
+	n := 0
+	for i := range rows {
+		if !models.CanonicalInt(rows[i].Key) {
+			continue
 		}
+		if n != i {
+			rows[n], guard[n] = rows[i], guard[i]
+		}
+		n++
 	}
-	return outRows, outGuard
+	return rows[:n], guard[:n]
 }

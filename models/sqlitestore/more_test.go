@@ -277,3 +277,25 @@ func TestCompileCached(t *testing.T) {
 		t.Errorf("compile allocates %v times once the table is known, want at most 2", n)
 	}
 }
+
+// TestOpenKeepsTempInMemory checks the pragma that keeps the statement
+// journal of a bulk UPDATE in a transaction off the disk, on every
+// connection of the pool.
+func TestOpenKeepsTempInMemory(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "app.db"))
+	must(t, err)
+	defer s.Close()
+	conns := make([]*sql.Conn, DefaultMaxConnections)
+	for i := range conns {
+		c, err := s.DB().Conn(ctx)
+		must(t, err)
+		defer c.Close()
+		conns[i] = c
+		var store int
+		must(t, c.QueryRowContext(ctx, "PRAGMA temp_store").Scan(&store))
+		if store != 2 {
+			t.Errorf("connection %d: temp_store = %d, want 2 (MEMORY)", i, store)
+		}
+	}
+}

@@ -66,8 +66,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 // commands (o.NoInstanceLock), may still write the file: the lock file
 // concerns the service only. It then sets, on every connection,
 // journal_mode=WAL, synchronous=NORMAL (durable at each checkpoint; WAL's
-// usual setting), busy_timeout (BusyTimeout) and BEGIN IMMEDIATE for every
-// transaction.
+// usual setting), busy_timeout (BusyTimeout), temp_store=MEMORY (the
+// statement journals of bulk UPDATEs stay in memory) and BEGIN IMMEDIATE
+// for every transaction.
 //
 // In-memory databases use a single connection (each connection would see
 // its own empty database): do not call the Store from inside a Tx's fn.
@@ -81,6 +82,10 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
+	// A bulk UPDATE inside a transaction keeps a statement journal (the
+	// pages it changed, to undo it alone); on a temporary file, that is
+	// write and read syscalls for every batch: 15% of a batch's CPU.
+	q.Add("_pragma", "temp_store(MEMORY)")
 	q.Set("_txlock", "immediate")
 	var unlock func() error
 	memory := path == Memory

@@ -151,13 +151,9 @@ func jsonUpdate(q compiled, batch models.SaveGroup, succeeded *time.Time) (strin
 		b.WriteString(" AND " + q.table + `."` + models.ColAttemptUID + `" IS j."g"`)
 	}
 	if succeeded != nil {
-		// The key as LockByKeys returns it, exactly ("7" for an INTEGER
-		// key, not "007").
-		keyText := "CAST(" + q.table + "." + q.key + " AS TEXT)"
-		b.WriteString(" AND " + keyText + ` = j."k"` +
+		b.WriteString(" AND " + successKey(q) + ` = j."k"` +
 			" AND " + q.table + `."` + models.ColRRule + `" IS NULL` +
-			" AND (" + q.table + `."` + models.ColTimeoutAt + `" IS NULL OR ` + q.table + `."` + models.ColTimeoutAt + `" > ?)` +
-			" RETURNING " + keyText)
+			" AND (" + q.table + `."` + models.ColTimeoutAt + `" IS NULL OR ` + q.table + `."` + models.ColTimeoutAt + `" > ?)`)
 		args = append(args, dbTime(*succeeded))
 	}
 	return b.String(), args
@@ -166,10 +162,15 @@ func jsonUpdate(q compiled, batch models.SaveGroup, succeeded *time.Time) (strin
 // SaveSuccesses implements models.Tx.SaveSuccesses with one UPDATE per up
 // to 1000 rows, Save's json_each join by key with the conditions added
 // (the attempt UID, the key as SQLite returns it, no rule of the row's
-// own, timeout_at NULL or after now), RETURNING the key of each row it
-// wrote. It runs in the transaction that holds SQLite's write lock, so
-// nothing reads the rows first: one statement instead of a SELECT and an
-// UPDATE.
+// own, timeout_at NULL or after now). It runs in the transaction that
+// holds SQLite's write lock, so nothing reads the rows first: one
+// statement instead of a SELECT and an UPDATE.
+//
+// Which rows it wrote: in the common batch, all of them, which the count
+// of changed rows says. So each UPDATE runs first without RETURNING (the
+// keys it would return cost about a tenth of the statement) inside a
+// savepoint; only when fewer rows changed than it sent does it roll back
+// to the savepoint and run again RETURNING the key of each row it writes.
 func (tx *Tx) SaveSuccesses(ctx context.Context, t models.Table, now time.Time, succ []models.Success) ([]bool, error) {
 	rows, guard, err := models.SuccessRows(t, succ)
 	if err != nil || len(rows) == 0 {
@@ -180,13 +181,38 @@ func (tx *Tx) SaveSuccesses(ctx context.Context, t models.Table, now time.Time, 
 		return nil, err
 	}
 	groups := models.GroupByID(rows, guard, true, false, nil)
-	wrote := make(map[string]bool, len(rows))
 	for i := range groups {
 		groups[i].Cols = models.SuccessColumns
 	}
+	sent := 0
+	var whole [][]string      // the keys of the batches written whole
+	var wrote map[string]bool // the keys written, once a batch was not whole
 	_, err = models.SaveBatches(q.table, groups, func(b models.SaveGroup) (int, error) {
+		sent += len(b.IDs)
 		query, args := jsonUpdate(q, b, &now)
-		res, err := tx.tx.QueryContext(ctx, query, args...)
+		all, err := tx.wholeOrUndo(ctx, query, args, len(b.IDs))
+		if err != nil {
+			return 0, err
+		}
+		if all && wrote == nil {
+			whole = append(whole, b.IDs)
+			return 0, nil
+		}
+		if wrote == nil {
+			wrote = make(map[string]bool, len(rows))
+			for _, keys := range whole {
+				for _, k := range keys {
+					wrote[k] = true
+				}
+			}
+		}
+		if all {
+			for _, k := range b.IDs {
+				wrote[k] = true
+			}
+			return 0, nil
+		}
+		res, err := tx.tx.QueryContext(ctx, query+" RETURNING "+successKey(q), args...)
 		if err != nil {
 			return 0, err
 		}
@@ -203,5 +229,37 @@ func (tx *Tx) SaveSuccesses(ctx context.Context, t models.Table, now time.Time, 
 	if err != nil {
 		return nil, err
 	}
+	if wrote == nil {
+		return models.WrittenGroups(succ, groups, sent), nil
+	}
 	return models.Written(succ, wrote), nil
+}
+
+// successKey is the key of t's row as LockByKeys returns it, exactly ("7"
+// for an INTEGER key, not "007"), in SaveSuccesses's statement.
+func successKey(q compiled) string {
+	return "CAST(" + q.table + "." + q.key + " AS TEXT)"
+}
+
+// successSavepoint names the savepoint of wholeOrUndo.
+const successSavepoint = "refresher_successes"
+
+// wholeOrUndo runs query, an UPDATE meant to change n rows, inside a
+// savepoint. It reports whether it changed all n; when it changed fewer,
+// it rolls back to the savepoint, so that nothing of it stays.
+func (tx *Tx) wholeOrUndo(ctx context.Context, query string, args []any, n int) (bool, error) {
+	if _, err := tx.tx.ExecContext(ctx, "SAVEPOINT "+successSavepoint); err != nil {
+		return false, err
+	}
+	changed, err := models.RowsAffected(tx.tx.ExecContext(ctx, query, args...))
+	if err == nil && changed != n {
+		_, err = tx.tx.ExecContext(ctx, "ROLLBACK TO "+successSavepoint)
+	}
+	if err != nil {
+		return false, err // the caller's transaction rolls back, the savepoint with it
+	}
+	if _, err := tx.tx.ExecContext(ctx, "RELEASE "+successSavepoint); err != nil {
+		return false, err
+	}
+	return changed == n, nil
 }

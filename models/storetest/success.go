@@ -3,6 +3,8 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -148,4 +150,65 @@ func saveSuccessesErr(s models.Store, tbl models.Table, now time.Time, succ ...m
 		return err
 	})
 	return written, err
+}
+
+// testSaveSuccessesAcrossBatches checks which rows SaveSuccesses says it
+// wrote when its successes take more than one statement (models.
+// MaxSaveBatch rows each): all of them, and with one row that does not
+// match in the first or the last statement, every other one (or, on a
+// store that cannot tell, models.ErrUnmatched and nothing written).
+func testSaveSuccessesAcrossBatches(t *testing.T, h Harness) {
+	now := base.Add(time.Hour)
+	const n = models.MaxSaveBatch + 500          // two statements
+	for _, miss := range []int{-1, 10, n - 10} { // -1: every row matches
+		t.Run(fmt.Sprint("miss ", miss), func(t *testing.T) {
+			env := h.New(t)
+			tbl := items(t, env, KeyInt)
+			values := make([]string, n)
+			for i := range values {
+				values[i] = fmt.Sprintf("('%d', %s)", i+1, sqlTime(base))
+			}
+			env.Exec(t, "INSERT INTO items (k, refresh_at) VALUES "+strings.Join(values, ", "))
+			w, err := policy.Succeeded(policy.Result{Type: policy.ResultSuccess}, now, everyMinute{})
+			must(t, err)
+			rows := make([]models.Row, n)
+			succ := make([]models.Success, n)
+			for i := range rows {
+				key, uid := fmt.Sprint(i+1), fmt.Sprintf("d1v5bqh6n88c7%07d", i)
+				rows[i] = models.Row{Key: key, State: policy.State{AttemptUID: uid, TimeoutAt: now.Add(time.Hour)}}
+				succ[i] = models.Success{Key: key, AttemptUID: uid, State: w}
+			}
+			if miss >= 0 {
+				succ[miss].AttemptUID = "d1v5bqh6n88c7zzzzzzz" // another attempt's answer
+			}
+			must(t, save(env.Store, tbl, rows...))
+			written, known := saveSuccesses(t, env.Store, tbl, now, succ...)
+			keys := make([]string, n)
+			for i := range keys {
+				keys[i] = fmt.Sprint(i + 1)
+			}
+			got := lock(t, env.Store, tbl, keys...)
+			left := 0
+			for _, r := range got {
+				if r.State.AttemptUID != "" {
+					left++
+				}
+			}
+			if !known {
+				eq(t, miss >= 0, true, "a store that cannot tell which rows matched says so only when one did not")
+				eq(t, left, n, "rows still running after the rollback")
+				return
+			}
+			for i, ok := range written {
+				if ok != (i != miss) {
+					t.Fatalf("success %d (the one that does not match: %d): written %v", i, miss, ok)
+				}
+			}
+			wantLeft := 0
+			if miss >= 0 {
+				wantLeft = 1
+			}
+			eq(t, left, wantLeft, "rows still running")
+		})
+	}
 }

@@ -34,6 +34,7 @@ func Run(t *testing.T, h Harness) {
 		{"SaveManyRows", testSaveMany},
 		{"SaveIfAttempt", testSaveIfAttempt},
 		{"SaveSuccessesOnlyWhereApplyWould", testSaveSuccesses},
+		{"SaveSuccessesAcrossBatches", testSaveSuccessesAcrossBatches},
 		{"LockByKeys", testLockByKeys},
 		{"LockByKeysWaits", testLockByKeysWaits},
 		{"TxRollsBack", testTxRollsBack},
