@@ -343,6 +343,7 @@ type runResult struct {
 	dispatch, apply  time.Duration // split mode: go -> all dispatched; release -> all applied
 	cpu, dbCPU, redi float64       // CPU seconds over the run, -1 unknown
 	rssKB            int64         // peak RSS of the child
+	pageReads        int64         // database pages read from storage over the run, -1 unknown (scaling.go)
 	lateness         []time.Duration
 	keptUp           bool
 	dash             dashStats  // the dashboard's requests during the run, if open
@@ -387,6 +388,7 @@ func (e *env) cycle(ctx context.Context, v variant, mode string, p *plan, profil
 	}
 	deadline := time.After(limit)
 	cpu, dbCPU, redi := startCPU(c.pid), startCPUs(e.st.serverPIDs), startCPU(e.redisPID)
+	reads := e.pageReads(ctx)
 	t0 := time.Now()
 	if err := c.start(); err != nil {
 		return res, err
@@ -445,6 +447,7 @@ func (e *env) cycle(ctx context.Context, v variant, mode string, p *plan, profil
 	}
 	res.stats = c.stats
 	c = nil
+	res.pageReads = e.pageReadsSince(ctx, reads)
 	stopWorkers()
 	res.lateness = w.takeLateness()
 	if res.triggered, err = trig.result(); err != nil {

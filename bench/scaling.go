@@ -83,14 +83,11 @@ func (e *env) scaling(ctx context.Context) error {
 		if err := e.st.applyPlan(ctx, e.backlogPlan(r.due)); err != nil {
 			return err
 		}
-		if r.explain, err = e.st.explain(ctx, o.batch); err != nil {
+		if r.explain, r.examined, err = e.explainClaim(ctx, o.batch); err != nil {
 			return err
 		}
-		fmt.Println(r.explain)
-		if r.examined, err = e.claimExamined(ctx, o.batch); err != nil {
-			return err
-		}
-		fmt.Printf("claim, executed (without FOR UPDATE): %s\n\n", r.examined)
+		fmt.Print(r.explain)
+		fmt.Printf("the claim run once (rolled back): %s\n\n", r.examined)
 		if r.reads, err = e.timeReads(ctx, r.due); err != nil {
 			return err
 		}
@@ -258,25 +255,128 @@ func (e *env) tableMB(ctx context.Context) (data, index int64) {
 	return data, index
 }
 
-var pgActual = regexp.MustCompile(`(Index Scan|Index Only Scan|Seq Scan)[^(]*\(cost=[^)]*\) \(actual time=[^ ]+ rows=(\d+)`)
+var pgActual = regexp.MustCompile(`(Index Scan|Index Only Scan|Seq Scan)( using \S+)?[^(]*\(cost=[^)]*\) \(actual time=[^ ]+ rows=(\d+)`)
 
-// claimExamined runs the claim's SELECT (without FOR UPDATE, so that it
-// locks nothing) as the database's ANALYZE does and returns how many index
-// entries or rows it read to fill one batch, which must not grow with the
-// table: MariaDB's r_rows, PostgreSQL's actual rows of the scan and the
-// buffers it touched.
-func (e *env) claimExamined(ctx context.Context, batch int) (string, error) {
+// claimSQL is the service's claim of the kind's own priority level (the
+// only level of the benchmark's rows), written as models/mysqlstore and
+// models/pgstore's claimScan write it for a table with migration 0004:
+// FORCE INDEX (idx_refresh_priority) on MariaDB, ORDER BY the composite
+// index's columns on PostgreSQL. cursor adds the scan's lower bound.
+func (e *env) claimSQL(batch int, cursor bool) (string, bool) {
+	var quote func(string) string
+	switch e.st.(type) {
+	case *mysqlStore:
+		quote = func(c string) string { return "`" + c + "`" }
+	case *pgStore:
+		quote = func(c string) string { return `"` + c + `"` }
+	default:
+		return "", false
+	}
+	cols := []string{quote("id"), quote(models.ColRRule)}
+	for _, c := range models.StateColumns {
+		cols = append(cols, quote(c.Name))
+	}
+	cols = append(cols, quote("input_url"))
+	q := "SELECT " + strings.Join(cols, ", ") + " FROM " + quote(benchTable)
+	order := quote(models.ColRefreshAt)
+	ph := []string{"?", "?"}
+	if _, ok := e.st.(*pgStore); ok {
+		order = quote(models.ColPriority) + ", " + order
+		ph = []string{"$1", "$2"}
+	} else {
+		q += " FORCE INDEX (`idx_refresh_priority`)"
+	}
+	q += " WHERE " + quote(models.ColPriority) + " IS NULL AND " + quote(models.ColPriorityOnce) + " IS NULL AND " +
+		quote(models.ColRefreshAt) + " <= " + ph[0]
+	if cursor {
+		q += " AND " + quote(models.ColRefreshAt) + " >= " + ph[1]
+	}
+	return q + " AND " + quote("id") + " IS NOT NULL ORDER BY " + order + " LIMIT " + strconv.Itoa(batch) + " FOR UPDATE SKIP LOCKED", true
+}
+
+// explainClaim prints EXPLAIN of the service's claim (claimSQL), without
+// and with the cursor, and returns what the claim read when run once, in
+// a transaction rolled back: MariaDB ANALYZE's r_rows, PostgreSQL EXPLAIN
+// ANALYZE's actual rows of the scan and the buffers it touched. Neither
+// may grow with the table.
+func (e *env) explainClaim(ctx context.Context, batch int) (plan, examined string, err error) {
 	now := time.Now().UTC()
+	var out strings.Builder
+	for _, cursor := range []bool{false, true} {
+		q, ok := e.claimSQL(batch, cursor)
+		if !ok {
+			ex, err := e.st.explain(ctx, batch)
+			return ex, "n/a", err
+		}
+		args := []any{now}
+		label := "claim (the kind's level)"
+		if cursor {
+			args, label = append(args, now.Add(-time.Minute)), "claim from cursor"
+		}
+		fmt.Fprintf(&out, "EXPLAIN %s\n  %s\n", label, q)
+		lines, err := e.queryLines(ctx, "EXPLAIN "+q, args)
+		if err != nil {
+			return "", "", fmt.Errorf("explain the claim: %w", err)
+		}
+		for _, l := range lines {
+			fmt.Fprintf(&out, "  -> %s\n", l)
+		}
+	}
+	q, _ := e.claimSQL(batch, false)
+	switch e.st.(type) {
+	case *mysqlStore:
+		lines, err := e.queryLines(ctx, "ANALYZE "+q, []any{now})
+		if err != nil {
+			return "", "", fmt.Errorf("analyze the claim: %w", err)
+		}
+		var keep []string
+		for _, f := range strings.Fields(strings.Join(lines, " ")) {
+			if strings.HasPrefix(f, "type=") || strings.HasPrefix(f, "key=") || strings.HasPrefix(f, "r_rows=") {
+				keep = append(keep, f)
+			}
+		}
+		examined = strings.Join(keep, " ")
+	case *pgStore:
+		lines, err := e.queryLines(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+q, []any{now})
+		if err != nil {
+			return "", "", fmt.Errorf("explain analyze the claim: %w", err)
+		}
+		var keep []string
+		scan := false // within the scan's node
+		for _, line := range lines {
+			line = strings.TrimSpace(line)
+			if m := pgActual.FindStringSubmatch(line); m != nil {
+				keep, scan = append(keep, m[1]+m[2]+": actual rows="+m[3]), true
+				continue
+			}
+			if scan && strings.HasPrefix(line, "Buffers:") {
+				keep, scan = append(keep, line), false
+			}
+			scan = scan && !strings.HasPrefix(line, "->")
+		}
+		examined = strings.Join(keep, ", ")
+	}
+	return out.String(), examined, nil
+}
+
+// queryLines runs q in a transaction that it rolls back (the claim locks
+// what it reads) and returns each row as one line: PostgreSQL's EXPLAIN
+// text as is, MariaDB's rows as name=value of their non-NULL columns.
+func (e *env) queryLines(ctx context.Context, q string, args []any) ([]string, error) {
+	var out []string
 	switch s := e.st.(type) {
 	case *mysqlStore:
-		rows, err := s.db.QueryContext(ctx, "ANALYZE SELECT id, input_url FROM "+benchTable+
-			" FORCE INDEX (idx_refresh_at) WHERE refresh_at <= ? AND id IS NOT NULL ORDER BY refresh_at LIMIT "+strconv.Itoa(batch), now)
+		tx, err := s.db.BeginTx(ctx, nil)
 		if err != nil {
-			return "", fmt.Errorf("analyze claim: %w", err)
+			return nil, err
+		}
+		defer func() { _ = tx.Rollback() }()
+		rows, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, err
 		}
 		defer rows.Close()
 		names, _ := rows.Columns()
-		var out []string
 		for rows.Next() {
 			vals := make([]sql.NullString, len(names))
 			ptrs := make([]any, len(names))
@@ -284,42 +384,81 @@ func (e *env) claimExamined(ctx context.Context, batch int) (string, error) {
 				ptrs[i] = &vals[i]
 			}
 			if err := rows.Scan(ptrs...); err != nil {
-				return "", err
+				return nil, err
 			}
+			var parts []string
 			for i, n := range names {
-				if n == "type" || n == "key" || n == "rows" || n == "r_rows" {
-					out = append(out, n+"="+vals[i].String)
+				if n != "id" && n != "select_type" && vals[i].Valid {
+					parts = append(parts, n+"="+vals[i].String)
 				}
 			}
+			out = append(out, strings.Join(parts, " "))
 		}
-		return strings.Join(out, " "), rows.Err()
+		return out, rows.Err()
 	case *pgStore:
-		rows, err := s.pool.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) SELECT id, input_url FROM "+benchTable+
-			" WHERE refresh_at <= $1 AND id IS NOT NULL ORDER BY refresh_at LIMIT "+strconv.Itoa(batch), now)
+		tx, err := s.pool.Begin(ctx)
 		if err != nil {
-			return "", fmt.Errorf("explain analyze claim: %w", err)
+			return nil, err
+		}
+		defer func() { _ = tx.Rollback(ctx) }()
+		rows, err := tx.Query(ctx, q, args...)
+		if err != nil {
+			return nil, err
 		}
 		defer rows.Close()
-		var out []string
-		scan := false // within the scan's node
 		for rows.Next() {
 			var line string
 			if err := rows.Scan(&line); err != nil {
-				return "", err
+				return nil, err
 			}
-			line = strings.TrimSpace(line)
-			if m := pgActual.FindStringSubmatch(line); m != nil {
-				out, scan = append(out, m[1]+" actual rows="+m[2]), true
-				continue
-			}
-			if scan && strings.HasPrefix(line, "Buffers:") {
-				out, scan = append(out, line), false
-			}
-			scan = scan && !strings.HasPrefix(line, "->")
+			out = append(out, line)
 		}
-		return strings.Join(out, ", "), rows.Err()
+		return out, rows.Err()
 	}
-	return "n/a", nil
+	return nil, nil
+}
+
+// pageReads returns, for --scaling, the database's count of pages read
+// from storage rather than found in its buffer pool: MariaDB's
+// Innodb_buffer_pool_reads (the whole server's, other users' included),
+// PostgreSQL's blocks of the benchmark's table and its indexes not found
+// in shared_buffers (pg_statio_user_tables; they may still come from the
+// OS's page cache). -1 when unknown or not --scaling.
+func (e *env) pageReads(ctx context.Context) int64 {
+	n := int64(-1)
+	if !e.o.scaling {
+		return n
+	}
+	switch s := e.st.(type) {
+	case *mysqlStore:
+		var name string
+		if s.db.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_reads'").Scan(&name, &n) != nil {
+			return -1
+		}
+	case *pgStore:
+		if s.pool.QueryRow(ctx, "SELECT COALESCE(heap_blks_read, 0) + COALESCE(idx_blks_read, 0) FROM pg_statio_user_tables WHERE relname = $1",
+			benchTable).Scan(&n) != nil {
+			return -1
+		}
+	}
+	return n
+}
+
+// pageReadsSince returns the pages read since pageReads returned start;
+// call it once the child has exited (PostgreSQL's backends report their
+// last reads when they end).
+func (e *env) pageReadsSince(ctx context.Context, start int64) int64 {
+	if start < 0 {
+		return -1
+	}
+	if _, ok := e.st.(*pgStore); ok {
+		time.Sleep(300 * time.Millisecond) // the child's backends end after it
+	}
+	end := e.pageReads(ctx)
+	if end < 0 {
+		return -1
+	}
+	return end - start
 }
 
 // readCall is one read of the gauges, the dashboard or the API, timed on
@@ -507,16 +646,16 @@ func printScalingTable(w io.Writer, store string, impls []string, table []scaleR
 	fmt.Fprintf(w, "SCALING (--store %s): the same due models in tables of %s rows (full cycle); cost ratio = cost per due model at %d rows / at N (target >= 0.80)\n",
 		store, sizesText(table), base.rows)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "implementation\trows\tdue\twall\twall per due model\tratio\tprocess CPU/model\tratio\t"+dbName(store)+" CPU/model\tratio\tpeak RSS\tload\t")
+	fmt.Fprintln(tw, "implementation\trows\tdue\twall\twall per due model\tratio\tprocess CPU/model\tratio\t"+dbName(store)+" CPU/model\tratio\tpage reads/model\tpeak RSS\tload\t")
 	for _, impl := range impls {
 		b := base.res[impl]
 		for _, r := range table {
 			x := r.res[impl]
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%.1f µs\t%s\t%s\t%s\t%s\t%s\t%s\t%s-%s\t\n", impl, r.rows, x.n, round(x.wall),
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%.1f µs\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s-%s\t\n", impl, r.rows, x.n, round(x.wall),
 				float64(x.wall.Microseconds())/float64(x.n), ratio(b.wall.Seconds()/float64(b.n), x.wall.Seconds()/float64(x.n)),
 				perDue(x.cpu, x.n), ratio(b.cpu/float64(b.n), x.cpu/float64(x.n)),
 				perDue(x.dbCPU, x.n), ratio(b.dbCPU/float64(b.n), x.dbCPU/float64(x.n)),
-				mb(x.rssKB), r.loadStart, r.loadEnd)
+				perModel(x.pageReads, x.n), mb(x.rssKB), r.loadStart, r.loadEnd)
 		}
 	}
 	tw.Flush()
@@ -555,6 +694,14 @@ func printScalingTable(w io.Writer, store string, impls []string, table []scaleR
 	tw.Flush()
 	fmt.Fprintf(w, "read calls over the %s budget: %d\n", readBudget, over)
 	fmt.Fprintln(w, "target: cost per due model at the largest size >= 0.80x of the smallest's; peak RSS flat; claim an index range scan; every read call under 200 ms.")
+}
+
+// perModel is a count per due model, "n/a" when unknown.
+func perModel(n, models int64) string {
+	if n < 0 || models <= 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", float64(n)/float64(models))
 }
 
 func sizesText(table []scaleRow) string {
