@@ -76,7 +76,7 @@ func main() {
 	fs.IntVar(&o.batch, "batch", 0, fmt.Sprintf("rows per transaction (0: the service's default, %d); the baseline uses the same", refresher.DefaultBatchSize))
 	fs.BoolVar(&o.scaling, "scaling", false, "run the scaling table instead: 100k and 1M rows (10M with --huge) with --scaling-due due, and the read calls of the gauges, dashboard and API on each")
 	fs.Int64Var(&o.scalingDue, "scaling-due", 50_000, "models due in each run of --scaling")
-	fs.BoolVar(&o.huge, "huge", false, "--scaling: add a table of 10,000,000 rows (seeding it takes minutes, and about 4 GB of disk)")
+	fs.BoolVar(&o.huge, "huge", false, "--scaling: add a table of 10,000,000 rows (seeding it takes minutes, and about 5 GB of disk)")
 	fs.StringVar(&o.scalingRows, "scaling-rows", "", "--scaling: the table sizes, comma-separated (e.g. 100000,10000000), instead of 100k and 1M (and --huge)")
 	fs.DurationVar(&o.steady, "steady", 10*time.Second, "length of the steady-load run that measures lateness (0: skip)")
 	fs.Float64Var(&o.rate, "rate", 0, "models falling due per second in the steady run (0: half the service's full-cycle rate)")
