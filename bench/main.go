@@ -139,6 +139,9 @@ type env struct {
 	prefix   string
 	redisPID int
 	rows     int64
+	// pgReadsBy is PostgreSQL's blocks read by relation at the last
+	// pageReads (--scaling).
+	pgReadsBy map[string]int64
 }
 
 func run(ctx context.Context, o options) error {

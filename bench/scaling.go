@@ -450,8 +450,29 @@ func (e *env) pageReads(ctx context.Context) int64 {
 			benchTable).Scan(&n) != nil {
 			return -1
 		}
+		e.pgReadsBy = pgReadsByRelation(ctx, s)
 	}
 	return n
+}
+
+// pgReadsByRelation returns the blocks read from outside shared_buffers
+// of the table's heap and of each of its indexes.
+func pgReadsByRelation(ctx context.Context, s *pgStore) map[string]int64 {
+	out := map[string]int64{}
+	rows, err := s.pool.Query(ctx, `SELECT 'heap', COALESCE(heap_blks_read, 0) FROM pg_statio_user_tables WHERE relname = $1
+		UNION ALL SELECT indexrelname, COALESCE(idx_blks_read, 0) FROM pg_statio_user_indexes WHERE relname = $1`, benchTable)
+	if err != nil {
+		return out
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var n int64
+		if rows.Scan(&name, &n) == nil {
+			out[name] = n
+		}
+	}
+	return out
 }
 
 // pageReadsSince returns the pages read since pageReads returned start;
@@ -464,9 +485,20 @@ func (e *env) pageReadsSince(ctx context.Context, start int64) int64 {
 	if _, ok := e.st.(*pgStore); ok {
 		time.Sleep(300 * time.Millisecond) // the child's backends end after it
 	}
+	before := e.pgReadsBy
 	end := e.pageReads(ctx)
 	if end < 0 {
 		return -1
+	}
+	if after := e.pgReadsBy; before != nil && after != nil {
+		var parts []string
+		for name, n := range after {
+			if d := n - before[name]; d > 0 {
+				parts = append(parts, fmt.Sprintf("%s %d", strings.TrimPrefix(name, benchTable+"_"), d))
+			}
+		}
+		slices.Sort(parts)
+		fmt.Printf("    blocks read by relation: %s\n", strings.Join(parts, ", "))
 	}
 	return end - start
 }
