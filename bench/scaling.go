@@ -446,9 +446,23 @@ func (e *env) pageReads(ctx context.Context) int64 {
 			return -1
 		}
 	case *pgStore:
-		if s.pool.QueryRow(ctx, "SELECT COALESCE(heap_blks_read, 0) + COALESCE(idx_blks_read, 0) FROM pg_statio_user_tables WHERE relname = $1",
-			benchTable).Scan(&n) != nil {
-			return -1
+		// A backend reports its reads when it ends, or up to 10 s after a
+		// transaction (PGSTAT_IDLE_INTERVAL): the bench's own connections
+		// end here, so that the plan's UPDATE and the VACUUM before it
+		// (scans of the whole table) are counted before the run, not in it.
+		// Then until the count stays the same for half a second (at most 5 s).
+		s.pool.Reset()
+		for i := range 10 {
+			time.Sleep(500 * time.Millisecond)
+			last := n
+			if s.pool.QueryRow(ctx, "SELECT COALESCE(heap_blks_read, 0) + COALESCE(idx_blks_read, 0) FROM pg_statio_user_tables WHERE relname = $1",
+				benchTable).Scan(&n) != nil {
+				return -1
+			}
+			s.pool.Reset()
+			if i > 0 && n == last {
+				break
+			}
 		}
 		e.pgReadsBy = pgReadsByRelation(ctx, s)
 	}
@@ -477,13 +491,10 @@ func pgReadsByRelation(ctx context.Context, s *pgStore) map[string]int64 {
 
 // pageReadsSince returns the pages read since pageReads returned start;
 // call it once the child has exited (PostgreSQL's backends report their
-// last reads when they end).
+// last reads when they end; pageReads waits for that).
 func (e *env) pageReadsSince(ctx context.Context, start int64) int64 {
 	if start < 0 {
 		return -1
-	}
-	if _, ok := e.st.(*pgStore); ok {
-		time.Sleep(300 * time.Millisecond) // the child's backends end after it
 	}
 	before := e.pgReadsBy
 	end := e.pageReads(ctx)
