@@ -42,7 +42,8 @@ build:
 
 # `make bench` measures the full refresh cycle (100k due models) against a
 # hand-written baseline in the same run; `make bench-scaling` compares 100k
-# and 1M rows with 50k due (a few minutes). BENCH_FLAGS adds flags, e.g.
+# and 1M rows with 50k due (a few minutes; BENCH_FLAGS=--huge adds 10M rows:
+# 10-15 minutes more and 5 GB of disk). BENCH_FLAGS adds flags, e.g.
 # BENCH_FLAGS="--store postgres" (mysql, the default; postgres; sqlite) or
 # "--rows 20000 --repeat 3". See docs/performance.md.
 bench: services

@@ -7,6 +7,7 @@
 //	go run ./bench --store postgres      # the same on PostgreSQL
 //	go run ./bench --store sqlite        # the same on a SQLite file
 //	go run ./bench --scaling             # 100k vs 1M rows, 50k due
+//	go run ./bench --scaling --huge      # ... and 10M rows (seeding takes minutes)
 //	go run ./bench --operator            # with the alert gauges and the dashboard vs without
 //	go run ./bench --guard               # with the incident guard and a throttle_group vs without
 //
@@ -41,6 +42,8 @@ type options struct {
 	batch       int
 	scaling     bool
 	scalingDue  int64
+	huge        bool   // --scaling: add 10M rows (scaling.go)
+	scalingRows string // --scaling: the table sizes, overriding the default and --huge
 	steady      time.Duration
 	rate        float64
 	workers     int
@@ -72,8 +75,10 @@ func main() {
 	fs.Int64Var(&o.rows, "rows", 100_000, "models in the table")
 	fs.Int64Var(&o.due, "due", 0, "models due at the start (0: all)")
 	fs.IntVar(&o.batch, "batch", 0, fmt.Sprintf("rows per transaction (0: the service's default, %d); the baseline uses the same", refresher.DefaultBatchSize))
-	fs.BoolVar(&o.scaling, "scaling", false, "run the scaling table instead: 100k and 1M rows with --scaling-due due")
+	fs.BoolVar(&o.scaling, "scaling", false, "run the scaling table instead: 100k and 1M rows (10M with --huge) with --scaling-due due, and the read calls of the gauges, dashboard and API on each")
 	fs.Int64Var(&o.scalingDue, "scaling-due", 50_000, "models due in each run of --scaling")
+	fs.BoolVar(&o.huge, "huge", false, "--scaling: add a table of 10,000,000 rows (seeding it takes minutes, and about 5 GB of disk)")
+	fs.StringVar(&o.scalingRows, "scaling-rows", "", "--scaling: the table sizes, comma-separated (e.g. 100000,10000000), instead of 100k and 1M (and --huge)")
 	fs.DurationVar(&o.steady, "steady", 10*time.Second, "length of the steady-load run that measures lateness (0: skip)")
 	fs.Float64Var(&o.rate, "rate", 0, "models falling due per second in the steady run (0: half the service's full-cycle rate)")
 	fs.IntVar(&o.workers, "workers", 2, "worker goroutines answering jobs (each pops up to 100 per round trip)")
@@ -137,6 +142,9 @@ type env struct {
 	prefix   string
 	redisPID int
 	rows     int64
+	// pgReadsBy is PostgreSQL's blocks read by relation at the last
+	// pageReads (--scaling).
+	pgReadsBy map[string]int64
 }
 
 func run(ctx context.Context, o options) error {
@@ -341,6 +349,7 @@ type runResult struct {
 	dispatch, apply  time.Duration // split mode: go -> all dispatched; release -> all applied
 	cpu, dbCPU, redi float64       // CPU seconds over the run, -1 unknown
 	rssKB            int64         // peak RSS of the child
+	pageReads        int64         // database pages read from storage over the run, -1 unknown (scaling.go)
 	lateness         []time.Duration
 	keptUp           bool
 	dash             dashStats  // the dashboard's requests during the run, if open
@@ -385,6 +394,7 @@ func (e *env) cycle(ctx context.Context, v variant, mode string, p *plan, profil
 	}
 	deadline := time.After(limit)
 	cpu, dbCPU, redi := startCPU(c.pid), startCPUs(e.st.serverPIDs), startCPU(e.redisPID)
+	reads := e.pageReads(ctx)
 	t0 := time.Now()
 	if err := c.start(); err != nil {
 		return res, err
@@ -443,6 +453,7 @@ func (e *env) cycle(ctx context.Context, v variant, mode string, p *plan, profil
 	}
 	res.stats = c.stats
 	c = nil
+	res.pageReads = e.pageReadsSince(ctx, reads)
 	stopWorkers()
 	res.lateness = w.takeLateness()
 	if res.triggered, err = trig.result(); err != nil {
@@ -546,33 +557,6 @@ func (e *env) standard(ctx context.Context) error {
 	}
 	fmt.Println()
 	printStandard(os.Stdout, o, due, impls, full, split, steady, rate)
-	return nil
-}
-
-func (e *env) scaling(ctx context.Context) error {
-	o := e.o
-	sizes := []int64{100_000, 1_000_000}
-	type row struct {
-		rows int64
-		res  map[string]runResult
-	}
-	var table []row
-	for _, rows := range sizes {
-		due := min(o.scalingDue, rows)
-		if err := e.seed(ctx, rows); err != nil {
-			return err
-		}
-		if err := e.explain(ctx, due); err != nil {
-			return err
-		}
-		res, err := e.fullRuns(ctx, due, e.impls())
-		if err != nil {
-			return err
-		}
-		table = append(table, row{rows, res})
-		fmt.Println()
-	}
-	printScaling(os.Stdout, o.store, e.impls(), o.scalingDue, table[0].rows, table[0].res, table[1].rows, table[1].res)
 	return nil
 }
 

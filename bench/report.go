@@ -150,29 +150,3 @@ func dbName(store string) string {
 	}
 	return "MariaDB"
 }
-
-func printScaling(w io.Writer, store string, impls []string, due int64, smallRows int64, small map[string]runResult, bigRows int64, big map[string]runResult) {
-	fmt.Fprintf(w, "SCALING: %d due models, table of %d vs %d rows (full cycle)\n", due, smallRows, bigRows)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "implementation\trows\twall\tmodels/s\twall per model\tprocess CPU/model\t"+dbName(store)+" CPU/model\tpeak RSS\t")
-	for _, impl := range impls {
-		for _, c := range []struct {
-			rows int64
-			r    runResult
-		}{{smallRows, small[impl]}, {bigRows, big[impl]}} {
-			r := c.r
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t%.1f µs\t%s\t%s\t%s\t\n", impl, c.rows, round(r.wall), r.rate(),
-				float64(r.wall.Microseconds())/float64(r.n), perDue(r.cpu, r.n), perDue(r.dbCPU, r.n), mb(r.rssKB))
-		}
-		s, b := small[impl], big[impl]
-		fmt.Fprintf(tw, "%s\t1M/100k\t%s\t\t%s\t%s\t%s\t%s\t\n", impl, ratio(b.wall.Seconds(), s.wall.Seconds()),
-			ratio(b.wall.Seconds(), s.wall.Seconds()), ratio(b.cpu, s.cpu), ratio(b.dbCPU, s.dbCPU), ratio(float64(b.rssKB), float64(s.rssKB)))
-	}
-	tw.Flush()
-	if len(impls) == 2 {
-		fmt.Fprintf(w, "\nservice/baseline models/s: %s at %d rows, %s at %d rows\n",
-			ratio(small["service"].rate(), small["baseline"].rate()), smallRows,
-			ratio(big["service"].rate(), big["baseline"].rate()), bigRows)
-	}
-	fmt.Fprintln(w, "target: the service's wall per model at 1M within 1.20x of 100k; RSS flat.")
-}

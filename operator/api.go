@@ -106,6 +106,10 @@ type KindSummary struct {
 	Running  int64  `json:"running"`
 	Failing  int64  `json:"failing"`
 	Disabled int64  `json:"disabled"`
+	// TotalEstimated says that Total is the database's estimate from its
+	// table statistics, not a count (a table of more than
+	// models.ExactTotalUpTo rows); the other counts are exact.
+	TotalEstimated bool `json:"total_estimated,omitempty"`
 	// Backlog is the due rows by priority level (models.Inspector.Backlog):
 	// the kind's level always, the others with due rows; lower runs first.
 	Backlog []models.LevelCount `json:"backlog"`
@@ -203,7 +207,7 @@ func (s *Server) Overview(ctx context.Context, now time.Time) ([]KindSummary, er
 			ks.Error = "cannot count the models of table " + k.Table.Name + "; the service log has the detail"
 		} else {
 			ks.Total, ks.Due, ks.Late, ks.Running, ks.Failing, ks.Disabled = c.Total, c.Due, c.Late, c.Running, c.Failing, c.Disabled
-			ks.MaxAttemptNo = c.MaxAttemptNo
+			ks.MaxAttemptNo, ks.TotalEstimated = c.MaxAttemptNo, c.TotalEstimated
 			if !c.OldestDue.IsZero() {
 				t := c.OldestDue
 				ks.OldestDue = &t

@@ -3,6 +3,7 @@ package mysqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -23,8 +24,11 @@ const (
 // are answered from the indexes of migration 0003 (index-only range scans
 // over the rows in each state, and the last entry of the attempt number's
 // index), so their cost follows the rows in each state, not the table's
-// size; only the total scans the smallest index. On a table without those
-// indexes (not migrated past 0002) they read the table once instead.
+// size; only the total scans the smallest index, and only on a table of
+// at most models.ExactTotalUpTo rows by InnoDB's estimate (TABLE_ROWS):
+// above it Total is that estimate (Counts.TotalEstimated). On a table
+// without those indexes (not migrated past 0002) they read the table once
+// instead, and count the total too.
 func (s *Store) Counts(ctx context.Context, t models.Table, now time.Time, lateAfter time.Duration) (models.Counts, error) {
 	var c models.Counts
 	q, err := s.compile(ctx, t)
@@ -51,9 +55,17 @@ func (s *Store) Counts(ctx context.Context, t models.Table, now time.Time, lateA
 	query := "SELECT COUNT(*), SUM(`refresh_attempt_uid` IS NOT NULL)," +
 		" SUM(`refresh_failing_since` IS NOT NULL AND `refresh_disabled_until_update` IS NULL)," +
 		" SUM(`refresh_disabled_until_update` IS NOT NULL), MAX(`refresh_attempt_no`) FROM " + q.table
+	var estimate int64
 	if q.meta.countIndexed {
+		if estimate, err = s.estimateRows(ctx, t.Name); err != nil {
+			return c, fmt.Errorf("estimate rows of %s: %w", q.table, err)
+		}
+		total := "(SELECT COUNT(*) FROM " + q.table + ")"
+		if estimate > s.exactTotalUpTo {
+			total, c.TotalEstimated = "0", true
+		}
 		tb := " FROM " + q.table + " WHERE "
-		query = "SELECT (SELECT COUNT(*) FROM " + q.table + ")," +
+		query = "SELECT " + total + "," +
 			" (SELECT COUNT(*)" + tb + "`refresh_attempt_uid` IS NOT NULL)," +
 			" (SELECT COUNT(*)" + tb + "`refresh_failing_since` IS NOT NULL) -" +
 			" (SELECT COUNT(*)" + tb + "`refresh_disabled_until_update` IS NOT NULL AND `refresh_failing_since` IS NOT NULL)," +
@@ -65,7 +77,22 @@ func (s *Store) Counts(ctx context.Context, t models.Table, now time.Time, lateA
 		return c, fmt.Errorf("count rows of %s by state: %w", q.table, err)
 	}
 	c.Running, c.Failing, c.Disabled, c.MaxAttemptNo = running.Int64, failing.Int64, disabled.Int64, int(maxNo.Int64)
+	if c.TotalEstimated {
+		c.Total = estimate
+	}
 	return c, nil
+}
+
+// estimateRows returns the storage engine's estimate of the rows of the
+// table name (information_schema's TABLE_ROWS: for InnoDB, from its
+// statistics, without reading the table), -1 when there is none.
+func (s *Store) estimateRows(ctx context.Context, name string) (int64, error) {
+	var n sql.NullInt64
+	err := s.db.QueryRowContext(ctx, "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?", name).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) || !n.Valid {
+		return -1, nil
+	}
+	return n.Int64, err
 }
 
 // List returns up to q.Limit rows of t in q.State ordered by key, after

@@ -28,6 +28,8 @@ type Store struct {
 	// cached: every NextDue (200 kinds ask every second) would otherwise
 	// quote and join the names again.
 	compiled map[string]compiled
+	// exactTotalUpTo is models.ExactTotalUpTo (lowered by tests).
+	exactTotalUpTo int64
 }
 
 // tableMeta is what Save needs to know of a table's columns.
@@ -56,7 +58,7 @@ type colMeta struct {
 
 // New returns a Store on db, which should come from Open.
 func New(db *sql.DB) *Store {
-	return &Store{db: db, metas: map[string]tableMeta{}, compiled: map[string]compiled{}}
+	return &Store{db: db, metas: map[string]tableMeta{}, compiled: map[string]compiled{}, exactTotalUpTo: models.ExactTotalUpTo}
 }
 
 var _ models.Store = (*Store)(nil)

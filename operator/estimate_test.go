@@ -1,0 +1,46 @@
+package operator
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/refresher/refresher/models"
+)
+
+// estimatingStore answers Counts as a driver does on a table too large to
+// count exactly: the total is the database's estimate.
+type estimatingStore struct{ models.Store }
+
+func (s estimatingStore) Counts(ctx context.Context, t models.Table, now time.Time, lateAfter time.Duration) (models.Counts, error) {
+	c, err := s.Store.Counts(ctx, t, now, lateAfter)
+	c.Total, c.TotalEstimated = 12_345_678, true
+	return c, err
+}
+
+// An estimated total is labelled as such in the API and on the overview;
+// an exact one is not.
+func TestEstimatedTotalLabelled(t *testing.T) {
+	f := newFixture(t, nil)
+	var got struct{ Kinds []map[string]any }
+	if st := f.do("GET", "/api/v1/kinds", "", nil, &got); st != 200 {
+		t.Fatalf("status %d", st)
+	}
+	if _, ok := got.Kinds[0]["total_estimated"]; ok {
+		t.Fatalf("exact total labelled estimated: %v", got.Kinds[0])
+	}
+	if _, _, body := f.get("GET", "/"); strings.Contains(body, "≈") {
+		t.Fatal("exact total shown as an estimate")
+	}
+
+	h := f.serve(func(o *Options) { o.Store = estimatingStore{f.store}; o.Tokens = nil; o.ReadTokens = nil })
+	st, body, _ := get(t, h, "GET", "/api/v1/kinds", "", "")
+	if st != 200 || !strings.Contains(body, `"total": 12345678,`) || !strings.Contains(body, `"total_estimated": true`) {
+		t.Fatalf("API: %d %s", st, body)
+	}
+	st, body, _ = get(t, h, "GET", "/", "", "")
+	if st != 200 || !strings.Contains(body, "≈12345678</abbr>") {
+		t.Fatalf("overview: %d %s", st, body)
+	}
+}
