@@ -716,6 +716,9 @@ func (e *explainer) notDispatched(head string) Why {
 			if s.ongoing {
 				return e.answer(CauseKindPaused, head, "It has not run: "+e.pauseWords("the kind", s)+".")
 			}
+			if w, ok := e.servedAfter(head, "the kind's pause", e.pauseWords("the kind", s), s.until); ok {
+				return w
+			}
 			return e.answer(CauseKindPaused, head, "It did not run: "+e.pauseWords("the kind", s)+noneAfter+".")
 		}
 	}
@@ -723,6 +726,9 @@ func (e *explainer) notDispatched(head string) Why {
 		e.cite(h)
 		if h.Until.After(q.Now) {
 			return e.answer(CauseHeld, head, fmt.Sprintf("It has not run: its throttle group %s is held until %s after a Retry-After.", h.Group, e.at(h.Until)))
+		}
+		if w, ok := e.servedAfter(head, "the hold", fmt.Sprintf("its throttle group %s was held until %s after a Retry-After", h.Group, e.at(h.Until)), h.Until); ok {
+			return w
 		}
 		return e.answer(CauseHeld, head, fmt.Sprintf("It did not run: its throttle group %s was held until %s after a Retry-After%s.", h.Group, e.at(h.Until), noneAfter))
 	}
@@ -753,6 +759,25 @@ func (e *explainer) notDispatched(head string) Why {
 		return e.answer(CauseNoEntries, head, fmt.Sprintf("The ledger's first entry read is at %s, after it: the ledger was off then, or its entries from then are gone.", e.at(from)))
 	}
 	return e.answer(CauseUnknown, head, fmt.Sprintf("No dispatch for it is recorded, and no entry from %s to %s says why: the service may have been down.", e.at(from), e.at(to)))
+}
+
+// servedAfter tells the occurrence that a kind's pause or a throttle hold
+// (why, which ended at end) kept from its time, when the row's first
+// dispatch after end ran for a time before the next occurrence: the row
+// was still due then, from occ or from a refresh now or retry due before
+// it, so that one dispatch served the occurrence (as the dispatch after a
+// resume serves the runs missed, once). A dispatch planned for a later
+// occurrence did not serve it.
+func (e *explainer) servedAfter(head, what, why string, end time.Time) (Why, bool) {
+	d, ok := e.firstDispatchAfter(end)
+	if !ok {
+		return Why{}, false
+	}
+	if n := e.q.Schedule.Next(e.occ); !n.IsZero() && !d.Planned.Before(n) {
+		return Why{}, false
+	}
+	c, story := e.story(d)
+	return e.answer(c, head, fmt.Sprintf("It was not dispatched at %s: %s. After %s it %s", e.at(e.occ), why, what, story)), true
 }
 
 // enabledAfter reports whether an enable entry follows t.
