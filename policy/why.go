@@ -40,6 +40,9 @@ type WhyQuery struct {
 	Entries []Entry
 	// Keep is how long the ledger keeps entries; 0 when unknown.
 	Keep time.Duration
+	// To is where the entries read end (WhyRange's to); zero: Now. A pause
+	// still open where a read before Now ends may have ended since.
+	To time.Time
 }
 
 // Why is Explain's answer.
@@ -53,6 +56,10 @@ type Why struct {
 	Sentence string
 	// Entries are the entries the sentence is built on, oldest first.
 	Entries []Entry
+	// ReadToNow: the sentence says a pause is still on from entries that
+	// end before Now (WhyQuery.To): read them up to Now and explain again,
+	// for the resume and the dispatch after it.
+	ReadToNow bool
 }
 
 // Cause is the one-word answer of Explain, for scripts and the API.
@@ -172,6 +179,9 @@ type explainer struct {
 	occ   time.Time // the occurrence explained
 	ended bool      // At lies after the rule's last occurrence, occ
 	used  []Entry
+	// readToNow: a pause was told as still on from a read that ends
+	// before Now.
+	readToNow bool
 }
 
 // cite records an entry the answer is built on.
@@ -208,7 +218,7 @@ func (e *explainer) answer(c Cause, sentences ...string) Why {
 			}
 		}
 	}
-	return Why{Occurrence: e.occ, Cause: c, Sentence: strings.Join(kept, " "), Entries: used}
+	return Why{Occurrence: e.occ, Cause: c, Sentence: strings.Join(kept, " "), Entries: used, ReadToNow: e.readToNow}
 }
 
 // full formats the first time of an answer: date, time and zone
@@ -594,6 +604,9 @@ func who(x Entry) string {
 func (e *explainer) pauseWords(what string, s span) string {
 	e.cite(s.start, s.end)
 	if s.ongoing {
+		if !e.q.To.IsZero() && e.q.To.Before(e.q.Now) {
+			e.readToNow = true
+		}
 		w := fmt.Sprintf("%s has been paused since %s%s", what, e.at(s.start.At), who(s.start))
 		if !s.until.IsZero() {
 			w += ", to end at " + e.at(s.until)

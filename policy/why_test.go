@@ -352,3 +352,18 @@ func TestWhyAnyLedger(t *testing.T) {
 		}
 	}
 }
+
+// A pause still open where a read that stops before now ends asks for a
+// read up to now; the same pause read up to now does not.
+func TestWhyAsksToReadOnPastAnOpenPause(t *testing.T) {
+	t.Parallel()
+	q := WhyQuery{At: hms(9, 0, 0), Now: whyNow, Schedule: mustParse(t, "DTSTART:20260101T000000Z\nRRULE:FREQ=HOURLY"),
+		Entries: []Entry{kindEntry(EventPaused, hms(8, 30, 0), by("alice", "failover"))}, To: hms(10, 10, 0)}
+	if w := Explain(q); !w.ReadToNow {
+		t.Errorf("read to 10:10 of %s: %q does not ask to read on", whyNow, w.Sentence)
+	}
+	q.To = whyNow
+	if w := Explain(q); w.ReadToNow {
+		t.Errorf("read to now: %q asks to read on", w.Sentence)
+	}
+}
