@@ -244,7 +244,9 @@ type modelActions struct {
 	Hint string
 }
 
-func actionsFor(m ModelItem, now time.Time) modelActions {
+// kindPaused: the whole kind is paused, so a due model waits for its
+// resume, not for the next dispatch.
+func actionsFor(m ModelItem, kindPaused bool, now time.Time) modelActions {
 	var a modelActions
 	switch {
 	case m.DisabledAt != nil:
@@ -253,6 +255,8 @@ func actionsFor(m ModelItem, now time.Time) modelActions {
 		a.Hint = "paused: resume it to refresh it"
 	case m.AttemptUID != "":
 		a.Hint = "an attempt is running: a refresh now would not start a second one"
+	case m.RefreshAt != nil && !m.RefreshAt.After(now) && kindPaused:
+		a.Hint = "already due: the first dispatch after the kind is resumed starts it"
 	case m.RefreshAt != nil && !m.RefreshAt.After(now):
 		a.Hint = "already due: the next dispatch starts it"
 	default:
@@ -273,7 +277,7 @@ func (s *Server) pageModel(w http.ResponseWriter, r *http.Request, k *Kind) {
 		return
 	}
 	now := s.o.Now()
-	md := modelData{Detail: d, Actions: actionsFor(d.Model, now), WhyAt: r.URL.Query().Get("at")}
+	md := modelData{Detail: d, Actions: actionsFor(d.Model, d.KindPause != nil, now), WhyAt: r.URL.Query().Get("at")}
 	row := models.Row{Key: d.Model.UID, Rule: d.Model.RRule}
 	var err2 error
 	if md.History, md.Ledger, err2 = s.history(r.Context(), k, row, now); err2 != nil {

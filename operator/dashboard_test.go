@@ -174,4 +174,13 @@ func TestModelPageShowsApplicableActions(t *testing.T) {
 			t.Errorf("%s: no hint %q", c.uid, c.hint)
 		}
 	}
+	// The whole kind paused: a due model waits for the resume, not for
+	// the next dispatch.
+	if st, _, _ := get(t, h, "POST", "/api/v1/kinds/items/pause", "Bearer "+testToken, ""); st != 200 {
+		t.Fatalf("pause the kind: %d", st)
+	}
+	_, body, _ := get(t, h, "GET", "/kinds/items/models/late-1", "", "")
+	if want := "already due: the first dispatch after the kind is resumed starts it"; !strings.Contains(body, want) {
+		t.Errorf("late-1 of a paused kind: no hint %q", want)
+	}
 }

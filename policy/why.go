@@ -40,6 +40,9 @@ type WhyQuery struct {
 	Entries []Entry
 	// Keep is how long the ledger keeps entries; 0 when unknown.
 	Keep time.Duration
+	// To is where the entries read end (WhyRange's to); zero: Now. A pause
+	// still open where a read before Now ends may have ended since.
+	To time.Time
 }
 
 // Why is Explain's answer.
@@ -53,6 +56,10 @@ type Why struct {
 	Sentence string
 	// Entries are the entries the sentence is built on, oldest first.
 	Entries []Entry
+	// ReadToNow: the sentence says a pause is still on from entries that
+	// end before Now (WhyQuery.To): read them up to Now and explain again,
+	// for the resume and the dispatch after it.
+	ReadToNow bool
 }
 
 // Cause is the one-word answer of Explain, for scripts and the API.
@@ -172,6 +179,9 @@ type explainer struct {
 	occ   time.Time // the occurrence explained
 	ended bool      // At lies after the rule's last occurrence, occ
 	used  []Entry
+	// readToNow: a pause was told as still on from a read that ends
+	// before Now.
+	readToNow bool
 }
 
 // cite records an entry the answer is built on.
@@ -208,7 +218,7 @@ func (e *explainer) answer(c Cause, sentences ...string) Why {
 			}
 		}
 	}
-	return Why{Occurrence: e.occ, Cause: c, Sentence: strings.Join(kept, " "), Entries: used}
+	return Why{Occurrence: e.occ, Cause: c, Sentence: strings.Join(kept, " "), Entries: used, ReadToNow: e.readToNow}
 }
 
 // full formats the first time of an answer: date, time and zone
@@ -594,6 +604,9 @@ func who(x Entry) string {
 func (e *explainer) pauseWords(what string, s span) string {
 	e.cite(s.start, s.end)
 	if s.ongoing {
+		if !e.q.To.IsZero() && e.q.To.Before(e.q.Now) {
+			e.readToNow = true
+		}
 		w := fmt.Sprintf("%s has been paused since %s%s", what, e.at(s.start.At), who(s.start))
 		if !s.until.IsZero() {
 			w += ", to end at " + e.at(s.until)
@@ -716,6 +729,9 @@ func (e *explainer) notDispatched(head string) Why {
 			if s.ongoing {
 				return e.answer(CauseKindPaused, head, "It has not run: "+e.pauseWords("the kind", s)+".")
 			}
+			if w, ok := e.servedAfter(head, "the kind's pause", e.pauseWords("the kind", s), s.until); ok {
+				return w
+			}
 			return e.answer(CauseKindPaused, head, "It did not run: "+e.pauseWords("the kind", s)+noneAfter+".")
 		}
 	}
@@ -723,6 +739,9 @@ func (e *explainer) notDispatched(head string) Why {
 		e.cite(h)
 		if h.Until.After(q.Now) {
 			return e.answer(CauseHeld, head, fmt.Sprintf("It has not run: its throttle group %s is held until %s after a Retry-After.", h.Group, e.at(h.Until)))
+		}
+		if w, ok := e.servedAfter(head, "the hold", fmt.Sprintf("its throttle group %s was held until %s after a Retry-After", h.Group, e.at(h.Until)), h.Until); ok {
+			return w
 		}
 		return e.answer(CauseHeld, head, fmt.Sprintf("It did not run: its throttle group %s was held until %s after a Retry-After%s.", h.Group, e.at(h.Until), noneAfter))
 	}
@@ -753,6 +772,25 @@ func (e *explainer) notDispatched(head string) Why {
 		return e.answer(CauseNoEntries, head, fmt.Sprintf("The ledger's first entry read is at %s, after it: the ledger was off then, or its entries from then are gone.", e.at(from)))
 	}
 	return e.answer(CauseUnknown, head, fmt.Sprintf("No dispatch for it is recorded, and no entry from %s to %s says why: the service may have been down.", e.at(from), e.at(to)))
+}
+
+// servedAfter tells the occurrence that a kind's pause or a throttle hold
+// (why, which ended at end) kept from its time, when the row's first
+// dispatch after end ran for a time before the next occurrence: the row
+// was still due then, from occ or from a refresh now or retry due before
+// it, so that one dispatch served the occurrence (as the dispatch after a
+// resume serves the runs missed, once). A dispatch planned for a later
+// occurrence did not serve it.
+func (e *explainer) servedAfter(head, what, why string, end time.Time) (Why, bool) {
+	d, ok := e.firstDispatchAfter(end)
+	if !ok {
+		return Why{}, false
+	}
+	if n := e.q.Schedule.Next(e.occ); !n.IsZero() && !d.Planned.Before(n) {
+		return Why{}, false
+	}
+	c, story := e.story(d)
+	return e.answer(c, head, fmt.Sprintf("It was not dispatched at %s: %s. After %s it %s", e.at(e.occ), why, what, story)), true
 }
 
 // enabledAfter reports whether an enable entry follows t.

@@ -120,6 +120,15 @@ func TestWhyScenarios(t *testing.T) {
 			q: WhyQuery{Entries: []Entry{kindEntry(EventPaused, hms(8, 30, 0), by("alice", "database failover"))}}},
 		{name: "kind paused, resumed, yet no dispatch after", cause: CauseKindPaused, want: "Nov 25 09:00 UTC was planned. It did not run: the kind was paused from 08:30 to 09:20 by alice ('database failover'), and no dispatch is recorded after it ended.",
 			q: WhyQuery{Entries: []Entry{kindEntry(EventPaused, hms(8, 30, 0), by("alice", "database failover")), kindEntry(EventResumed, hms(9, 20, 0))}}},
+		{name: "kind paused over a refresh now: the dispatch after the resume served it", cause: CauseSucceeded, want: "Nov 25 09:00 UTC was planned. It was not dispatched at 09:00: the kind was paused from 08:30 to 09:20 by alice ('database failover'). After the kind's pause it was dispatched at 09:20 and succeeded at 09:21.",
+			q: WhyQuery{Entries: []Entry{kindEntry(EventPaused, hms(8, 30, 0), by("alice", "database failover")), row(EventTriggered, hms(8, 31, 0), by("bob", "refresh due now")),
+				kindEntry(EventResumed, hms(9, 20, 0)), ran("a1", hms(8, 31, 0), hms(9, 20, 0)), row(EventSucceeded, hms(9, 21, 0), attempt("a1"))}}},
+		{name: "kind paused past the next occurrence: the dispatch after ran for that one", cause: CauseKindPaused, want: "Nov 25 09:00 UTC was planned. It did not run: the kind was paused from 08:30 to 10:20 by alice ('database failover'), and no dispatch is recorded after it ended.",
+			q: WhyQuery{Entries: []Entry{kindEntry(EventPaused, hms(8, 30, 0), by("alice", "database failover")),
+				kindEntry(EventResumed, hms(10, 20, 0)), ran("a1", hms(10, 0, 0), hms(10, 20, 0)), row(EventSucceeded, hms(10, 21, 0), attempt("a1"))}}},
+		{name: "throttle hold ended, the dispatch after served it", cause: CauseSucceeded, want: "Nov 25 09:00 UTC was planned. It was not dispatched at 09:00: its throttle group api.example.com was held until 09:30 after a Retry-After. After the hold it was dispatched at 09:30 and succeeded at 09:31.",
+			q: WhyQuery{Entries: []Entry{kindEntry(EventThrottleHold, hms(8, 50, 0), until(hms(9, 30, 0)), group("api.example.com")),
+				ran("a1", hms(8, 50, 0), hms(9, 30, 0)), row(EventSucceeded, hms(9, 31, 0), attempt("a1"))}}},
 		{name: "throttle hold ended, yet no dispatch after", cause: CauseHeld, want: "Nov 25 09:00 UTC was planned. It did not run: its throttle group api.example.com was held until 09:30 after a Retry-After, and no dispatch is recorded after it ended.",
 			q: WhyQuery{Group: "api.example.com", Entries: []Entry{kindEntry(EventThrottleHold, hms(8, 58, 0), group("api.example.com"), until(hms(9, 30, 0)))}}},
 		{name: "model paused, resumed later", cause: CausePaused, want: "Nov 25 09:00 UTC was planned. It did not run: the model was paused from 08:40 to 10:15 by ops ('upstream migrates'); resuming planned the next occurrence, 11:00, not the runs missed.",
@@ -341,5 +350,20 @@ func TestWhyAnyLedger(t *testing.T) {
 				t.Fatalf("case %d: cites %+v, not among its entries (or out of order)", i, c)
 			}
 		}
+	}
+}
+
+// A pause still open where a read that stops before now ends asks for a
+// read up to now; the same pause read up to now does not.
+func TestWhyAsksToReadOnPastAnOpenPause(t *testing.T) {
+	t.Parallel()
+	q := WhyQuery{At: hms(9, 0, 0), Now: whyNow, Schedule: mustParse(t, "DTSTART:20260101T000000Z\nRRULE:FREQ=HOURLY"),
+		Entries: []Entry{kindEntry(EventPaused, hms(8, 30, 0), by("alice", "failover"))}, To: hms(10, 10, 0)}
+	if w := Explain(q); !w.ReadToNow {
+		t.Errorf("read to 10:10 of %s: %q does not ask to read on", whyNow, w.Sentence)
+	}
+	q.To = whyNow
+	if w := Explain(q); w.ReadToNow {
+		t.Errorf("read to now: %q asks to read on", w.Sentence)
 	}
 }

@@ -454,3 +454,27 @@ func TestLedgerRecordsAnUndonePushAndTheRulesEnd(t *testing.T) {
 	require.True(t, s.Next.IsZero(), "no next occurrence: %s", s.Next)
 	require.Equal(t, "the rule has no occurrence left", b.waitEntries("once", policy.EventDisabled, 1)[0].Reason)
 }
+
+// A kind's pause still open where the read for the occurrence ends (one
+// period and the timeout after it) but resumed before now: Why reads on
+// to now and tells the resume and the dispatch after it, never "has been
+// paused since" for a kind that runs again.
+func TestWhyReadsOnPastAPauseOpenAtTheRangesEnd(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{store: teststore.SQLite, timeout: 10 * time.Minute, rule: "DTSTART:20260101T000000Z\nRRULE:FREQ=HOURLY"})
+	b.insert("m1")
+	at := func(h, m int) time.Time { return time.Date(2026, 11, 21, h, m, 0, 0, time.UTC) }
+	ls := b.store.(models.LedgerStore)
+	require.NoError(t, ls.AppendLedger(context.Background(), []policy.Entry{
+		{At: at(13, 50), Kind: "items", Event: policy.EventPaused, By: "ops", Note: "failover"},
+		{At: at(15, 30), Kind: "items", Event: policy.EventResumed, By: "ops"},
+		{At: at(15, 30), Kind: "items", Key: "m1", Event: policy.EventDispatched, Attempt: "a1", Planned: at(14, 0)},
+		{At: at(15, 31), Kind: "items", Key: "m1", Event: policy.EventSucceeded, Attempt: "a1", Next: at(16, 0)},
+	}))
+	k := WhyKind{Name: "items", Table: b.kind.Table, Schedule: b.kind.Schedule, Policy: b.kind.Policy}
+	now := at(16, 0)
+	ans, err := NewAdmin(b.store, b.rio).Why(context.Background(), k, "m1", at(14, 0), now)
+	require.NoError(t, err)
+	require.Equal(t, "Nov 21 14:00 UTC was planned. It was not dispatched at 14:00: the kind was paused from 13:50 to 15:30 by ops ('failover'). It was dispatched at 15:30 and succeeded at 15:31.", ans.Sentence)
+	require.Equal(t, now, ans.To, "the read went on to now")
+}

@@ -76,8 +76,18 @@ func (a *Admin) Why(ctx context.Context, k WhyKind, key string, at, now time.Tim
 	if q.Entries, err = lr.Ledger(ctx, k.Name, key, ans.From, ans.To, WhyLimit); err != nil {
 		return WhyAnswer{}, fmt.Errorf("read the ledger: %w", err)
 	}
-	ans.Read = q.Entries
+	q.To = ans.To
 	ans.Why = policy.Explain(q)
+	if ans.Why.ReadToNow {
+		// A pause still on where the read ends: its resume, and the
+		// dispatch after it, lie between there and now.
+		ans.To, q.To = now, now
+		if q.Entries, err = lr.Ledger(ctx, k.Name, key, ans.From, ans.To, WhyLimit); err != nil {
+			return WhyAnswer{}, fmt.Errorf("read the ledger: %w", err)
+		}
+		ans.Why = policy.Explain(q)
+	}
+	ans.Read = q.Entries
 	return ans, nil
 }
 
