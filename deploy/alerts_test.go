@@ -134,7 +134,8 @@ func TestGrafanaDashboard(t *testing.T) {
 		}
 	}
 	all := strings.Join(exprs, "\n")
-	for _, metric := range []string{"refresher_oldest_due_age_seconds", "refresher_max_attempt_no", "refresher_models", "refresher_list_length", "refresher_kind_paused", "refresher_backlog"} {
+	for _, metric := range []string{"refresher_oldest_due_age_seconds", "refresher_max_attempt_no", "refresher_models", "refresher_list_length", "refresher_kind_paused", "refresher_backlog",
+		"refresher_oldest_due_age_by_level_seconds", "refresher_max_attempt_no_by_level"} {
 		if !strings.Contains(all, metric) {
 			t.Errorf("no panel draws %s", metric)
 		}
