@@ -11,7 +11,7 @@ func TestLoadEmbedded(t *testing.T) {
 	t.Parallel()
 	ms, err := Load()
 	require.NoError(t, err)
-	require.Len(t, ms, 4)
+	require.Len(t, ms, 5)
 
 	require.Equal(t, 1, ms[0].Version)
 	require.Equal(t, "0001_refresh_columns", ms[0].Name)

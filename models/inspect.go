@@ -28,6 +28,12 @@ type Inspector interface {
 	// with due rows, by level. A table without the priority columns has
 	// all its due rows at the kind's level.
 	Backlog(ctx context.Context, t Table, now time.Time) ([]LevelCount, error)
+	// AlertsByLevel returns, for the kind's level (t.Priority) and every
+	// level a row of t has, the oldest due refresh_at at now and the
+	// highest attempt number (see AlertsByPriority): the gauges behind the
+	// alerts by priority, a few index lookups per level. A table without
+	// the priority columns has all its rows at the kind's level.
+	AlertsByLevel(ctx context.Context, t Table, now time.Time) ([]LevelAlert, error)
 }
 
 // DefaultScanBudget is ListQuery.ScanBudget's default: the rows a search

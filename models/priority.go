@@ -253,3 +253,84 @@ func AnyUrgentDue(def int, probe func(col string, after int, first bool) (int, b
 	}
 	return false, nil
 }
+
+// LevelAlert is what the alerts by priority read of one level
+// (Inspector.AlertsByLevel).
+type LevelAlert struct {
+	Level int `json:"level"`
+	// OldestDue is the earliest refresh_at <= now among the level's rows;
+	// zero when none is due.
+	OldestDue time.Time `json:"oldest_due,omitzero"`
+	// MaxAttemptNo is the highest refresh_attempt_no among the level's
+	// rows.
+	MaxAttemptNo int `json:"max_attempt_no"`
+}
+
+// LevelScans is what a driver gives AlertsByPriority: its SQL on one
+// table, each function one index lookup (for a PriorityOnce scan, a read
+// of the few rows triggered at that level).
+type LevelScans struct {
+	// Probe is PriorityScans.Probe.
+	Probe func(col string, after int, first bool) (level int, ok bool, err error)
+	// Oldest returns the earliest refresh_at <= now of scan s (with
+	// Filter's claim false), ok false when none is due.
+	Oldest func(s Priority) (at time.Time, ok bool, err error)
+	// MaxAttempt returns the highest refresh_attempt_no of scan s (with
+	// Filter's claim false), 0 when it has no row.
+	MaxAttempt func(s Priority) (int, error)
+}
+
+// AlertsByPriority computes Inspector.AlertsByLevel: for the kind's level
+// def and every level a row's priority column holds, whether or not it has
+// due rows (a failing row waits for its retry without being due), the
+// oldest due refresh_at and the highest attempt number. A level's rows are
+// those Filter(claim false) picks, as in CountByPriority: a row triggered
+// at a one-shot priority counts at both its levels until its claim. The
+// levels come from Probe; each level costs two index lookups per column
+// that holds it, so the cost does not grow with the table. Sorted by level.
+func AlertsByPriority(def int, sc LevelScans) ([]LevelAlert, error) {
+	byLevel := map[int]*LevelAlert{}
+	add := func(s Priority) error {
+		a := byLevel[s.Level]
+		if a == nil {
+			a = &LevelAlert{Level: s.Level}
+			byLevel[s.Level] = a
+		}
+		at, ok, err := sc.Oldest(s)
+		if err != nil {
+			return err
+		}
+		if ok && (a.OldestDue.IsZero() || at.Before(a.OldestDue)) {
+			a.OldestDue = at
+		}
+		n, err := sc.MaxAttempt(s)
+		if err != nil {
+			return err
+		}
+		a.MaxAttemptNo = max(a.MaxAttemptNo, n)
+		return nil
+	}
+	if err := add(Priority{Level: def, Source: PriorityKind}); err != nil {
+		return nil, err
+	}
+	for _, c := range []struct {
+		col string
+		src PrioritySource
+	}{{ColPriorityOnce, PriorityOnce}, {ColPriority, PriorityRow}} {
+		level, ok, err := sc.Probe(c.col, 0, true)
+		for ; ok && err == nil; level, ok, err = sc.Probe(c.col, level, false) {
+			if err = add(Priority{Level: level, Source: c.src}); err != nil {
+				break
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	out := make([]LevelAlert, 0, len(byLevel))
+	for _, a := range byLevel {
+		out = append(out, *a)
+	}
+	slices.SortFunc(out, func(a, b LevelAlert) int { return a.Level - b.Level })
+	return out, nil
+}

@@ -192,3 +192,31 @@ func TestPolicyValidateMaxTimeout(t *testing.T) {
 	require.NoError(t, Policy{Timeout: time.Hour, MaxTimeout: time.Hour}.Validate())
 	require.Equal(t, 8*time.Hour, Policy{Timeout: 2 * time.Hour}.WithDefaults().MaxTimeout)
 }
+
+// TestExtendAroundAnExtendedTimeoutAt: once extended, the boundary is the
+// lease's end, not the first timeout_at: a request after the first
+// timeout_at and just before the lease's end is granted; one at the
+// lease's end is late, and the attempt times out.
+func TestExtendAroundAnExtendedTimeoutAt(t *testing.T) {
+	t.Parallel()
+
+	p := Policy{Timeout: time.Hour}
+	sched := dailyAt{hour: 14}
+	s := p.Start(State{}, at("2025-06-10T11:00:00Z"), "d0attempt00000000000")
+	ask := func(s State, now time.Time) (State, ApplyDecision) {
+		return p.Apply(s, Result{AttemptUID: s.AttemptUID, Type: ResultExtend, Extend: 30 * time.Minute}, now, sched, nil, 0)
+	}
+	s, dec := ask(s, at("2025-06-10T11:50:00Z"))
+	require.Equal(t, at("2025-06-10T12:20:00Z"), dec.Lease.Until)
+
+	got, dec := ask(s, at("2025-06-10T12:20:00Z").Add(-time.Microsecond))
+	require.Equal(t, OutcomeApplied, dec.Outcome, "after the first timeout_at, just before the lease's end")
+	require.Equal(t, at("2025-06-10T12:50:00Z").Add(-time.Microsecond), got.TimeoutAt)
+	require.True(t, got.Running())
+
+	got, dec = ask(s, at("2025-06-10T12:20:00Z"))
+	require.Equal(t, OutcomeLate, dec.Outcome, "at the lease's end")
+	require.True(t, dec.TimedOut)
+	require.False(t, got.Running())
+	require.Equal(t, "timed out after 1h20m (lease extended)", got.LastError)
+}

@@ -70,6 +70,9 @@ type GaugeConfig struct {
 //	refresher_list_length{kind,list}       (list: input, output, dead)
 //	refresher_kind_paused{kind}            (1 while an operator pauses the whole kind, else 0)
 //	refresher_backlog{kind,level}          (due rows by priority level, models.Inspector.Backlog)
+//	refresher_oldest_due_age_by_level_seconds{kind,level}, refresher_max_attempt_no_by_level{kind,level}
+//	                                       (the alert gauges by the rows' priority level,
+//	                                       models.Inspector.AlertsByLevel)
 //	refresher_priority_alert_max_attempts{priority,level}, refresher_priority_alert_max_age_seconds{priority,level}
 //	                                       (the configured thresholds, constant)
 //
@@ -97,6 +100,10 @@ type Gauges struct {
 	// kindLists are the lists of cfg.Kinds, in order.
 	kindLists                                              []redisio.Lists
 	oldest, maxAttempt, models, lists, kindPaused, backlog *prometheus.GaugeVec
+	// levelOldest and levelMaxAttempt are oldest and maxAttempt by the
+	// rows' priority level: what the alerts by priority compare with the
+	// thresholds of the level (refresher_priority_alert_*{level}).
+	levelOldest, levelMaxAttempt *prometheus.GaugeVec
 }
 
 // gaugeStates are the values of refresher_models' state label.
@@ -128,6 +135,9 @@ func NewGauges(reg prometheus.Registerer, cfg GaugeConfig) *Gauges {
 		lists:      gauge("list_length", "Length of the kind's Redis lists.", "kind", "list"),
 		kindPaused: gauge("kind_paused", "1 while an operator pauses the whole kind (nothing is dispatched), else 0.", "kind"),
 		backlog:    gauge("backlog", "Due rows by priority level (a row triggered at a one-shot priority counts at both levels until claimed).", "kind", "level"),
+		levelOldest: gauge("oldest_due_age_by_level_seconds", "Age of the oldest due row of each priority level (now - refresh_at); 0 when none is due. "+
+			"A row's level is its refresh_priority, else the kind's; a row triggered at a one-shot priority counts at both levels until claimed.", "kind", "level"),
+		levelMaxAttempt: gauge("max_attempt_no_by_level", "Highest refresh_attempt_no of the rows of each priority level (as for oldest_due_age_by_level_seconds).", "kind", "level"),
 	}
 	maxAttempts := gauge("priority_alert_max_attempts", "The refresh_attempt_no at which a kind of this priority alerts (priorities: in the config).", "priority", "level")
 	maxAge := gauge("priority_alert_max_age_seconds", "The age of the oldest due row at which a kind of this priority alerts (priorities: in the config).", "priority", "level")
@@ -138,7 +148,7 @@ func NewGauges(reg prometheus.Registerer, cfg GaugeConfig) *Gauges {
 	}
 	for _, k := range cfg.Kinds {
 		g.kindLists = append(g.kindLists, k.Lists)
-		g.apply(gaugeKindValue{Name: k.Name, Priority: k.Priority})
+		g.apply(gaugeKindValue{Name: k.Name, Priority: k.Priority, Levels: []models.LevelAlert{{Level: k.Table.Priority}}})
 	}
 	return g
 }
@@ -157,6 +167,10 @@ type gaugeKindValue struct {
 	KindPaused bool
 	// Backlog are the due rows by priority level.
 	Backlog []models.LevelCount `json:",omitempty"`
+	// Levels are the oldest due row and highest attempt of each priority
+	// level (a snapshot of an older version has none: the level gauges
+	// keep their values).
+	Levels []models.LevelAlert `json:",omitempty"`
 }
 
 // Run updates the gauges every Interval until ctx ends.
@@ -245,6 +259,9 @@ func (g *Gauges) count(ctx context.Context, k GaugeKind, now time.Time) (gaugeKi
 	if v.Backlog, err = in.Backlog(ctx, k.Table, now); err != nil {
 		return v, err
 	}
+	if v.Levels, err = in.AlertsByLevel(ctx, k.Table, now); err != nil {
+		return v, err
+	}
 	if !c.OldestDue.IsZero() {
 		v.OldestAge = max(0, now.Sub(c.OldestDue).Seconds())
 	}
@@ -277,5 +294,17 @@ func (g *Gauges) apply(v gaugeKindValue) {
 	g.backlog.DeletePartialMatch(prometheus.Labels{"kind": v.Name})
 	for _, l := range v.Backlog {
 		g.backlog.WithLabelValues(v.Name, strconv.Itoa(l.Level)).Set(float64(l.Due))
+	}
+	if v.Levels != nil {
+		g.levelOldest.DeletePartialMatch(prometheus.Labels{"kind": v.Name})
+		g.levelMaxAttempt.DeletePartialMatch(prometheus.Labels{"kind": v.Name})
+	}
+	for _, l := range v.Levels {
+		level, age := strconv.Itoa(l.Level), 0.0
+		if !l.OldestDue.IsZero() {
+			age = max(0, v.At.Sub(l.OldestDue).Seconds())
+		}
+		g.levelOldest.WithLabelValues(v.Name, level).Set(age)
+		g.levelMaxAttempt.WithLabelValues(v.Name, level).Set(float64(l.MaxAttemptNo))
 	}
 }

@@ -186,3 +186,60 @@ func TestGaugesLoneInstanceCountsEveryTick(t *testing.T) {
 		t.Fatalf("counted %d times in 7 ticks, want at least 6", n)
 	}
 }
+
+// TestGaugesByPriorityLevel checks the alert gauges by the rows' priority
+// level: the oldest due row and the highest attempt of each level, a level
+// with no due row included, and the kind's level from the start.
+func TestGaugesByPriorityLevel(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := gaugeTable(t, "gl")
+	now := time.Date(2026, 3, 4, 14, 0, 0, 0, time.UTC)
+	store := mysqlstore.New(db)
+	tbl := models.Table{Name: "gl", Key: "id", Priority: 10}
+	rows := []models.Row{
+		{Key: "1", State: policy.State{RefreshAt: now.Add(-90 * time.Second), AttemptNo: 1}},
+		{Key: "2", State: policy.State{RefreshAt: now.Add(-40 * time.Second), AttemptNo: 3, FailingSince: now}},
+		{Key: "3", State: policy.State{RefreshAt: now.Add(time.Hour), AttemptNo: 7, FailingSince: now}},
+		{Key: "4", State: policy.State{RefreshAt: now.Add(-10 * time.Second)}},
+	}
+	for _, r := range rows {
+		db.Exec("INSERT INTO gl (id) VALUES (?)", r.Key)
+	}
+	if err := store.Tx(ctx, func(tx models.Tx) error { return tx.Save(ctx, tbl, rows) }); err != nil {
+		t.Fatal(err)
+	}
+	// 2 is interactive (level 0); 3 eventual (20), failing, not due; 4 is
+	// at the kind's level but triggered at 0 ("refresh now").
+	for _, q := range []string{"UPDATE gl SET refresh_priority = 0 WHERE id = 2", "UPDATE gl SET refresh_priority = 20 WHERE id = 3",
+		"UPDATE gl SET refresh_priority_once = 0 WHERE id = 4"} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rdb, prefix := testenv.Redis(t)
+	cfg := GaugeConfig{Kinds: []GaugeKind{{Name: "gl", Table: tbl, Lists: redisio.DefaultLists(prefix + "gl"), Priority: "normal"}},
+		Inspector: store, Redis: redisio.New(rdb), Interval: time.Minute, Clock: fixedClock(now)}
+	reg := prometheus.NewRegistry()
+	g := NewGauges(reg, cfg)
+	if n := testutil.CollectAndCount(g.levelOldest); n != 1 {
+		t.Errorf("before the first count: %d level series, want the kind's level only", n)
+	}
+	if computed, err := g.Tick(ctx); err != nil || !computed {
+		t.Fatalf("computed %v, err %v", computed, err)
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP refresher_max_attempt_no_by_level Highest refresh_attempt_no of the rows of each priority level (as for oldest_due_age_by_level_seconds).
+# TYPE refresher_max_attempt_no_by_level gauge
+refresher_max_attempt_no_by_level{kind="gl",level="0"} 3
+refresher_max_attempt_no_by_level{kind="gl",level="10"} 1
+refresher_max_attempt_no_by_level{kind="gl",level="20"} 7
+# HELP refresher_oldest_due_age_by_level_seconds Age of the oldest due row of each priority level (now - refresh_at); 0 when none is due. A row's level is its refresh_priority, else the kind's; a row triggered at a one-shot priority counts at both levels until claimed.
+# TYPE refresher_oldest_due_age_by_level_seconds gauge
+refresher_oldest_due_age_by_level_seconds{kind="gl",level="0"} 40
+refresher_oldest_due_age_by_level_seconds{kind="gl",level="10"} 90
+refresher_oldest_due_age_by_level_seconds{kind="gl",level="20"} 0
+`), "refresher_oldest_due_age_by_level_seconds", "refresher_max_attempt_no_by_level"); err != nil {
+		t.Error(err)
+	}
+}

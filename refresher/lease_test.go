@@ -132,3 +132,41 @@ func TestKilledWorkersWithExtendedLeasesLoseNothing(t *testing.T) {
 		require.Equal(t, float64(n/2), results(svc, redisio.ResultStatus, "applied")())
 	})
 }
+
+// TestLeaseBoundariesOnEachStore runs the boundaries the fault run leaves
+// out through the service, on the fake clock: a request capped by the
+// row's next planned occurrence (14:00, before max_timeout's 16:00) is
+// answered with that cap; a request read just after the attempt's
+// timeout_at extends nothing: the attempt ends as timed out and the answer
+// says it is over.
+func TestLeaseBoundariesOnEachStore(t *testing.T) {
+	t.Parallel()
+	forEachStore(t, teststore.Servers, func(t *testing.T, store string) {
+		b := setup(t, setupOpts{store: store, timeout: time.Hour, retry: "delays:1m"})
+		b.insert("capped", "late")
+		b.start(func(c *Config) { c.Kinds[0].Policy.MaxTimeout = 6 * time.Hour })
+		jobs := map[string]redisio.Job{}
+		for _, j := range b.popJobs(2) {
+			jobs[j.UID] = j
+		}
+
+		b.clock.Advance(50 * time.Minute) // 10:50
+		b.send(redisio.Result{UID: "capped", AttemptUID: jobs["capped"].AttemptUID, Type: redisio.ResultExtend, Seconds: 5 * 3600})
+		a := b.waitLease(jobs["capped"].AttemptUID, func(redisio.LeaseAnswer) bool { return true })
+		require.Equal(t, redisio.LeaseAnswer{AttemptUID: jobs["capped"].AttemptUID, Running: true,
+			TimeoutAt: t0.Add(4 * time.Hour), Capped: "next_occurrence"}, a)
+		st := b.state("capped")
+		require.True(t, st.TimeoutAt.Equal(t0.Add(4*time.Hour)) && st.RefreshAt.Equal(st.TimeoutAt), "%+v", st)
+
+		// 11:00 and a microsecond: "late"'s timeout_at (11:00) has passed
+		// when its request is read.
+		b.clock.Advance(10*time.Minute + time.Microsecond)
+		b.send(redisio.Result{UID: "late", AttemptUID: jobs["late"].AttemptUID, Type: redisio.ResultExtend, Seconds: 1800})
+		a = b.waitLease(jobs["late"].AttemptUID, func(redisio.LeaseAnswer) bool { return true })
+		require.Equal(t, redisio.LeaseAnswer{AttemptUID: jobs["late"].AttemptUID}, a, "answered as over")
+		st = b.state("late")
+		require.NotEqual(t, jobs["late"].AttemptUID, st.AttemptUID, "the attempt is over: %+v", st)
+		require.Equal(t, "timed out after 1h", st.LastError)
+		require.False(t, st.TimeoutAt.After(t0.Add(time.Hour+time.Minute+time.Microsecond)), "not extended: %+v", st)
+	})
+}

@@ -25,16 +25,20 @@ const minLeaseEvery = 100 * time.Millisecond
 // the attempt is over (it timed out meanwhile, or the row was enabled
 // again, so any result would be stale), it calls cancel, which stops the
 // work. stop ends the requests, waits for the last one, and reports
-// whether the attempt was over. Without Redis, with a negative
+// whether the attempt was over, and until, the attempt's timeout_at as the
+// service last answered (it reads the answer once more when a request was
+// sent since the last read): the time the result may still be pushed
+// until, later than job.TimeoutAt when an extension was granted; the zero
+// time when no answer said so. Without Redis, with a negative
 // Config.Lease, or with neither Config.Lease nor a timeout_at, it does
 // nothing.
-func (w *Worker) keepLease(ctx context.Context, job redisio.Job, cancel context.CancelFunc) (stop func() (over bool)) {
+func (w *Worker) keepLease(ctx context.Context, job redisio.Job, cancel context.CancelFunc) (stop func() (over bool, until time.Time)) {
 	lease := w.cfg.Lease
 	if lease == 0 && !job.TimeoutAt.IsZero() {
 		lease = job.TimeoutAt.Sub(w.cfg.Now())
 	}
 	if w.cfg.Redis == nil || lease <= 0 {
-		return func() bool { return false }
+		return func() (bool, time.Time) { return false, time.Time{} }
 	}
 	ask := redisio.Result{UID: job.UID, AttemptUID: job.AttemptUID, Type: redisio.ResultExtend,
 		Seconds: min(max(int((lease+time.Second-1)/time.Second), 1), redisio.MaxExtendSeconds), TraceParent: job.TraceParent}
@@ -45,6 +49,11 @@ func (w *Worker) keepLease(ctx context.Context, job redisio.Job, cancel context.
 	done := make(chan struct{})
 	var over atomic.Bool
 	var wg sync.WaitGroup
+	// Written by the goroutine, read by stop after it ends: the last
+	// answer's timeout_at, and whether a request was sent since the last
+	// read.
+	var until time.Time
+	unread := false
 	wg.Go(func() {
 		tick := time.NewTicker(max(lease/leaseShare, minLeaseEvery)) // pacing only
 		defer tick.Stop()
@@ -57,6 +66,10 @@ func (w *Worker) keepLease(ctx context.Context, job redisio.Job, cancel context.
 			}
 			if asked {
 				a, ok, err := redisio.ReadLease(ctx, w.cfg.Redis, lists, job.AttemptUID)
+				unread = unread && err != nil
+				if ok && a.Running {
+					until = a.TimeoutAt
+				}
 				switch {
 				case err != nil:
 					log.Warn("cannot read the answer to a request for more time", "err", err)
@@ -74,12 +87,19 @@ func (w *Worker) keepLease(ctx context.Context, job redisio.Job, cancel context.
 				log.Warn("cannot ask for more time", "list", w.cfg.Output, "err", err)
 				continue
 			}
-			asked = true
+			asked, unread = true, true
 		}
 	})
-	return func() bool {
+	return func() (bool, time.Time) {
 		close(done)
 		wg.Wait()
-		return over.Load()
+		if unread && !over.Load() {
+			// The answer to the last request, which the loop did not read:
+			// it may have granted more time.
+			if a, ok, err := redisio.ReadLease(ctx, w.cfg.Redis, lists, job.AttemptUID); err == nil && ok && a.Running {
+				until = a.TimeoutAt
+			}
+		}
+		return over.Load(), until
 	}
 }

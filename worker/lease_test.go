@@ -100,3 +100,37 @@ func TestWorkerLeaseOffAndDerived(t *testing.T) {
 		}
 	}
 }
+
+// A result whose push fails after the job's first timeout_at, in an
+// attempt the service extended beyond it, is retried until the lease's
+// end: the push's expiry is the last timeout_at the service answered, not
+// the job's.
+func TestWorkerPushRetriesUntilTheLeaseEnds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	release := make(chan struct{})
+	srv := slowBody(t, release)
+	b := setupRun(t, func(c *Config) { c.Lease = 3 * time.Second })
+	timeoutAt := time.Now().Add(1500 * time.Millisecond)
+	b.pushJob(t, "big", srv.URL+"/export.csv", timeoutAt)
+
+	require.Equal(t, redisio.Result{UID: "big", AttemptUID: "att-big", Type: redisio.ResultExtend, Seconds: 3}, b.nextResult(t))
+	lists := redisio.Lists{Output: b.cfg.Output}
+	require.NoError(t, redisio.New(b.rdb).WriteLeases(ctx, lists,
+		[]redisio.LeaseAnswer{{AttemptUID: "att-big", Running: true, TimeoutAt: time.Now().Add(time.Minute)}}, time.Now()))
+
+	// The job's first timeout_at passes while the download runs; then Redis
+	// refuses the result's push (the output key holds a string) for a while.
+	time.Sleep(time.Until(timeoutAt) + 100*time.Millisecond)
+	require.NoError(t, b.rdb.Set(ctx, b.cfg.Output, "not a list", 0).Err())
+	close(release)
+	time.Sleep(500 * time.Millisecond) // the first push fails meanwhile (nothing to wait for: it leaves no trace)
+	require.NoError(t, b.rdb.Del(ctx, b.cfg.Output).Err())
+
+	res := b.nextResult(t)
+	for res.Type == redisio.ResultExtend {
+		res = b.nextResult(t)
+	}
+	require.Equal(t, redisio.ResultSuccess, res.Type, "%+v", res)
+	require.Zero(t, b.worker.Stats().Lost)
+}

@@ -296,7 +296,7 @@ func (w *Worker) handle(ctx context.Context, log *slog.Logger, msg string) {
 		tracing.Context{Parent: job.TraceParent, State: job.TraceState})
 	defer span.End()
 	job.TraceParent = trace.Parent // what the results say, the requests for more time too
-	res, ok := w.Process(ctx, job)
+	res, ok, leaseEnd := w.process(ctx, job)
 	if !ok {
 		w.expired.Add(1)
 		span.Outcome("dropped")
@@ -309,6 +309,9 @@ func (w *Worker) handle(ctx context.Context, log *slog.Logger, msg string) {
 		span.Fail(res.Reason) // without the URL's secrets (Classify)
 	}
 	log = log.With("type", res.Type, "reason", res.Reason, "status", res.Status, "took", w.cfg.Now().Sub(start))
+	if leaseEnd.After(job.TimeoutAt) {
+		job.TimeoutAt = leaseEnd // an extended attempt: the result is on time until its lease's end
+	}
 	if err := w.push(ctx, job, res); err != nil {
 		w.lost.Add(1)
 		log.Error("lose result: cannot push it", "err", err)
@@ -325,8 +328,16 @@ func (w *Worker) handle(ctx context.Context, log *slog.Logger, msg string) {
 // nil it touches no Redis. A job without timeout_at never expires. A payload without a
 // string input_url is a malformed URL: a permanent failure.
 func (w *Worker) Process(ctx context.Context, job redisio.Job) (res redisio.Result, ok bool) {
+	res, ok, _ = w.process(ctx, job)
+	return res, ok
+}
+
+// process is Process, and says until when the result may be pushed when
+// the service extended the attempt (see keepLease; the zero time when it
+// did not say).
+func (w *Worker) process(ctx context.Context, job redisio.Job) (res redisio.Result, ok bool, leaseEnd time.Time) {
 	if !job.TimeoutAt.IsZero() && !w.cfg.Now().Before(job.TimeoutAt) {
-		return redisio.Result{}, false
+		return redisio.Result{}, false, time.Time{}
 	}
 	group := w.group(job)
 	if until := w.heldUntil(ctx, group); !until.IsZero() {
@@ -337,23 +348,23 @@ func (w *Worker) Process(ctx context.Context, job redisio.Job) (res redisio.Resu
 			Scope:             redisio.ScopeGroup,
 			ThrottleKey:       group,
 			RetryAfterSeconds: int((wait + time.Second - 1) / time.Second),
-		}, true
+		}, true, time.Time{}
 	}
 	rawURL, _ := job.Payload["input_url"].(string)
 	fctx, cancel := context.WithCancel(ctx)
 	stop := w.keepLease(ctx, job, cancel)
 	o := w.Fetch(fctx, rawURL)
-	over := stop()
+	over, leaseEnd := stop()
 	cancel()
 	if over {
-		return redisio.Result{}, false
+		return redisio.Result{}, false, time.Time{}
 	}
 	res = Classify(o, w.cfg.Now())
 	res.UID, res.AttemptUID = job.UID, job.AttemptUID
 	if group != "" && res.Type == redisio.ResultFailure && !res.Permanent && res.RetryAfterSeconds > 0 {
 		res.ThrottleKey = group // the service holds the whole group
 	}
-	return res, true
+	return res, true, leaseEnd
 }
 
 // group returns the job's throttle group: its ThrottleGroup payload value
@@ -443,7 +454,8 @@ func (w *Worker) Fetch(ctx context.Context, rawURL string) (o Outcome) {
 }
 
 // push RPUSHes the result, retrying a failed push up to pushAttempts times
-// while the job has not expired.
+// while the job has not expired (job.TimeoutAt: the lease's end when the
+// service extended the attempt, see handle).
 func (w *Worker) push(ctx context.Context, job redisio.Job, res redisio.Result) error {
 	data, err := json.Marshal(res)
 	if err != nil {

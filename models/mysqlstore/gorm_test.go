@@ -42,12 +42,12 @@ func TestRefreshGORMAutoMigrate(t *testing.T) {
 	must(t, err)
 	eq(t, out.String(), "big_tables: recorded 0001_refresh_columns (12 columns already existed)\n"+
 		"big_tables: recorded 0002_refresh_at_index (index idx_refresh_at already existed)\n"+
-		"big_tables: applied 0003_state_count_indexes (added 4 indexes)\nbig_tables: applied 0004_refresh_priority (added 2 columns and 2 indexes)\n")
+		"big_tables: applied 0003_state_count_indexes (added 4 indexes)\nbig_tables: applied 0004_refresh_priority (added 2 columns and 2 indexes)\nbig_tables: applied 0005_priority_attempt_index (added index idx_refresh_priority_attempt)\n")
 	// Only the count indexes of 0003 and the priority columns and indexes
 	// of 0004 were added.
-	added := regexp.MustCompile(",\n  (KEY `idx_refresh_(attempt_uid|disabled|failing_since|attempt_no|priority|priority_once)` \\([^)]*\\)|`refresh_priority(_once)?` smallint\\(6\\) DEFAULT NULL)")
+	added := regexp.MustCompile(",\n  (KEY `idx_refresh_(attempt_uid|disabled|failing_since|attempt_no|priority|priority_once|priority_attempt)` \\([^)]*\\)|`refresh_priority(_once)?` smallint\\(6\\) DEFAULT NULL)")
 	eq(t, added.ReplaceAllString(showCreate(t, db, "big_tables"), ""), ddl, "migrate changed a GORM-made table")
-	eq(t, recordedVersions(t, db, "big_tables"), []string{"1 0001_refresh_columns", "2 0002_refresh_at_index", "3 0003_state_count_indexes", "4 0004_refresh_priority"})
+	eq(t, recordedVersions(t, db, "big_tables"), []string{"1 0001_refresh_columns", "2 0002_refresh_at_index", "3 0003_state_count_indexes", "4 0004_refresh_priority", "5 0005_priority_attempt_index"})
 	out.Reset()
 	_, err = Migrate(ctx, db, []string{"big_tables"}, &out, false)
 	must(t, err)

@@ -132,16 +132,16 @@ func TestMigrateFreshTable(t *testing.T) {
 	must(t, err)
 	eq(t, out.String(), "big_tables: applied 0001_refresh_columns (added 12 columns)\n"+
 		"big_tables: applied 0002_refresh_at_index (added index idx_refresh_at)\n"+
-		"big_tables: applied 0003_state_count_indexes (added 4 indexes)\nbig_tables: applied 0004_refresh_priority (added 2 columns and 2 indexes)\n", "output")
+		"big_tables: applied 0003_state_count_indexes (added 4 indexes)\nbig_tables: applied 0004_refresh_priority (added 2 columns and 2 indexes)\nbig_tables: applied 0005_priority_attempt_index (added index idx_refresh_priority_attempt)\n", "output")
 	eq(t, len(rep.Tables), 1)
 	eq(t, rep.Tables[0].UpToDate(), false)
-	eq(t, len(rep.Tables[0].Applied), 4)
+	eq(t, len(rep.Tables[0].Applied), 5)
 	eq(t, len(rep.Tables[0].Applied[0].Added), 12)
 
 	eq(t, refreshColumnsOf(t, db, "big_tables"), migratedColumns, "refresh columns")
 	eq(t, hasIndexOn(t, db, "big_tables", "refresh_at"), []string{"idx_refresh_at"}, "index")
 	eq(t, appColumnLines(t, db, "big_tables"), before, "application's columns")
-	eq(t, recordedVersions(t, db, "big_tables"), []string{"1 0001_refresh_columns", "2 0002_refresh_at_index", "3 0003_state_count_indexes", "4 0004_refresh_priority"})
+	eq(t, recordedVersions(t, db, "big_tables"), []string{"1 0001_refresh_columns", "2 0002_refresh_at_index", "3 0003_state_count_indexes", "4 0004_refresh_priority", "5 0005_priority_attempt_index"})
 
 	var at sql.NullTime
 	var no int
@@ -157,7 +157,7 @@ func TestMigrateFreshTable(t *testing.T) {
 	eq(t, out.String(), "big_tables: up to date\n")
 	eq(t, rep.Tables[0].UpToDate(), true)
 	eq(t, showCreate(t, db, "big_tables"), ddl, "schema after second run")
-	eq(t, recordedVersions(t, db, "big_tables"), []string{"1 0001_refresh_columns", "2 0002_refresh_at_index", "3 0003_state_count_indexes", "4 0004_refresh_priority"})
+	eq(t, recordedVersions(t, db, "big_tables"), []string{"1 0001_refresh_columns", "2 0002_refresh_at_index", "3 0003_state_count_indexes", "4 0004_refresh_priority", "5 0005_priority_attempt_index"})
 }
 
 func TestMigrateDryRun(t *testing.T) {
@@ -184,7 +184,7 @@ func TestMigrateDryRun(t *testing.T) {
 			t.Fatalf("dry run output lacks %q:\n%s", want, printed)
 		}
 	}
-	eq(t, len(rep.Tables[0].Applied), 4)
+	eq(t, len(rep.Tables[0].Applied), 5)
 	eq(t, showCreate(t, db, "big_tables"), ddl, "dry run changed the table")
 	var n int
 	must(t, db.QueryRow("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'refresher_schema_migrations'").Scan(&n))
@@ -221,7 +221,7 @@ func TestMigrateDryRunWithoutDatabase(t *testing.T) {
 	_, err := Migrate(context.Background(), nil, []string{"big_tables"}, &out, true)
 	must(t, err)
 	eq(t, strings.Count(out.String(), "ADD COLUMN"), 14)
-	eq(t, strings.Count(out.String(), "INSERT INTO"), 4)
+	eq(t, strings.Count(out.String(), "INSERT INTO"), 5)
 
 	_, err = Migrate(context.Background(), nil, []string{"big_tables"}, &out, false)
 	errContains(t, err, "no database")
@@ -241,13 +241,13 @@ func TestMigrateExistingColumns(t *testing.T) {
 	must(t, err)
 	eq(t, out.String(), "models: applied 0001_refresh_columns (added 10 columns; 2 columns already existed)\n"+
 		"models: recorded 0002_refresh_at_index (index idx_refresh_at already existed)\n"+
-		"models: applied 0003_state_count_indexes (added 4 indexes)\nmodels: applied 0004_refresh_priority (added 2 columns and 2 indexes)\n"+
+		"models: applied 0003_state_count_indexes (added 4 indexes)\nmodels: applied 0004_refresh_priority (added 2 columns and 2 indexes)\nmodels: applied 0005_priority_attempt_index (added index idx_refresh_priority_attempt)\n"+
 		"models: warning: column refresh_at exists as datetime, migration 0001_refresh_columns declares DATETIME(6); left unchanged\n")
 	eq(t, hasIndexOn(t, db, "models", "refresh_at"), []string{"my_idx"})
 	var status string
 	must(t, db.QueryRow("SELECT refresh_status FROM models WHERE id = 1").Scan(&status))
 	eq(t, status, "busy", "existing value")
-	eq(t, recordedVersions(t, db, "models"), []string{"1 0001_refresh_columns", "2 0002_refresh_at_index", "3 0003_state_count_indexes", "4 0004_refresh_priority"})
+	eq(t, recordedVersions(t, db, "models"), []string{"1 0001_refresh_columns", "2 0002_refresh_at_index", "3 0003_state_count_indexes", "4 0004_refresh_priority", "5 0005_priority_attempt_index"})
 }
 
 func TestMigrateMissingTable(t *testing.T) {

@@ -39,10 +39,14 @@ type tableMeta struct {
 	// refreshIndex is an index whose first column is refresh_at; "" when
 	// there is none (the table is not migrated yet).
 	refreshIndex string
-	// priorityIndex and priorityOnceIndex are indexes whose first column is
-	// refresh_priority and refresh_priority_once (migration 0004); while
-	// either is "" the claim ignores priorities.
+	// priorityIndex and priorityOnceIndex are indexes whose first columns
+	// are (refresh_priority, refresh_at) and refresh_priority_once
+	// (migration 0004); while either is "" the claim ignores priorities.
 	priorityIndex, priorityOnceIndex string
+	// priorityAttemptIndex is an index on (refresh_priority,
+	// refresh_attempt_no) (migration 0005); "" until then, when the alerts
+	// by level read no attempt numbers.
+	priorityAttemptIndex string
 	// countIndexed: the columns Inspector.Counts counts by (attempt uid,
 	// failing since, disabled until update, attempt no) each lead an index
 	// (migration 0003).
@@ -321,6 +325,71 @@ func (s *Store) Backlog(ctx context.Context, t models.Table, now time.Time) ([]m
 	return out, nil
 }
 
+// AlertsByLevel returns the oldest due refresh_at and the highest attempt
+// number of each priority level of t (models.Inspector): per level, the
+// first due entry of its range of the priority index and the last entry of
+// its range of the (refresh_priority, refresh_attempt_no) index, both
+// forced, as the claim's scans are (with LIMIT 1 the optimizer may walk
+// refresh_at's or refresh_attempt_no's own index instead and filter a
+// whole level out). A table without migration 0004 has one level, the
+// kind's: Counts' figures; without 0005 the levels report no attempts.
+func (s *Store) AlertsByLevel(ctx context.Context, t models.Table, now time.Time) ([]models.LevelAlert, error) {
+	q, err := s.compile(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if q.meta.priorityIndex == "" || q.meta.priorityOnceIndex == "" {
+		c, err := s.Counts(ctx, t, now, 0)
+		if err != nil {
+			return nil, err
+		}
+		return []models.LevelAlert{{Level: t.Priority, OldestDue: c.OldestDue, MaxAttemptNo: c.MaxAttemptNo}}, nil
+	}
+	force := func(index string) (string, error) {
+		idx, err := quoteIdent(index)
+		return " FORCE INDEX (" + idx + ")", err
+	}
+	out, err := models.AlertsByPriority(t.Priority, models.LevelScans{
+		Probe: func(col string, after int, first bool) (int, bool, error) {
+			return probeLevel(ctx, s.db, q, col, after, first)
+		},
+		Oldest: func(sc models.Priority) (time.Time, bool, error) {
+			index := q.meta.priorityIndex
+			if sc.Source == models.PriorityOnce {
+				index = q.meta.priorityOnceIndex
+			}
+			hint, err := force(index)
+			if err != nil {
+				return time.Time{}, false, err
+			}
+			filter, args := sc.Filter(backquote, "?", false)
+			var at sql.NullTime
+			err = s.db.QueryRowContext(ctx, "SELECT MIN(`refresh_at`) FROM "+q.table+hint+" WHERE "+filter+"`refresh_at` <= ?", append(args, dbTime(now))...).Scan(&at)
+			return nullTime(at), at.Valid, err
+		},
+		MaxAttempt: func(sc models.Priority) (int, error) {
+			index := q.meta.priorityAttemptIndex
+			if sc.Source == models.PriorityOnce {
+				index = q.meta.priorityOnceIndex
+			} else if index == "" {
+				return 0, nil
+			}
+			hint, err := force(index)
+			if err != nil {
+				return 0, err
+			}
+			filter, args := sc.Filter(backquote, "?", false)
+			var n sql.NullInt64
+			err = s.db.QueryRowContext(ctx, "SELECT MAX(`refresh_attempt_no`) FROM "+q.table+hint+" WHERE "+filter+"TRUE", args...).Scan(&n)
+			return int(n.Int64), err
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the alerts of %s by priority: %w", q.table, err)
+	}
+	return out, nil
+}
+
 // SetPriorityOnce sets refresh_priority_once of the rows with these keys
 // (as the database returns them) to level, or NULL when level is nil.
 func (tx *Tx) SetPriorityOnce(ctx context.Context, t models.Table, keys []string, level *int) error {
@@ -490,19 +559,51 @@ func loadMeta(ctx context.Context, db metaQueryer, table string) (tableMeta, err
 	if err := rows.Err(); err != nil {
 		return meta, err
 	}
-	for col, idx := range map[string]*string{models.ColRefreshAt: &meta.refreshIndex, models.ColPriority: &meta.priorityIndex, models.ColPriorityOnce: &meta.priorityOnceIndex} {
-		err = db.QueryRowContext(ctx, "SELECT INDEX_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ? AND SEQ_IN_INDEX = 1 ORDER BY INDEX_NAME LIMIT 1", table, col).Scan(idx)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return meta, err
-		}
-	}
-	var led int
-	err = db.QueryRowContext(ctx, "SELECT COUNT(DISTINCT COLUMN_NAME) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND SEQ_IN_INDEX = 1 AND COLUMN_NAME IN (?, ?, ?, ?)",
-		table, models.ColAttemptUID, models.ColFailingSince, models.ColDisabledUntil, models.ColAttemptNo).Scan(&led)
+	// The table's indexes, their columns in order: one read of the
+	// statistics, in the transaction's session (a join of them read ten
+	// times as many rows).
+	srows, err := db.QueryContext(ctx, "SELECT INDEX_NAME, SEQ_IN_INDEX, COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?", table)
 	if err != nil {
 		return meta, err
 	}
-	meta.countIndexed = led == 4
+	indexes := map[string][]string{}
+	for srows.Next() {
+		var name, col string
+		var seq int
+		if err := srows.Scan(&name, &seq, &col); err != nil {
+			srows.Close()
+			return meta, err
+		}
+		cols := indexes[name]
+		for len(cols) < seq {
+			cols = append(cols, "")
+		}
+		cols[seq-1] = strings.ToLower(col) // as information_schema compares them
+		indexes[name] = cols
+	}
+	srows.Close()
+	if err := srows.Err(); err != nil {
+		return meta, err
+	}
+	// indexOn names the first (by name) index whose first columns are
+	// lead; "" when there is none.
+	indexOn := func(lead ...string) string {
+		best := ""
+		for name, cols := range indexes {
+			if len(cols) >= len(lead) && slices.Equal(cols[:len(lead)], lead) && (best == "" || name < best) {
+				best = name
+			}
+		}
+		return best
+	}
+	meta.refreshIndex = indexOn(models.ColRefreshAt)
+	meta.priorityIndex = indexOn(models.ColPriority, models.ColRefreshAt)
+	meta.priorityOnceIndex = indexOn(models.ColPriorityOnce)
+	meta.priorityAttemptIndex = indexOn(models.ColPriority, models.ColAttemptNo)
+	meta.countIndexed = true
+	for _, col := range []string{models.ColAttemptUID, models.ColFailingSince, models.ColDisabledUntil, models.ColAttemptNo} {
+		meta.countIndexed = meta.countIndexed && indexOn(col) != ""
+	}
 	return meta, nil
 }
 

@@ -80,7 +80,7 @@ func gormRoundTrip(t *testing.T, s *Store, gdb *gorm.DB, table string,
 	must(t, err)
 	eq(t, out.String(), table+": recorded 0001_refresh_columns (12 columns already existed)\n"+
 		table+": recorded 0002_refresh_at_index (index idx_"+table+"_refresh_at already existed)\n"+
-		table+": applied 0003_state_count_indexes (added 4 indexes)\n"+table+": applied 0004_refresh_priority (added 2 columns and 2 indexes)\n", "migrate on a GORM table")
+		table+": applied 0003_state_count_indexes (added 4 indexes)\n"+table+": applied 0004_refresh_priority (added 2 columns and 2 indexes)\n"+table+": applied 0005_priority_attempt_index (added index "+table+"_refresh_priority_refresh_attempt_no_idx)\n", "migrate on a GORM table")
 
 	tbl := models.Table{Name: table, Key: "uid", Payload: []string{"input_url"}}
 	must(t, s.Check(ctx, tbl))

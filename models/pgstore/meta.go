@@ -80,6 +80,18 @@ func (m tableMeta) prioritized() bool {
 	return n == 2
 }
 
+// priorityAttempt reports whether an index starts with (refresh_priority,
+// refresh_attempt_no) (migration 0005): until then the alerts by level
+// read no attempt numbers (each would read its whole level).
+func (m tableMeta) priorityAttempt() bool {
+	for _, ix := range m.indexes {
+		if len(ix.cols) > 1 && ix.cols[0] == models.ColPriority && ix.cols[1] == models.ColAttemptNo {
+			return true
+		}
+	}
+	return false
+}
+
 type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row

@@ -277,6 +277,72 @@ func (s *Store) Backlog(ctx context.Context, t models.Table, now time.Time) ([]m
 	return out, nil
 }
 
+// AlertsByLevel returns the oldest due refresh_at and the highest attempt
+// number of each priority level of t (models.Inspector): per level, the
+// first due entry of its range of the (refresh_priority, refresh_at) index
+// and the last of its range of the (refresh_priority, refresh_attempt_no)
+// index, each ORDER BY the index's columns with LIMIT 1 so that the
+// planner walks that index (see leadOrder), backwards for the highest. A table without migration
+// 0004 has one level, the kind's: Counts' figures; without 0005 the levels
+// report no attempts.
+func (s *Store) AlertsByLevel(ctx context.Context, t models.Table, now time.Time) ([]models.LevelAlert, error) {
+	q, err := s.compile(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if !q.meta.prioritized() {
+		c, err := s.Counts(ctx, t, now, 0)
+		if err != nil {
+			return nil, err
+		}
+		return []models.LevelAlert{{Level: t.Priority, OldestDue: c.OldestDue, MaxAttemptNo: c.MaxAttemptNo}}, nil
+	}
+	// The leading column in the ORDER BY, in the direction of the rest:
+	// refresh_priority IS NULL is no constant to the planner, so only a
+	// walk of the index in one direction gives the kind's level in order.
+	lead := func(sc models.Priority, dir string) string {
+		col := models.ColPriority
+		if sc.Source == models.PriorityOnce {
+			col = models.ColPriorityOnce
+		}
+		return `"` + col + `"` + dir + ", "
+	}
+	attempts := q.meta.priorityAttempt()
+	out, err := models.AlertsByPriority(t.Priority, models.LevelScans{
+		Probe: func(col string, after int, first bool) (int, bool, error) {
+			return probeLevel(ctx, s.pool, q, col, after, first)
+		},
+		Oldest: func(sc models.Priority) (time.Time, bool, error) {
+			filter, args := sc.Filter(doubleQuote, "$1", false)
+			args = append(args, now.UTC())
+			var at time.Time
+			err := s.pool.QueryRow(ctx, "SELECT "+`"refresh_at" FROM `+q.table+" WHERE "+filter+`"refresh_at" <= $`+strconv.Itoa(len(args))+
+				" ORDER BY "+lead(sc, "")+`"refresh_at" LIMIT 1`, args...).Scan(&at)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return time.Time{}, false, nil
+			}
+			return at.UTC(), err == nil, err
+		},
+		MaxAttempt: func(sc models.Priority) (int, error) {
+			if !attempts && sc.Source != models.PriorityOnce {
+				return 0, nil
+			}
+			filter, args := sc.Filter(doubleQuote, "$1", false)
+			var n *int
+			err := s.pool.QueryRow(ctx, "SELECT "+`"refresh_attempt_no" FROM `+q.table+" WHERE "+filter+`"refresh_attempt_no" IS NOT NULL`+
+				" ORDER BY "+lead(sc, " DESC")+`"refresh_attempt_no" DESC LIMIT 1`, args...).Scan(&n)
+			if errors.Is(err, pgx.ErrNoRows) || n == nil {
+				return 0, nil
+			}
+			return *n, err
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the alerts of %s by priority: %w", q.table, err)
+	}
+	return out, nil
+}
+
 // SetPriorityOnce sets refresh_priority_once of the rows with these keys
 // (as the database prints them) to level, or NULL when level is nil.
 func (tx *Tx) SetPriorityOnce(ctx context.Context, t models.Table, keys []string, level *int) error {

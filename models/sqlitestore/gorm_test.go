@@ -46,7 +46,7 @@ func TestRefreshGORM(t *testing.T) {
 		must(t, err)
 		eq(t, out.String(), "big_tables: applied 0001_refresh_columns (added 12 columns)\n"+
 			"big_tables: applied 0002_refresh_at_index (added index idx_refresh_at)\n"+
-			"big_tables: applied 0003_state_count_indexes (added 4 indexes)\nbig_tables: applied 0004_refresh_priority (added 2 columns and 2 indexes)\n")
+			"big_tables: applied 0003_state_count_indexes (added 4 indexes)\nbig_tables: applied 0004_refresh_priority (added 2 columns and 2 indexes)\nbig_tables: applied 0005_priority_attempt_index (added index idx_refresh_priority_attempt)\n")
 		tbl := models.Table{Name: "big_tables", Key: "uid", Payload: []string{"input_url"}}
 		must(t, s.Check(ctx, tbl))
 

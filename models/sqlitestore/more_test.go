@@ -151,10 +151,10 @@ func TestMigrate(t *testing.T) {
 		must(t, err)
 		eq(t, out.String(), "a: applied 0001_refresh_columns (added 12 columns)\n"+
 			"a: applied 0002_refresh_at_index (added index idx_refresh_at)\n"+
-			"a: applied 0003_state_count_indexes (added 4 indexes)\na: applied 0004_refresh_priority (added 2 columns and 2 indexes)\n"+
+			"a: applied 0003_state_count_indexes (added 4 indexes)\na: applied 0004_refresh_priority (added 2 columns and 2 indexes)\na: applied 0005_priority_attempt_index (added index idx_refresh_priority_attempt)\n"+
 			"b: applied 0001_refresh_columns (added 10 columns; 2 columns already existed)\n"+
 			"b: recorded 0002_refresh_at_index (index idx_refresh_at already existed)\n"+
-			"b: applied 0003_state_count_indexes (added 4 indexes)\nb: applied 0004_refresh_priority (added 2 columns and 2 indexes)\n"+
+			"b: applied 0003_state_count_indexes (added 4 indexes)\nb: applied 0004_refresh_priority (added 2 columns and 2 indexes)\nb: applied 0005_priority_attempt_index (added index idx_refresh_priority_attempt_b)\n"+
 			"b: warning: column refresh_attempt_no exists as text, migration 0001_refresh_columns declares INT; left unchanged\n")
 		eq(t, len(rep.Tables), 2)
 		must(t, s.Check(ctx, models.Table{Name: "a", Key: "id"}))
@@ -185,7 +185,7 @@ func TestMigrate(t *testing.T) {
 			versions = append(versions, v)
 		}
 		rows.Close()
-		eq(t, versions, []string{"a 1 0001_refresh_columns", "a 2 0002_refresh_at_index", "a 3 0003_state_count_indexes", "a 4 0004_refresh_priority", "b 1 0001_refresh_columns", "b 2 0002_refresh_at_index", "b 3 0003_state_count_indexes", "b 4 0004_refresh_priority", "c 1 0001_refresh_columns", "c 2 0002_refresh_at_index", "c 3 0003_state_count_indexes", "c 4 0004_refresh_priority"})
+		eq(t, versions, []string{"a 1 0001_refresh_columns", "a 2 0002_refresh_at_index", "a 3 0003_state_count_indexes", "a 4 0004_refresh_priority", "a 5 0005_priority_attempt_index", "b 1 0001_refresh_columns", "b 2 0002_refresh_at_index", "b 3 0003_state_count_indexes", "b 4 0004_refresh_priority", "b 5 0005_priority_attempt_index", "c 1 0001_refresh_columns", "c 2 0002_refresh_at_index", "c 3 0003_state_count_indexes", "c 4 0004_refresh_priority", "c 5 0005_priority_attempt_index"})
 
 		_, err = s.Migrate(ctx, []string{"a", "nope"}, &out, false)
 		errContains(t, err, `table "nope" does not exist`)

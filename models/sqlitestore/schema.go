@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/refresher/refresher/models"
@@ -117,17 +118,18 @@ func (s tableSchema) meta(key string) tableMeta {
 		}
 	}
 	m.refreshIndex = s.indexLedBy(models.ColRefreshAt)
-	m.priorityIndex = s.indexLedBy(models.ColPriority)
+	m.priorityIndex = s.indexLedBy(models.ColPriority, models.ColRefreshAt)
 	m.priorityOnceIndex = s.indexLedBy(models.ColPriorityOnce)
+	m.priorityAttemptIndex = s.indexLedBy(models.ColPriority, models.ColAttemptNo)
 	return m
 }
 
-// indexLedBy names the first (by name) index whose first column is col;
-// "" when there is none.
-func (s tableSchema) indexLedBy(col string) string {
+// indexLedBy names the first (by name) index whose first columns are
+// lead; "" when there is none.
+func (s tableSchema) indexLedBy(lead ...string) string {
 	var best string
 	for name, cols := range s.indexes {
-		if len(cols) > 0 && cols[0] == col && (best == "" || name < best) {
+		if len(cols) >= len(lead) && slices.Equal(cols[:len(lead)], lead) && (best == "" || name < best) {
 			best = name
 		}
 	}

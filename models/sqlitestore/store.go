@@ -283,6 +283,69 @@ func (s *Store) Backlog(ctx context.Context, t models.Table, now time.Time) ([]m
 	return out, nil
 }
 
+// AlertsByLevel returns the oldest due refresh_at and the highest attempt
+// number of each priority level of t (models.Inspector): per level, the
+// first due entry of its range of the (refresh_priority, refresh_at) index
+// and the last of its range of the (refresh_priority, refresh_attempt_no)
+// index (INDEXED BY each, ORDER BY ... LIMIT 1). A table without migration
+// 0004 has one level, the kind's: Counts' figures; without 0005 the levels
+// report no attempts.
+func (s *Store) AlertsByLevel(ctx context.Context, t models.Table, now time.Time) ([]models.LevelAlert, error) {
+	q, err := s.compile(ctx, s.db, t)
+	if err != nil {
+		return nil, err
+	}
+	if q.meta.priorityIndex == "" || q.meta.priorityOnceIndex == "" {
+		c, err := s.Counts(ctx, t, now, 0)
+		if err != nil {
+			return nil, err
+		}
+		return []models.LevelAlert{{Level: t.Priority, OldestDue: c.OldestDue, MaxAttemptNo: c.MaxAttemptNo}}, nil
+	}
+	indexed := func(sc models.Priority, index string) string {
+		if sc.Source == models.PriorityOnce {
+			index = q.meta.priorityOnceIndex
+		}
+		return " INDEXED BY " + quoteName(index)
+	}
+	out, err := models.AlertsByPriority(t.Priority, models.LevelScans{
+		Probe: func(col string, after int, first bool) (int, bool, error) {
+			return probeLevel(ctx, s.db, q, col, after, first)
+		},
+		Oldest: func(sc models.Priority) (time.Time, bool, error) {
+			filter, args := sc.Filter(quoteName, "?", false)
+			var v any
+			err := s.db.QueryRowContext(ctx, `SELECT "refresh_at" FROM `+q.table+indexed(sc, q.meta.priorityIndex)+" WHERE "+filter+
+				`"refresh_at" <= ? ORDER BY "refresh_at" LIMIT 1`, append(args, dbTime(now))...).Scan(&v)
+			if errors.Is(err, sql.ErrNoRows) {
+				return time.Time{}, false, nil
+			}
+			if err != nil {
+				return time.Time{}, false, err
+			}
+			at, err := mustParseTime(v, "oldest due refresh_at of "+q.table)
+			return at, err == nil, err
+		},
+		MaxAttempt: func(sc models.Priority) (int, error) {
+			if q.meta.priorityAttemptIndex == "" && sc.Source != models.PriorityOnce {
+				return 0, nil
+			}
+			filter, args := sc.Filter(quoteName, "?", false)
+			var n sql.NullInt64
+			err := s.db.QueryRowContext(ctx, `SELECT "refresh_attempt_no" FROM `+q.table+indexed(sc, q.meta.priorityAttemptIndex)+" WHERE "+filter+
+				`"refresh_attempt_no" IS NOT NULL ORDER BY "refresh_attempt_no" DESC LIMIT 1`, args...).Scan(&n)
+			if errors.Is(err, sql.ErrNoRows) {
+				return 0, nil
+			}
+			return int(n.Int64), err
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the alerts of %s by priority: %w", q.table, err)
+	}
+	return out, nil
+}
+
 // SetPriorityOnce sets refresh_priority_once of the rows with these keys
 // (as SQLite returns them) to level, or NULL when level is nil.
 func (tx *Tx) SetPriorityOnce(ctx context.Context, t models.Table, keys []string, level *int) error {
@@ -348,8 +411,12 @@ type tableMeta struct {
 	// refresh_priority and refresh_priority_once (migration 0004); while
 	// either is "" the claim ignores priorities.
 	priorityIndex, priorityOnceIndex string
-	migrated                         bool
-	cols                             map[string]string // lower-case name -> declared type
+	// priorityAttemptIndex is an index on (refresh_priority,
+	// refresh_attempt_no) (migration 0005); "" until then, when the alerts
+	// by level read no attempt numbers.
+	priorityAttemptIndex string
+	migrated             bool
+	cols                 map[string]string // lower-case name -> declared type
 }
 
 // compiled holds the quoted names and the SELECTs of one models.Table.

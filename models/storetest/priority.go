@@ -133,6 +133,38 @@ func testBacklog(t *testing.T, h Harness) {
 	eq(t, got[len(got)-1], models.LevelCount{Level: 30, Due: 0}, "the kind's level, empty")
 }
 
+// testAlertsByLevel: the oldest due row and the highest attempt number of
+// each level, levels without due rows included (a failing row waits for
+// its retry without being due).
+func testAlertsByLevel(t *testing.T, h Harness) {
+	env := h.New(t)
+	tbl, _ := priorityRows(t, env)
+	insert(t, env, "w7", base.Add(2*time.Hour))
+	env.Exec(t, "UPDATE items SET refresh_priority = 7, refresh_attempt_no = 9 WHERE k = 'w7'")
+	for key, no := range map[string]string{"n1": "3", "p20": "1", "once": "2", "future": "6", "p5a": "4"} {
+		env.Exec(t, "UPDATE items SET refresh_attempt_no = "+no+" WHERE k = '"+key+"'")
+	}
+	got, err := env.Store.AlertsByLevel(context.Background(), tbl, base)
+	must(t, err)
+	// once (20, once 0) counts at 0 and at 20 until its claim; the NULL
+	// key row at -5 (once) and at the kind's 10; future is not due but its
+	// attempt counts.
+	eq(t, got, []models.LevelAlert{
+		{Level: -5, OldestDue: base.Add(-time.Hour)},
+		{Level: -3, OldestDue: base.Add(-time.Minute)},
+		{Level: 0, OldestDue: base.Add(-30 * time.Minute), MaxAttemptNo: 6},
+		{Level: 5, OldestDue: base.Add(-6 * time.Minute), MaxAttemptNo: 4},
+		{Level: 7, MaxAttemptNo: 9},
+		{Level: 10, OldestDue: base.Add(-3 * time.Hour), MaxAttemptNo: 3},
+		{Level: 20, OldestDue: base.Add(-4 * time.Hour), MaxAttemptNo: 2},
+	}, "alerts by level")
+	tbl.Priority = 30
+	env.Exec(t, "UPDATE items SET refresh_priority = 0 WHERE refresh_priority IS NULL")
+	got, err = env.Store.AlertsByLevel(context.Background(), tbl, base)
+	must(t, err)
+	eq(t, got[len(got)-1], models.LevelAlert{Level: 30}, "the kind's level, empty")
+}
+
 // testUrgentDue: whether a row more urgent than the kind's is due.
 func testUrgentDue(t *testing.T, h Harness) {
 	env := h.New(t)
