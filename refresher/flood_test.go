@@ -186,7 +186,12 @@ func TestGarbageFloodAppliesEveryGoodResult(t *testing.T) {
 
 	smallRatio := best[small].Seconds() / best[alone].Seconds()
 	bigRatio := best[big].Seconds() / best[alone].Seconds()
-	smallBound, bigBound := 5.0, 5.0
+	// The loose bounds allow for a loaded machine under -race, where the
+	// service's own work on 1,000 oversized stubs (decoding, dead-lettering)
+	// slows far more than the rounds alone: 6.45 was seen there once the
+	// leaner fetch script (26 November) had made the rounds alone faster,
+	// against 2.7 without -race. The strict bounds are for a quiet machine.
+	smallBound, bigBound := 5.0, 10.0
 	if strictTiming {
 		smallBound, bigBound = 2, 3
 	}
