@@ -65,6 +65,14 @@ func (l LedgerConfig) WithDefaults() LedgerConfig {
 type ledgerBatch struct {
 	kind    string
 	entries []policy.Entry
+	// routine is the last answer of policy.RoutineStart: the rows of a
+	// batch mostly share their schedule, refresh_at and second, and the
+	// answer costs two schedule evaluations.
+	routine struct {
+		sched         policy.Nexter
+		planned, from time.Time
+		ok, set       bool
+	}
 }
 
 // newLedgerBatch returns the batch of kind, nil when on is false.
@@ -132,7 +140,7 @@ func (b *ledgerBatch) due(row *models.Row, before policy.State, d policy.DueDeci
 	}
 	switch d.Action {
 	case policy.DueStarted:
-		if row.Priority.Source == models.PriorityKind && policy.RoutineStart(d, sched, now) {
+		if row.Priority.Source == models.PriorityKind && b.routineStart(d, sched, now) {
 			return
 		}
 		e := policy.Entry{At: now, Key: row.Key, Event: policy.EventDispatched, Attempt: d.AttemptUID,
@@ -157,6 +165,25 @@ func (b *ledgerBatch) due(row *models.Row, before policy.State, d policy.DueDeci
 		// hold's end, runs for Until.
 		b.add(policy.Entry{At: now, Key: row.Key, Event: policy.EventThrottleHold, Planned: before.RefreshAt, Until: row.State.RefreshAt})
 	}
+}
+
+// routineStart is policy.RoutineStart(d, sched, now), from the last
+// answer when that was for the same schedule, refresh_at and second. The
+// schedules compared are the dispatcher's (pointers, or spread values of
+// pointers: comparable).
+func (b *ledgerBatch) routineStart(d policy.DueDecision, sched policy.Nexter, now time.Time) bool {
+	m := &b.routine
+	sec := now.Truncate(time.Second)
+	plain := d.Action == policy.DueStarted && !d.TimedOut && d.MissedSince.IsZero() && d.BeforeStart.AttemptNo == 0
+	if !plain || sched == nil {
+		return false
+	}
+	if m.set && m.sched == sched && m.planned.Equal(d.BeforeStart.RefreshAt) && m.from.Equal(sec) {
+		return m.ok
+	}
+	m.ok = policy.RoutineStart(d, sched, now)
+	m.sched, m.planned, m.from, m.set = sched, d.BeforeStart.RefreshAt, sec, true
+	return m.ok
 }
 
 // ruleEnded records that key's rule has no occurrence left: nothing is
