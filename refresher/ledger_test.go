@@ -3,6 +3,7 @@ package refresher
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
+	"github.com/refresher/refresher/schedule"
 )
 
 // ledger reads the row's entries and its kind's, oldest first.
@@ -515,4 +517,33 @@ func TestWhyReadsOnPastAPauseOpenAtTheRangesEnd(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "Nov 21 14:00 UTC was planned. It was not dispatched at 14:00: the kind was paused from 13:50 to 15:30 by ops ('failover'). It was dispatched at 15:30 and succeeded at 15:31.", ans.Sentence)
 	require.Equal(t, now, ans.To, "the read went on to now")
+}
+
+// The dispatcher's memo of policy.RoutineStart answers as RoutineStart
+// whatever the sequence of schedules, refresh_at, seconds and decisions.
+func TestLedgerRoutineStartMemo(t *testing.T) {
+	t.Parallel()
+	daily, err := schedule.Parse(dailyAt14)
+	require.NoError(t, err)
+	hourly, err := schedule.Parse("DTSTART:20260101T000000Z\nRRULE:FREQ=HOURLY")
+	require.NoError(t, err)
+	spread := policy.Spreaded(hourly, 90*time.Second)
+	scheds := []policy.Nexter{daily, hourly, spread, nil}
+	at14 := t0.Add(4 * time.Hour)
+	planned := []time.Time{at14, at14.Add(-24 * time.Hour), at14.Add(time.Hour), at14.Add(90 * time.Second), at14.Add(37 * time.Minute)}
+	nows := []time.Time{at14.Add(300 * time.Millisecond), at14.Add(50 * time.Minute), at14.Add(61 * time.Minute), at14.Add(3 * time.Minute)}
+	b := newLedgerBatch("items", true)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range 5000 {
+		d := policy.DueDecision{Action: policy.DueStarted, BeforeStart: policy.State{RefreshAt: planned[rng.IntN(len(planned))]}}
+		if rng.IntN(8) == 0 {
+			d.BeforeStart.AttemptNo = 1
+		}
+		if rng.IntN(8) == 0 {
+			d.TimedOut = true
+		}
+		sched, now := scheds[rng.IntN(len(scheds))], nows[rng.IntN(len(nows))]
+		want := policy.RoutineStart(d, sched, now)
+		require.Equal(t, want, b.routineStart(d, sched, now), "step %d: %s from %s at %s", i, sched, d.BeforeStart.RefreshAt, now)
+	}
 }
