@@ -89,7 +89,8 @@ type Entry struct {
 	// Planned is the occurrence (refresh_at) the decision is about.
 	Planned time.Time
 	// Dispatched is when Attempt was dispatched, on the entries that end
-	// an attempt (succeeded, failed, timed_out, late) and on undone: a
+	// an attempt (succeeded, failed, timed_out, late), on extended and on
+	// undone: a
 	// routine start writes no dispatched entry of its own (see
 	// PlannedDerivable), so its outcome carries the dispatch. Zero when
 	// unknown.

@@ -204,7 +204,7 @@ func withDispatches(q WhyQuery) []Entry {
 	}
 	for _, x := range q.Entries {
 		switch x.Event {
-		case EventSucceeded, EventFailed, EventTimedOut, EventLate:
+		case EventSucceeded, EventFailed, EventTimedOut, EventLate, EventExtended:
 			if x.Key != "" {
 				add(x, x.Dispatched)
 			}

@@ -272,6 +272,16 @@ func TestWhyCitesItsEntries(t *testing.T) {
 	require.Equal(t, []Entry{pause, resume, one}, w.Entries)
 }
 
+// A routine attempt whose lease was extended, read before its outcome
+// (the row no longer says it runs): the lease's entry carries the dispatch.
+func TestWhyDispatchFromALease(t *testing.T) {
+	t.Parallel()
+	ext := row(EventExtended, hms(9, 8, 0), attempt("a1"), from(hms(9, 0, 0)), until(hms(9, 30, 0)))
+	w := Explain(WhyQuery{At: hms(9, 0, 0), Now: whyNow, Schedule: mustParse(t, "DTSTART:20260101T000000Z\nRRULE:FREQ=HOURLY"), Entries: []Entry{ext}})
+	require.Equal(t, "Nov 25 09:00 UTC was planned. It was dispatched at 09:00, had its lease extended by its worker to 09:30 and no outcome is recorded yet.", w.Sentence)
+	require.Equal(t, []Entry{ext}, w.Entries)
+}
+
 // TestRoutineStart: a start needs no dispatched entry only when Explain
 // can tell the occurrence from its dispatch time, read to the second, and
 // the schedule; a retry, a start after a timeout or misfire, or from a

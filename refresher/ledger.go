@@ -229,7 +229,7 @@ func (b *ledgerBatch) apply(key string, r policy.Result, before, st policy.State
 	case d.Failed:
 		b.failure(policy.EventFailed, key, r.AttemptUID, dispatched, r.Reason, d.Failure, p.RetryBound(d.Failure, r.RetryAfter), now)
 	case d.Extended:
-		b.add(policy.Entry{At: now, Key: key, Event: policy.EventExtended, Attempt: r.AttemptUID, Until: st.TimeoutAt})
+		b.add(policy.Entry{At: now, Key: key, Event: policy.EventExtended, Attempt: r.AttemptUID, Dispatched: dispatched, Until: st.TimeoutAt})
 	case r.Type == policy.ResultSuccess:
 		b.succeeded(key, r.AttemptUID, dispatched, st.RefreshAt, now)
 	}
