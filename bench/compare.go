@@ -94,7 +94,13 @@ func (e *env) compare(ctx context.Context) error {
 	for i := range o.repeat {
 		for j := range vs {
 			v := vs[(i+j)%len(vs)]
-			r, err := e.cycle(ctx, v.variant, modeFull, e.backlogPlan(due), false)
+			p := e.backlogPlan(due)
+			if o.ledger {
+				if p, err = e.occurrencePlan(due); err != nil {
+					return err
+				}
+			}
+			r, err := e.cycle(ctx, v.variant, modeFull, p, false)
 			if err != nil {
 				return err
 			}

@@ -35,6 +35,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/refresher/refresher/refresher"
+	"github.com/refresher/refresher/schedule"
 )
 
 type options struct {
@@ -478,6 +479,27 @@ func (e *env) backlogPlan(due int64) *plan {
 	step = max(step.Truncate(time.Microsecond), time.Microsecond)
 	return &plan{rows: e.rows, due: due, active: due,
 		base: time.Now().UTC().Add(-time.Duration(due) * step).Truncate(time.Microsecond), step: step}
+}
+
+// occurrencePlan makes n rows due at the kind's last occurrence
+// (kindRule) at or before now, as a row is after its first success: the
+// routine cycle of the ledger's comparison, whose starts need no
+// dispatched entry (policy.RoutineStart), while the backlog's refresh_at,
+// written by the application, is no occurrence.
+func (e *env) occurrencePlan(due int64) (*plan, error) {
+	sched, err := schedule.Parse(kindRule)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now().UTC()
+	last := sched.Next(now.Add(-8 * 24 * time.Hour))
+	for n := sched.Next(last); !n.IsZero() && !n.After(now); n = sched.Next(n) {
+		last = n
+	}
+	if last.IsZero() || last.After(now) {
+		return nil, fmt.Errorf("the rule %q has no occurrence in the week before now", kindRule)
+	}
+	return &plan{rows: e.rows, due: due, active: due, base: last}, nil
 }
 
 // fullRuns runs the full cycle repeat times per implementation, alternating,

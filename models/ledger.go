@@ -110,6 +110,8 @@ type ledgerDetail struct {
 	By       string `json:"by,omitempty"`
 	Note     string `json:"no,omitempty"`
 	Group    string `json:"g,omitempty"`
+	// Dispatched: Entry.Dispatched.
+	Dispatched int64 `json:"dp,omitempty"`
 }
 
 // Micros is t in microseconds since 1970 UTC; 0 for the zero time.
@@ -160,6 +162,7 @@ func AppendLedgerDetail(buf []byte, e policy.Entry) []byte {
 	buf = appendText(buf, start, "by", e.By, maxLedgerName)
 	buf = appendText(buf, start, "no", e.Note, maxLedgerText)
 	buf = appendText(buf, start, "g", e.Group, maxLedgerName)
+	buf = appendMicros(buf, start, "dp", e.Dispatched)
 	if len(buf) == start+1 {
 		return buf[:start]
 	}
@@ -218,7 +221,7 @@ func LedgerEntry(kind, key string, atUS int64, event string, detail []byte) (pol
 	}
 	e.Attempt, e.Planned, e.Next, e.Bound = d.Attempt, FromMicros(d.Planned), FromMicros(d.Next), d.Bound
 	e.Until, e.Reason, e.Disabled, e.Priority = FromMicros(d.Until), d.Reason, d.Disabled, d.Priority
-	e.By, e.Note, e.Group = d.By, d.Note, d.Group
+	e.By, e.Note, e.Group, e.Dispatched = d.By, d.Note, d.Group, FromMicros(d.Dispatched)
 	return e, nil
 }
 

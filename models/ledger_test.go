@@ -19,6 +19,7 @@ func TestLedgerDetailRoundTrip(t *testing.T) {
 		{Attempt: "a", Planned: at, Next: at.Add(time.Hour), Bound: policy.BoundIncidentFloor, Until: at.Add(time.Minute),
 			Reason: "say \"no\"\\ \x01\n✓", Disabled: true, Priority: &prio, By: "alice", Note: "ü", Group: "api-a"},
 		{Priority: &prio},
+		{Attempt: "d4ks0m2h7ctg01q7vb1g", Next: at.Add(time.Hour), Dispatched: at.Add(-time.Minute)},
 	} {
 		e.At, e.Kind, e.Key, e.Event = at, "k", "1", policy.EventFailed
 		detail := AppendLedgerDetail(nil, e)

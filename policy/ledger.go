@@ -11,7 +11,9 @@ type Event string
 const (
 	// EventDispatched: an attempt started and its job was pushed
 	// (Entry.Attempt, Entry.Planned: the refresh_at it ran for,
-	// Entry.Priority when raised).
+	// Entry.Priority when raised). A routine start (RoutineStart) has
+	// none: its outcome's Entry.Dispatched says when it started, and the
+	// schedule what for.
 	EventDispatched Event = "dispatched"
 	// EventSucceeded: a success was applied; Entry.Next is the next
 	// planned occurrence (zero when the rule has none left).
@@ -86,6 +88,13 @@ type Entry struct {
 	Attempt string
 	// Planned is the occurrence (refresh_at) the decision is about.
 	Planned time.Time
+	// Dispatched is when Attempt was dispatched, on the entries that end
+	// an attempt (succeeded, failed, timed_out, late), on extended and on
+	// undone: a
+	// routine start writes no dispatched entry of its own (see
+	// PlannedDerivable), so its outcome carries the dispatch. Zero when
+	// unknown.
+	Dispatched time.Time
 	// Next is the refresh_at written: the next occurrence or the retry.
 	Next  time.Time
 	Bound string
@@ -130,4 +139,32 @@ func (p Policy) RetryBound(d Decision, retryAfter time.Duration) string {
 		return BoundRetryList
 	}
 	return ""
+}
+
+// RoutineStart reports whether the attempt d started at now is routine:
+// its dispatch needs no entry of its own, because Explain tells all of it
+// from the entry that ends it (Entry.Dispatched) and from sched. It is so
+// when the start is not a retry, follows no timeout or misfire, and its
+// refresh_at (d.BeforeStart.RefreshAt) is an occurrence of sched and the
+// last one at or before the dispatch, read to the second either way (the
+// dispatch time an outcome carries may be the attempt's xid's, whole
+// seconds). The shell adds its own condition: the kind's priority.
+func RoutineStart(d DueDecision, sched Nexter, now time.Time) bool {
+	planned := d.BeforeStart.RefreshAt
+	if d.Action != DueStarted || d.TimedOut || !d.MissedSince.IsZero() || d.BeforeStart.AttemptNo != 0 || sched == nil {
+		return false
+	}
+	sec := now.Truncate(time.Second)
+	if planned.IsZero() || planned.After(sec) || !sched.Next(planned.Add(-time.Nanosecond)).Equal(planned) {
+		return false
+	}
+	n := sched.Next(planned)
+	return n.IsZero() || n.After(sec.Add(time.Second))
+}
+
+// routinePlanned is the occurrence a routine start dispatched at
+// dispatched ran for (see RoutineStart): the last of sched at or before
+// it, read to the second.
+func routinePlanned(sched Nexter, dispatched time.Time) time.Time {
+	return previous(sched, dispatched.Truncate(time.Second).Add(time.Nanosecond))
 }

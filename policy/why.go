@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -170,12 +171,78 @@ func Explain(q WhyQuery) Why {
 	if q.Loc == nil {
 		q.Loc = time.UTC
 	}
-	e := explainer{q: q}
+	e := explainer{q: q, given: q.Entries}
+	e.q.Entries = withDispatches(q)
 	return e.explain()
 }
 
+// withDispatches is q.Entries with the dispatch of each routine start
+// (RoutineStart) put back where it happened: an attempt whose entries
+// hold no dispatched entry was dispatched at the Dispatched of the entry
+// that ended it, or, while it runs, at the row's AttemptAt; it ran for
+// its Planned when the entry has one, else for the schedule's last
+// occurrence at or before then. Such dispatches are not cited (they are
+// not the ledger's), the entries they come from are.
+func withDispatches(q WhyQuery) []Entry {
+	var made []Entry
+	known := map[string]bool{}
+	for _, x := range q.Entries {
+		if x.Key != "" && x.Event == EventDispatched && x.Attempt != "" {
+			known[x.Attempt] = true
+		}
+	}
+	add := func(x Entry, at time.Time) {
+		if x.Attempt == "" || at.IsZero() || known[x.Attempt] || q.Schedule == nil {
+			return
+		}
+		known[x.Attempt] = true
+		p := x.Planned
+		if p.IsZero() {
+			p = routinePlanned(q.Schedule, at)
+		}
+		made = append(made, Entry{At: at, Kind: x.Kind, Key: x.Key, Event: EventDispatched, Attempt: x.Attempt, Planned: p, Priority: x.Priority})
+	}
+	for _, x := range q.Entries {
+		switch x.Event {
+		case EventSucceeded, EventFailed, EventTimedOut, EventLate, EventExtended:
+			if x.Key != "" {
+				add(x, x.Dispatched)
+			}
+		}
+	}
+	if r := q.Row; r.Running() {
+		key := ""
+		for _, x := range q.Entries {
+			if x.Key != "" {
+				key = x.Key
+				break
+			}
+		}
+		// Any key but "" makes it the row's (the query does not name it).
+		add(Entry{Kind: q.Policy.Kind, Key: cmpStr(key, "?"), Attempt: r.AttemptUID}, r.AttemptAt)
+	}
+	if len(made) == 0 {
+		return q.Entries
+	}
+	// Merged by time; a dispatch goes before the entries of its instant.
+	slices.SortStableFunc(made, func(a, b Entry) int { return a.At.Compare(b.At) })
+	out := make([]Entry, 0, len(q.Entries)+len(made))
+	i := 0
+	for _, x := range q.Entries {
+		for i < len(made) && !made[i].At.After(x.At) {
+			out = append(out, made[i])
+			i++
+		}
+		out = append(out, x)
+	}
+	return append(out, made[i:]...)
+}
+
 type explainer struct {
-	q     WhyQuery
+	q WhyQuery
+	// given are the entries as read; q.Entries adds the routine
+	// dispatches (withDispatches).
+	given []Entry
 	occ   time.Time // the occurrence explained
 	ended bool      // At lies after the rule's last occurrence, occ
 	used  []Entry
@@ -210,7 +277,7 @@ func (e *explainer) answer(c Cause, sentences ...string) Why {
 	}
 	// In the ledger's order (oldest first, as the entries came).
 	var used []Entry
-	for _, x := range e.q.Entries {
+	for _, x := range e.given {
 		for _, u := range e.used {
 			if same(u, x) {
 				used = append(used, x)

@@ -443,7 +443,7 @@ func (d *dispatcher) decide(row *models.Row, now time.Time, pol policy.Policy) {
 		row.State, dec = policy.Held(row.State, dec, until, now)
 	}
 	d.tally.due(row.Key, dec)
-	d.entries.due(row, before, dec, pol, now)
+	d.entries.due(row, before, dec, sched, pol, now)
 	if dec.Action == policy.DueStarted {
 		d.starts = append(d.starts, started{before: *row, uid: dec.AttemptUID})
 		d.starts[len(d.starts)-1].before.State = dec.BeforeStart
@@ -483,7 +483,8 @@ func (d *dispatcher) undo(ctx context.Context, starts []started) (int, error) {
 		now := d.clock.Now()
 		entries := make([]policy.Entry, len(starts))
 		for i, s := range starts {
-			entries[i] = policy.Entry{At: now, Kind: d.kind.Name, Key: s.before.Key, Event: policy.EventUndone, Attempt: s.uid}
+			entries[i] = policy.Entry{At: now, Kind: d.kind.Name, Key: s.before.Key, Event: policy.EventUndone, Attempt: s.uid,
+				Planned: s.before.State.RefreshAt, Dispatched: attemptTime(s.uid)}
 		}
 		if lerr := d.ledger.AppendLedger(ctx, entries); lerr != nil {
 			d.log.Warn("cannot record the undone attempts in the ledger", "err", lerr)

@@ -5,6 +5,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/rs/xid"
+
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/policy"
 )
@@ -32,10 +34,10 @@ const (
 // LedgerConfig is Config.Ledger. The zero value records nothing.
 type LedgerConfig struct {
 	// On records the decisions. Off (the default) costs nothing: no
-	// statement and no allocation per row. On, each model costs two
-	// entries per cycle, two index inserts, which a service whose database
-	// is its bottleneck pays in throughput (docs/performance.md, "The
-	// ledger").
+	// statement and no allocation per row. On, a routine cycle (a start
+	// from its occurrence and its success) costs one entry, one index
+	// insert, which a service whose database is its bottleneck pays in
+	// throughput (docs/performance.md, "The ledger").
 	On bool
 	// Bounds are what the ledger keeps (zero fields: the defaults): the
 	// last MaxEntries entries of each row and KindMaxEntries of each
@@ -63,6 +65,14 @@ func (l LedgerConfig) WithDefaults() LedgerConfig {
 type ledgerBatch struct {
 	kind    string
 	entries []policy.Entry
+	// routine is the last answer of policy.RoutineStart: the rows of a
+	// batch mostly share their schedule, refresh_at and second, and the
+	// answer costs two schedule evaluations.
+	routine struct {
+		sched         policy.Nexter
+		planned, from time.Time
+		ok, set       bool
+	}
 }
 
 // newLedgerBatch returns the batch of kind, nil when on is false.
@@ -101,9 +111,10 @@ func (b *ledgerBatch) write(ctx context.Context, tx models.Tx) error {
 }
 
 // failure records a failure decision f (from a worker's failure, EventFailed,
-// or a timeout, EventTimedOut) of attempt about key at now.
-func (b *ledgerBatch) failure(ev policy.Event, key, attempt, reason string, f policy.Decision, bound string, at time.Time) {
-	e := policy.Entry{At: at, Key: key, Event: ev, Attempt: attempt, Reason: policy.Truncate(reason, policy.MaxLastErrorLen),
+// or a timeout, EventTimedOut) of attempt, dispatched at dispatched, about
+// key at now.
+func (b *ledgerBatch) failure(ev policy.Event, key, attempt string, dispatched time.Time, reason string, f policy.Decision, bound string, at time.Time) {
+	e := policy.Entry{At: at, Key: key, Event: ev, Attempt: attempt, Dispatched: dispatched, Reason: policy.Truncate(reason, policy.MaxLastErrorLen),
 		Next: f.RefreshAt, Bound: bound}
 	if f.Branch == policy.BranchDisabled {
 		e.Disabled = true
@@ -115,17 +126,23 @@ func (b *ledgerBatch) failure(ev policy.Event, key, attempt, reason string, f po
 }
 
 // due records what the dispatcher decided for row at now: before is the
-// row's state as claimed, p the kind's policy (for the bound of a
-// timeout's retry).
-func (b *ledgerBatch) due(row *models.Row, before policy.State, d policy.DueDecision, p policy.Policy, now time.Time) {
+// row's state as claimed, sched its schedule (nil when it has none), p
+// the kind's policy (for the bound of a timeout's retry). A routine start
+// (policy.RoutineStart, at the kind's priority) records nothing: the entry
+// that ends the attempt carries its dispatch, so that a routine cycle
+// costs one entry.
+func (b *ledgerBatch) due(row *models.Row, before policy.State, d policy.DueDecision, sched policy.Nexter, p policy.Policy, now time.Time) {
 	if b == nil {
 		return
 	}
 	if d.TimedOut {
-		b.failure(policy.EventTimedOut, row.Key, before.AttemptUID, row.State.LastError, d.Timeout, p.RetryBound(d.Timeout, 0), now)
+		b.failure(policy.EventTimedOut, row.Key, before.AttemptUID, before.AttemptAt, row.State.LastError, d.Timeout, p.RetryBound(d.Timeout, 0), now)
 	}
 	switch d.Action {
 	case policy.DueStarted:
+		if row.Priority.Source == models.PriorityKind && b.routineStart(d, sched, now) {
+			return
+		}
 		e := policy.Entry{At: now, Key: row.Key, Event: policy.EventDispatched, Attempt: d.AttemptUID,
 			Planned: d.BeforeStart.RefreshAt}
 		if !d.MissedSince.IsZero() {
@@ -150,49 +167,83 @@ func (b *ledgerBatch) due(row *models.Row, before policy.State, d policy.DueDeci
 	}
 }
 
+// routineStart is policy.RoutineStart(d, sched, now), from the last
+// answer when that was for the same schedule, refresh_at and second. The
+// schedules compared are the dispatcher's (pointers, or spread values of
+// pointers: comparable).
+func (b *ledgerBatch) routineStart(d policy.DueDecision, sched policy.Nexter, now time.Time) bool {
+	m := &b.routine
+	sec := now.Truncate(time.Second)
+	plain := d.Action == policy.DueStarted && !d.TimedOut && d.MissedSince.IsZero() && d.BeforeStart.AttemptNo == 0
+	if !plain || sched == nil {
+		return false
+	}
+	if m.set && m.sched == sched && m.planned.Equal(d.BeforeStart.RefreshAt) && m.from.Equal(sec) {
+		return m.ok
+	}
+	m.ok = policy.RoutineStart(d, sched, now)
+	m.sched, m.planned, m.from, m.set = sched, d.BeforeStart.RefreshAt, sec, true
+	return m.ok
+}
+
 // ruleEnded records that key's rule has no occurrence left: nothing is
 // planned until the application changes the row.
 func (b *ledgerBatch) ruleEnded(key string, now time.Time) {
 	b.add(policy.Entry{At: now, Key: key, Event: policy.EventDisabled, Reason: "the rule has no occurrence left"})
 }
 
-// succeeded records a success of attempt on key at now, with the next
-// occurrence planned.
-func (b *ledgerBatch) succeeded(key, attempt string, next, now time.Time) {
+// succeeded records a success of attempt, dispatched at dispatched, on
+// key at now, with the next occurrence planned.
+func (b *ledgerBatch) succeeded(key, attempt string, dispatched, next, now time.Time) {
 	if b == nil {
 		return
 	}
-	b.add(policy.Entry{At: now, Key: key, Event: policy.EventSucceeded, Attempt: attempt, Next: next})
+	b.add(policy.Entry{At: now, Key: key, Event: policy.EventSucceeded, Attempt: attempt, Dispatched: dispatched, Next: next})
 	if next.IsZero() {
 		b.ruleEnded(key, now)
 	}
 }
 
-// apply records what the poller decided for result r of key at now: st is
-// the row's state after, p the kind's policy.
-func (b *ledgerBatch) apply(key string, r policy.Result, st policy.State, d policy.ApplyDecision, p policy.Policy, now time.Time) {
+// apply records what the poller decided for result r of key at now:
+// before and st are the row's state before and after, p the kind's policy.
+func (b *ledgerBatch) apply(key string, r policy.Result, before, st policy.State, d policy.ApplyDecision, p policy.Policy, now time.Time) {
 	if b == nil {
 		return
+	}
+	var dispatched time.Time // of r's attempt, when it is the row's
+	if before.AttemptUID == r.AttemptUID {
+		dispatched = before.AttemptAt
 	}
 	switch d.Outcome {
 	case policy.OutcomeStale:
 		b.add(policy.Entry{At: now, Key: key, Event: policy.EventStale, Attempt: r.AttemptUID})
 		return
 	case policy.OutcomeLate:
-		b.add(policy.Entry{At: now, Key: key, Event: policy.EventLate, Attempt: r.AttemptUID})
+		b.add(policy.Entry{At: now, Key: key, Event: policy.EventLate, Attempt: r.AttemptUID, Dispatched: dispatched})
 	}
 	switch {
 	case d.InvalidSchedule:
 		b.add(policy.Entry{At: now, Key: key, Event: policy.EventDisabled, Attempt: r.AttemptUID, Reason: st.DisabledReason})
 	case d.TimedOut:
-		b.failure(policy.EventTimedOut, key, r.AttemptUID, st.LastError, d.Failure, p.RetryBound(d.Failure, 0), now)
+		b.failure(policy.EventTimedOut, key, r.AttemptUID, dispatched, st.LastError, d.Failure, p.RetryBound(d.Failure, 0), now)
 	case d.Failed:
-		b.failure(policy.EventFailed, key, r.AttemptUID, r.Reason, d.Failure, p.RetryBound(d.Failure, r.RetryAfter), now)
+		b.failure(policy.EventFailed, key, r.AttemptUID, dispatched, r.Reason, d.Failure, p.RetryBound(d.Failure, r.RetryAfter), now)
 	case d.Extended:
-		b.add(policy.Entry{At: now, Key: key, Event: policy.EventExtended, Attempt: r.AttemptUID, Until: st.TimeoutAt})
+		b.add(policy.Entry{At: now, Key: key, Event: policy.EventExtended, Attempt: r.AttemptUID, Dispatched: dispatched, Until: st.TimeoutAt})
 	case r.Type == policy.ResultSuccess:
-		b.succeeded(key, r.AttemptUID, st.RefreshAt, now)
+		b.succeeded(key, r.AttemptUID, dispatched, st.RefreshAt, now)
 	}
+}
+
+// attemptTime is when the service made the attempt uid (its xid's time,
+// to the second): the dispatch time of an attempt whose row is not read.
+// Zero when uid is not an xid.
+func attemptTime(uid string) time.Time {
+	id, err := xid.FromString(uid)
+	if err != nil {
+		return time.Time{}
+	}
+	return id.Time().UTC()
 }
 
 // holds records the throttle holds a batch set, as entries of the kind.

@@ -3,6 +3,7 @@ package refresher
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
+	"github.com/refresher/refresher/schedule"
 )
 
 // ledger reads the row's entries and its kind's, oldest first.
@@ -86,7 +88,7 @@ func TestLedgerRecordsARowsLife(t *testing.T) {
 
 		b.send(redisio.Result{UID: "m1", AttemptUID: j1.AttemptUID, Type: "failure", Reason: "HTTP 503", RetryAfterSeconds: 120})
 		f := b.waitEntries("m1", policy.EventFailed, 1)[0]
-		require.Equal(t, policy.Entry{At: t0, Kind: "items", Key: "m1", Event: policy.EventFailed, Attempt: j1.AttemptUID,
+		require.Equal(t, policy.Entry{At: t0, Kind: "items", Key: "m1", Event: policy.EventFailed, Attempt: j1.AttemptUID, Dispatched: t0,
 			Reason: "HTTP 503", Next: t0.Add(2 * time.Minute), Bound: policy.BoundRetryAfter}, f)
 
 		now := b.clock.Advance(2 * time.Minute)
@@ -391,9 +393,9 @@ func TestLedgerOffAllocatesNothing(t *testing.T) {
 	now := t0
 	allocs := testing.AllocsPerRun(100, func() {
 		b.reset()
-		b.due(&row, row.State, policy.DueDecision{Action: policy.DueStarted, AttemptUID: "a"}, p, now)
-		b.apply("k", policy.Result{Type: policy.ResultSuccess}, row.State, policy.ApplyDecision{Outcome: policy.OutcomeApplied}, p, now)
-		b.succeeded("k", "a", now, now)
+		b.due(&row, row.State, policy.DueDecision{Action: policy.DueStarted, AttemptUID: "a"}, nil, p, now)
+		b.apply("k", policy.Result{Type: policy.ResultSuccess}, row.State, row.State, policy.ApplyDecision{Outcome: policy.OutcomeApplied}, p, now)
+		b.succeeded("k", "a", now, now, now)
 		b.holds(nil, now)
 	})
 	require.Zero(t, allocs)
@@ -425,6 +427,45 @@ func TestLedgerExplainedByWhy(t *testing.T) {
 	})
 }
 
+// A routine cycle, a start from its occurrence and its success, is one
+// entry on every store: the success, which carries the dispatch (from
+// the attempt's xid on the success path that does not read the row; from
+// the row on the one that does, as a failure's). Why tells it as before.
+func TestLedgerRoutineCycleIsOneEntry(t *testing.T) {
+	t.Parallel()
+	forEachStore(t, allStores, func(t *testing.T, store string) {
+		b := setup(t, setupOpts{store: store, timeout: 10 * time.Minute, retry: "delays:5m"})
+		at14 := t0.Add(4 * time.Hour) // an occurrence of dailyAt14
+		b.exec("INSERT INTO items (uid, input_url, refresh_at) VALUES (?, ?, ?)", "m1", "https://example.com/m1", at14)
+		b.exec("INSERT INTO items (uid, input_url, refresh_at) VALUES (?, ?, ?)", "m2", "https://example.com/m2", at14)
+		b.start(ledgerOn)
+		b.clock.Advance(4*time.Hour + 1500*time.Millisecond) // 14:00:01.5
+		jobs := b.jobsByUID(2)
+		b.send(redisio.Result{UID: "m1", AttemptUID: jobs["m1"].AttemptUID, Type: "success"})
+		b.send(redisio.Result{UID: "m2", AttemptUID: jobs["m2"].AttemptUID, Type: "failure", Reason: "HTTP 503"})
+		s := b.waitEntries("m1", policy.EventSucceeded, 1)[0]
+		f := b.waitEntries("m2", policy.EventFailed, 1)[0]
+		es := b.ledger("m1")
+		require.Equal(t, []policy.Event{policy.EventSucceeded}, []policy.Event{es[0].Event}, events(es))
+		require.Len(t, es, 1, events(es))
+		require.Equal(t, jobs["m1"].AttemptUID, s.Attempt)
+		// The xid's second on the path that does not read the row; the
+		// row's attempt time on the one that does (a batch with m2's failure).
+		require.Equal(t, at14.Add(time.Second), s.Dispatched.Truncate(time.Second), "dispatched %s", s.Dispatched)
+		require.Empty(t, entries(b.ledger("m2"), "m2", policy.EventDispatched), "a routine start has no entry")
+		require.Equal(t, at14.Add(time.Second), f.Dispatched.Truncate(time.Second), "from the row: %s", f.Dispatched)
+
+		k := WhyKind{Name: "items", Table: b.kind.Table, Schedule: b.kind.Schedule, Policy: b.kind.Policy}
+		ans, err := NewAdmin(b.store, b.rio).Why(context.Background(), k, "m1", at14, b.clock.Now())
+		require.NoError(t, err)
+		require.Equal(t, "Nov 21 14:00 UTC was planned. It was dispatched at 14:00:01 and succeeded at 14:00:01.", ans.Sentence)
+		require.Equal(t, []policy.Entry{s}, ans.Entries)
+		ans, err = NewAdmin(b.store, b.rio).Why(context.Background(), k, "m2", at14, b.clock.Now())
+		require.NoError(t, err)
+		require.Equal(t, "Nov 21 14:00 UTC was planned. It was dispatched at 14:00:01 and failed at 14:00:01 (HTTP 503); the retry list planned a retry at 14:05:01.", ans.Sentence)
+	})
+}
+
 // A push that fails undoes its attempt: an undone entry names the
 // dispatched attempt. A rule without occurrences left ends the row's plan:
 // its success has no next, and a disabled entry says why.
@@ -442,6 +483,7 @@ func TestLedgerRecordsAnUndonePushAndTheRulesEnd(t *testing.T) {
 	})
 	u := b.waitEntries("m1", policy.EventUndone, 1)[0]
 	require.Equal(t, b.waitEntries("m1", policy.EventDispatched, 1)[0].Attempt, u.Attempt)
+	require.True(t, u.Planned.Equal(t0) && u.Dispatched.Equal(t0), "the undone dispatch: planned %s, dispatched %s", u.Planned, u.Dispatched)
 
 	// Redis back: the rows are dispatched again; "once" succeeds.
 	proxy.Restore()
@@ -477,4 +519,33 @@ func TestWhyReadsOnPastAPauseOpenAtTheRangesEnd(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "Nov 21 14:00 UTC was planned. It was not dispatched at 14:00: the kind was paused from 13:50 to 15:30 by ops ('failover'). It was dispatched at 15:30 and succeeded at 15:31.", ans.Sentence)
 	require.Equal(t, now, ans.To, "the read went on to now")
+}
+
+// The dispatcher's memo of policy.RoutineStart answers as RoutineStart
+// whatever the sequence of schedules, refresh_at, seconds and decisions.
+func TestLedgerRoutineStartMemo(t *testing.T) {
+	t.Parallel()
+	daily, err := schedule.Parse(dailyAt14)
+	require.NoError(t, err)
+	hourly, err := schedule.Parse("DTSTART:20260101T000000Z\nRRULE:FREQ=HOURLY")
+	require.NoError(t, err)
+	spread := policy.Spreaded(hourly, 90*time.Second)
+	scheds := []policy.Nexter{daily, hourly, spread, nil}
+	at14 := t0.Add(4 * time.Hour)
+	planned := []time.Time{at14, at14.Add(-24 * time.Hour), at14.Add(time.Hour), at14.Add(90 * time.Second), at14.Add(37 * time.Minute)}
+	nows := []time.Time{at14.Add(300 * time.Millisecond), at14.Add(50 * time.Minute), at14.Add(61 * time.Minute), at14.Add(3 * time.Minute)}
+	b := newLedgerBatch("items", true)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range 5000 {
+		d := policy.DueDecision{Action: policy.DueStarted, BeforeStart: policy.State{RefreshAt: planned[rng.IntN(len(planned))]}}
+		if rng.IntN(8) == 0 {
+			d.BeforeStart.AttemptNo = 1
+		}
+		if rng.IntN(8) == 0 {
+			d.TimedOut = true
+		}
+		sched, now := scheds[rng.IntN(len(scheds))], nows[rng.IntN(len(nows))]
+		want := policy.RoutineStart(d, sched, now)
+		require.Equal(t, want, b.routineStart(d, sched, now), "step %d: %s from %s at %s", i, sched, d.BeforeStart.RefreshAt, now)
+	}
 }

@@ -587,7 +587,9 @@ func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.T
 				if !at.IsZero() && (earliest.IsZero() || at.Before(earliest)) {
 					earliest = at
 				}
-				p.entries.succeeded(m.Result.UID, m.Result.AttemptUID, at, now)
+				if p.entries != nil {
+					p.entries.succeeded(m.Result.UID, m.Result.AttemptUID, attemptTime(m.Result.AttemptUID), at, now)
+				}
 				continue
 			}
 			row, ok := rows[m.Result.UID]
@@ -602,7 +604,7 @@ func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.T
 			st, dec := pol.Apply(row.State, pr, now, sched, serr, p.rand())
 			p.tally.apply(m.Result.UID, m.Result.Type, dec)
 			p.note(m.Result, string(dec.Outcome))
-			p.entries.apply(m.Result.UID, pr, st, dec, pol, now)
+			p.entries.apply(m.Result.UID, pr, row.State, st, dec, pol, now)
 			if pr.Extend > 0 {
 				leases = append(leases, leaseAnswer(pr, st, dec))
 			}
