@@ -13,7 +13,7 @@ import (
 // '{enabled: false}'.
 type Ledger struct {
 	// Enabled records the decisions. Default false: on, each model costs
-	// two entries per cycle (docs/performance.md, "The ledger").
+	// one entry per routine cycle (docs/performance.md, "The ledger").
 	Enabled bool `yaml:"enabled"`
 	// MaxEntries is how many entries of one row the ledger keeps, the
 	// newest. Default 100.
