@@ -36,8 +36,9 @@ func (s *statements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.Tra
 func (s *statements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // TestOneShotScansWalkTheirIndex: the claim's scan of a one-shot level
-// (refresh_priority_once) and the urgent probe read that column's index,
-// never the refresh_at index filtered on the level. With refresh_at usable
+// (refresh_priority_once), the urgent probe, the backlog's count and the
+// alerts of such a level read that column's index, never another index
+// (refresh_at's, refresh_attempt_no's) filtered on the level. With refresh_at usable
 // as an index condition, PostgreSQL walks the refresh_at index whenever it
 // prefers a plan without a sort (forced here with enable_sort off; in a
 // drain, statistics that say little is due do it), and then reads every
@@ -79,6 +80,12 @@ func TestOneShotScansWalkTheirIndex(t *testing.T) {
 		return err
 	}))
 	eq(t, keys, []string{"1999"}, "the urgent claim takes the triggered row")
+	exec(t, s, `UPDATE items SET refresh_priority_once = 0, refresh_attempt_no = 3 WHERE k = 1998`)
+	_, err = s.Backlog(ctx, tbl, now)
+	must(t, err)
+	alerts, err := s.AlertsByLevel(ctx, tbl, now)
+	must(t, err)
+	eq(t, alerts[0].MaxAttemptNo, 3, "the one-shot level's highest attempt")
 
 	conn, err := pgx.Connect(ctx, url)
 	must(t, err)
@@ -103,11 +110,11 @@ func TestOneShotScansWalkTheirIndex(t *testing.T) {
 			plan = append(plan, line)
 		}
 		must(t, rows.Err())
-		if p := strings.Join(plan, "\n"); strings.Contains(p, "items_refresh_at_idx") {
-			t.Errorf("a one-shot scan walks the refresh_at index:\n%s\n%s", st.sql, p)
+		if p := strings.Join(plan, "\n"); !strings.Contains(p, "items_refresh_priority_once_idx") {
+			t.Errorf("a one-shot scan walks another index than refresh_priority_once's:\n%s\n%s", st.sql, p)
 		}
 	}
-	if checked < 2 {
-		t.Fatalf("%d one-shot statements seen, want the probe's and the claim's", checked)
+	if checked < 5 {
+		t.Fatalf("%d one-shot statements seen, want the probe's, the claim's, the count's and the alerts' two", checked)
 	}
 }

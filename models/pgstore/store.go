@@ -352,9 +352,17 @@ func (s *Store) AlertsByLevel(ctx context.Context, t models.Table, now time.Time
 				return 0, nil
 			}
 			filter, args := sc.Filter(doubleQuote, "$1", false)
+			// A one-shot level's index has no refresh_attempt_no: as in
+			// dueAt, the term is hidden from refresh_attempt_no's own
+			// index, which the planner could walk from the highest
+			// attempt down, filtering every row on the level.
+			no := `"refresh_attempt_no"`
+			if sc.Source == models.PriorityOnce {
+				no = `("refresh_attempt_no" + 0)`
+			}
 			var n *int
-			err := s.pool.QueryRow(ctx, "SELECT "+`"refresh_attempt_no" FROM `+q.table+" WHERE "+filter+`"refresh_attempt_no" IS NOT NULL`+
-				" ORDER BY "+lead(sc, " DESC")+`"refresh_attempt_no" DESC LIMIT 1`, args...).Scan(&n)
+			err := s.pool.QueryRow(ctx, "SELECT "+no+" FROM "+q.table+" WHERE "+filter+no+" IS NOT NULL"+
+				" ORDER BY "+lead(sc, " DESC")+no+" DESC LIMIT 1", args...).Scan(&n)
 			if errors.Is(err, pgx.ErrNoRows) || n == nil {
 				return 0, nil
 			}
