@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -100,7 +101,13 @@ func (e *env) compare(ctx context.Context) error {
 					return err
 				}
 			}
-			r, err := e.cycle(ctx, v.variant, modeFull, p, false)
+			cv := v.variant
+			if o.profileDir != "" {
+				// Each variant's profiles in a directory of its own (the
+				// last repeat's), so that two variants can be compared.
+				cv.args = append(slices.Clone(cv.args), "--profile", filepath.Join(o.profileDir, profileDirName(cv.name)))
+			}
+			r, err := e.cycle(ctx, cv, modeFull, p, false)
 			if err != nil {
 				return err
 			}
@@ -221,4 +228,15 @@ func printComparison(w io.Writer, o options, due int64, vs []compared, runs map[
 	fmt.Fprintln(w, "throttle holds with their time and its share of the cycle's wall time) and the model counts the")
 	fmt.Fprintln(w, "gauges and the dashboard ran, with their time, are the service child's own during the cycle")
 	fmt.Fprintln(w, "(medians): the load moves them much less than the wall time.")
+}
+
+// profileDirName is a variant's name as a directory name: letters and
+// digits, the rest as dashes.
+func profileDirName(name string) string {
+	return strings.Trim(strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, name), "-")
 }

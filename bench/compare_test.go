@@ -175,3 +175,17 @@ func TestMedianAndPairs(t *testing.T) {
 		t.Errorf("pairedRatios = %v, want [0.5 1]", got)
 	}
 }
+
+// TestProfileDirName: each variant of a comparison profiles into a
+// directory of its own, named after it.
+func TestProfileDirName(t *testing.T) {
+	for name, want := range map[string]string{
+		"service":                           "service",
+		"service, lane 0 + 100 triggers":    "service--lane-0---100-triggers",
+		"service (ledger off: the default)": "service--ledger-off--the-default",
+	} {
+		if got := profileDirName(name); got != want {
+			t.Errorf("profileDirName(%q) = %q, want %q", name, got, want)
+		}
+	}
+}

@@ -394,6 +394,8 @@ func (e *env) cycle(ctx context.Context, v variant, mode string, p *plan, profil
 		limit += time.Until(p.base.Add(time.Duration(p.active) * p.step))
 	}
 	deadline := time.After(limit)
+	pgBefore := e.readPGCounters(ctx)
+	defer e.printPGDelta(ctx, pgBefore)
 	cpu, dbCPU, redi := startCPU(c.pid), startCPUs(e.st.serverPIDs), startCPU(e.redisPID)
 	reads := e.pageReads(ctx)
 	t0 := time.Now()

@@ -171,14 +171,36 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now time.Time, from 
 func (tx *Tx) claimScan(ctx context.Context, q compiled, lead, filter string, args []any, now, from time.Time, limit int) ([]models.Row, error) {
 	var b strings.Builder
 	b.WriteString(q.selectFrom)
+	at := dueAt(lead == models.ColPriorityOnce)
 	args = append(args, now.UTC())
-	fmt.Fprintf(&b, ` WHERE %s"refresh_at" <= $%d`, filter, len(args))
+	fmt.Fprintf(&b, ` WHERE %s%s <= $%d`, filter, at, len(args))
 	if !from.IsZero() {
 		args = append(args, from.UTC())
-		fmt.Fprintf(&b, ` AND "refresh_at" >= $%d`, len(args))
+		fmt.Fprintf(&b, ` AND %s >= $%d`, at, len(args))
 	}
-	fmt.Fprintf(&b, ` AND %s IS NOT NULL ORDER BY %s"refresh_at" LIMIT %d FOR UPDATE SKIP LOCKED`, q.key, leadOrder(lead), limit)
+	fmt.Fprintf(&b, ` AND %s IS NOT NULL ORDER BY %s%s LIMIT %d FOR UPDATE SKIP LOCKED`, q.key, leadOrder(lead), at, limit)
 	return tx.query(ctx, q, b.String(), args, limit, true)
+}
+
+// dueAt is the refresh_at term of a scan's conditions and order; once
+// says the scan is of a one-shot level (refresh_priority_once = level).
+// That column's index has no refresh_at, and when refresh_at can serve as
+// an index condition PostgreSQL may walk the refresh_at index instead and
+// filter on the level: it does when its statistics say little is due (a
+// backlog that built up since the last ANALYZE, while the dead entries of
+// the rows a drain moved hide the index's actual first values from it),
+// and then reads every due row of the backlog to find the few triggered
+// ones, in every claim and urgent probe while a triggered row waits (on
+// 200,000 due rows, 5 million index entries read in a drain instead of
+// 0.4 million). Adding a zero interval hides refresh_at from its index, so
+// a one-shot scan is its own index's range: the rows triggered at that
+// level and not yet claimed, a few, sorted. MariaDB forces the index
+// instead (FORCE INDEX).
+func dueAt(once bool) string {
+	if once {
+		return `("refresh_at" + interval '0')`
+	}
+	return `"refresh_at"`
 }
 
 // leadOrder is the ORDER BY term of a scan's leading index column ("" for
@@ -233,7 +255,8 @@ func (s *Store) UrgentDue(ctx context.Context, t models.Table, now time.Time) (b
 		func(sc models.Priority) (bool, error) {
 			filter, args := sc.Filter(doubleQuote, "$1", false)
 			var one int
-			err := s.pool.QueryRow(ctx, "SELECT 1 FROM "+q.table+" WHERE "+filter+`"refresh_at" <= $2 LIMIT 1`, append(args, now.UTC())...).Scan(&one)
+			err := s.pool.QueryRow(ctx, "SELECT 1 FROM "+q.table+" WHERE "+filter+dueAt(sc.Source == models.PriorityOnce)+" <= $2 LIMIT 1",
+				append(args, now.UTC())...).Scan(&one)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return false, nil
 			}
@@ -252,14 +275,14 @@ func (s *Store) Backlog(ctx context.Context, t models.Table, now time.Time) ([]m
 	if err != nil {
 		return nil, err
 	}
-	count := func(filter string, args ...any) (n int64, err error) {
+	count := func(once bool, filter string, args ...any) (n int64, err error) {
 		args = append(args, now.UTC())
-		err = s.pool.QueryRow(ctx, "SELECT COUNT(*) FROM "+q.table+" WHERE "+filter+`"refresh_at" <= $`+strconv.Itoa(len(args)), args...).Scan(&n)
+		err = s.pool.QueryRow(ctx, "SELECT COUNT(*) FROM "+q.table+" WHERE "+filter+dueAt(once)+" <= $"+strconv.Itoa(len(args)), args...).Scan(&n)
 		return n, err
 	}
 	var out []models.LevelCount
 	if !q.meta.prioritized() {
-		n, cerr := count("")
+		n, cerr := count(false, "")
 		out, err = []models.LevelCount{{Level: t.Priority, Due: n}}, cerr
 	} else {
 		out, err = models.CountByPriority(t.Priority,
@@ -268,7 +291,7 @@ func (s *Store) Backlog(ctx context.Context, t models.Table, now time.Time) ([]m
 			},
 			func(sc models.Priority) (int64, error) {
 				filter, args := sc.Filter(doubleQuote, "$1", false)
-				return count(filter, args...)
+				return count(sc.Source == models.PriorityOnce, filter, args...)
 			})
 	}
 	if err != nil {
@@ -316,8 +339,9 @@ func (s *Store) AlertsByLevel(ctx context.Context, t models.Table, now time.Time
 			filter, args := sc.Filter(doubleQuote, "$1", false)
 			args = append(args, now.UTC())
 			var at time.Time
-			err := s.pool.QueryRow(ctx, "SELECT "+`"refresh_at" FROM `+q.table+" WHERE "+filter+`"refresh_at" <= $`+strconv.Itoa(len(args))+
-				" ORDER BY "+lead(sc, "")+`"refresh_at" LIMIT 1`, args...).Scan(&at)
+			due := dueAt(sc.Source == models.PriorityOnce)
+			err := s.pool.QueryRow(ctx, "SELECT "+`"refresh_at" FROM `+q.table+" WHERE "+filter+due+" <= $"+strconv.Itoa(len(args))+
+				" ORDER BY "+lead(sc, "")+due+" LIMIT 1", args...).Scan(&at)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return time.Time{}, false, nil
 			}
@@ -328,9 +352,17 @@ func (s *Store) AlertsByLevel(ctx context.Context, t models.Table, now time.Time
 				return 0, nil
 			}
 			filter, args := sc.Filter(doubleQuote, "$1", false)
+			// A one-shot level's index has no refresh_attempt_no: as in
+			// dueAt, the term is hidden from refresh_attempt_no's own
+			// index, which the planner could walk from the highest
+			// attempt down, filtering every row on the level.
+			no := `"refresh_attempt_no"`
+			if sc.Source == models.PriorityOnce {
+				no = `("refresh_attempt_no" + 0)`
+			}
 			var n *int
-			err := s.pool.QueryRow(ctx, "SELECT "+`"refresh_attempt_no" FROM `+q.table+" WHERE "+filter+`"refresh_attempt_no" IS NOT NULL`+
-				" ORDER BY "+lead(sc, " DESC")+`"refresh_attempt_no" DESC LIMIT 1`, args...).Scan(&n)
+			err := s.pool.QueryRow(ctx, "SELECT "+no+" FROM "+q.table+" WHERE "+filter+no+" IS NOT NULL"+
+				" ORDER BY "+lead(sc, " DESC")+no+" DESC LIMIT 1", args...).Scan(&n)
 			if errors.Is(err, pgx.ErrNoRows) || n == nil {
 				return 0, nil
 			}
