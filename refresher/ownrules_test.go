@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,10 @@ import (
 	"github.com/refresher/refresher/internal/testenv"
 	"github.com/refresher/refresher/redisio"
 )
+
+// strictTiming turns on the timing bounds meant for a quiet machine, as in
+// the redisio tests.
+var strictTiming = os.Getenv("REFRESHER_STRICT_TIMING") == "1"
 
 // TestOwnRulesHoldNoLocks: 1,000 rows, each with its own costly rule (a
 // SECONDLY grid of 59 seconds a minute with COUNT=100000, a different
