@@ -542,7 +542,7 @@ func (e *env) standard(ctx context.Context) error {
 	if err := e.seed(ctx, o.rows); err != nil {
 		return err
 	}
-	if err := e.explain(ctx, due); err != nil {
+	if err := e.explain(ctx, os.Stdout, due); err != nil {
 		return err
 	}
 	impls := e.impls()
@@ -584,16 +584,18 @@ func (e *env) standard(ctx context.Context) error {
 	return nil
 }
 
-// explain prints EXPLAIN of the claim query with due rows due, as at the
-// start of a run.
-func (e *env) explain(ctx context.Context, due int64) error {
+// explain writes to w the plan of the service's claim with due rows due, as
+// at the start of a run, and what the claim read when run once: the same
+// explainClaim --scaling prints, so both show the claim the service sends.
+func (e *env) explain(ctx context.Context, w io.Writer, due int64) error {
 	if err := e.st.applyPlan(ctx, e.backlogPlan(due)); err != nil {
 		return err
 	}
-	ex, err := e.st.explain(ctx, e.o.batch)
+	plan, examined, err := e.explainClaim(ctx, e.o.batch)
 	if err != nil {
 		return err
 	}
-	fmt.Println(ex)
+	fmt.Fprint(w, plan)
+	fmt.Fprintf(w, "the claim run once (rolled back): %s\n\n", examined)
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -150,51 +149,6 @@ func (s *mysqlStore) applyPlan(ctx context.Context, p *plan) error {
 func (s *mysqlStore) applied(ctx context.Context, since time.Time) (n int64, err error) {
 	err = s.db.QueryRowContext(ctx, appliedQuery("?"), since).Scan(&n)
 	return n, err
-}
-
-// explain returns EXPLAIN of the claim query, without and with the cursor,
-// in the form mysqlstore sends it.
-func (s *mysqlStore) explain(ctx context.Context, batch int) (string, error) {
-	cols := "`id`, `refresh_rrule`, " + strings.Join(quoteAll(stateColumnsForExplain, "`"), ", ") + ", `input_url`"
-	base := "SELECT " + cols + " FROM `" + benchTable + "` FORCE INDEX (`idx_refresh_at`) WHERE `refresh_at` <= ?"
-	tail := fmt.Sprintf(" AND `id` IS NOT NULL ORDER BY `refresh_at` LIMIT %d FOR UPDATE SKIP LOCKED", batch)
-	now := time.Now().UTC()
-	var out strings.Builder
-	for _, q := range []struct {
-		label, sql string
-		args       []any
-	}{
-		{"claim", base + tail, []any{now}},
-		{"claim from cursor", base + " AND `refresh_at` >= ?" + tail, []any{now, now.Add(-time.Minute)}},
-	} {
-		fmt.Fprintf(&out, "EXPLAIN %s\n  %s\n", q.label, strings.ReplaceAll(q.sql, cols, "<key, rrule, 11 state columns, payload>"))
-		rows, err := s.db.QueryContext(ctx, "EXPLAIN "+q.sql, q.args...)
-		if err != nil {
-			return "", fmt.Errorf("explain: %w", err)
-		}
-		names, _ := rows.Columns()
-		vals := make([]sql.NullString, len(names))
-		ptrs := make([]any, len(names))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		for rows.Next() {
-			if err := rows.Scan(ptrs...); err != nil {
-				rows.Close()
-				return "", err
-			}
-			var parts []string
-			for i, n := range names {
-				if n == "id" || n == "select_type" || !vals[i].Valid {
-					continue
-				}
-				parts = append(parts, n+"="+vals[i].String)
-			}
-			fmt.Fprintf(&out, "  -> %s\n", strings.Join(parts, " "))
-		}
-		rows.Close()
-	}
-	return out.String(), nil
 }
 
 // settle waits (up to 20s) until InnoDB has purged the history that the

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -148,39 +147,6 @@ func (s *pgStore) applyPlan(ctx context.Context, p *plan) error {
 func (s *pgStore) applied(ctx context.Context, since time.Time) (n int64, err error) {
 	err = s.pool.QueryRow(ctx, appliedQuery("$1"), since).Scan(&n)
 	return n, err
-}
-
-// explain returns EXPLAIN of the claim query, without and with the cursor,
-// in the form pgstore sends it.
-func (s *pgStore) explain(ctx context.Context, batch int) (string, error) {
-	cols := `"id", "refresh_rrule", ` + strings.Join(quoteAll(stateColumnsForExplain, `"`), ", ") + `, "input_url"`
-	base := "SELECT " + cols + " FROM " + benchTable + ` WHERE "refresh_at" <= $1`
-	tail := fmt.Sprintf(` AND "id" IS NOT NULL ORDER BY "refresh_at" LIMIT %d FOR UPDATE SKIP LOCKED`, batch)
-	now := time.Now().UTC()
-	var out strings.Builder
-	for _, q := range []struct {
-		label, sql string
-		args       []any
-	}{
-		{"claim", base + tail, []any{now}},
-		{"claim from cursor", base + ` AND "refresh_at" >= $2` + tail, []any{now, now.Add(-time.Minute)}},
-	} {
-		fmt.Fprintf(&out, "EXPLAIN %s\n  %s\n", q.label, strings.ReplaceAll(q.sql, cols, "<key, rrule, 11 state columns, payload>"))
-		rows, err := s.pool.Query(ctx, "EXPLAIN "+q.sql, q.args...)
-		if err != nil {
-			return "", fmt.Errorf("explain: %w", err)
-		}
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				rows.Close()
-				return "", err
-			}
-			fmt.Fprintf(&out, "  %s\n", line)
-		}
-		rows.Close()
-	}
-	return out.String(), nil
 }
 
 // settle vacuums the table: each run leaves every due row's old versions

@@ -315,7 +315,11 @@ func (e *env) explainClaim(ctx context.Context, batch int) (plan, examined strin
 	for _, cursor := range []bool{false, true} {
 		q, ok := e.claimSQL(batch, cursor)
 		if !ok {
-			ex, err := e.st.explain(ctx, batch)
+			own, ok := e.st.(ownExplainer)
+			if !ok {
+				return "", "", fmt.Errorf("no claim to explain for --store %s", e.o.store)
+			}
+			ex, err := own.explain(ctx, batch)
 			return ex, "n/a", err
 		}
 		args := []any{now}

@@ -25,8 +25,6 @@ type benchStore interface {
 	applyPlan(ctx context.Context, p *plan) error
 	// applied counts the rows whose result was applied since t.
 	applied(ctx context.Context, since time.Time) (int64, error)
-	// explain returns the plan of the dispatcher's claim query.
-	explain(ctx context.Context, batch int) (string, error)
 	// settle waits until the previous run's garbage is cleaned up (InnoDB
 	// purge, PostgreSQL VACUUM), so one run does not pay for another.
 	settle(ctx context.Context)
@@ -40,6 +38,12 @@ type benchStore interface {
 	openService(ctx context.Context) (models.Store, error)
 	// openBaseline opens the hand-written baseline's database (in a child).
 	openBaseline(ctx context.Context) (baselineDB, error)
+}
+
+// ownExplainer is a store whose claim claimSQL does not write (SQLite): it
+// returns the plan of the claim as its driver sends it.
+type ownExplainer interface {
+	explain(ctx context.Context, batch int) (string, error)
 }
 
 // baselineDB is the part of the hand-written baseline that speaks SQL; the

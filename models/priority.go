@@ -191,14 +191,43 @@ type LevelCount struct {
 	Due   int64 `json:"due"`
 }
 
+// LevelCounts is what a driver gives CountByPriority: its SQL on one
+// table.
+type LevelCounts struct {
+	// Prioritized says the table has the priority columns and their
+	// indexes (migration 0004); without them every row has the kind's
+	// level, and only Count is called, once, with no filter.
+	Prioritized bool
+	// Quote and Placeholder write Filter's column names and its level's
+	// placeholder in the driver's dialect.
+	Quote       func(col string) string
+	Placeholder string
+	// Probe is PriorityScans.Probe.
+	Probe func(col string, after int, first bool) (level int, ok bool, err error)
+	// Count counts the due rows of scan s: those that filter (the start of
+	// a WHERE clause ending in " AND ", or "") picks, with its args.
+	Count func(s Priority, filter string, args []any) (int64, error)
+}
+
 // CountByPriority counts the due rows of each priority level for
-// Inspector.Backlog: count(s) counts the due rows of scan s (for
-// PriorityRow without regard to refresh_priority_once, so that each count
-// is an index-only range count; a row triggered at a one-shot priority
-// thus counts at both levels until its claim). The levels come from
-// probe, as in ClaimByPriority. The kind's level def is always in the
+// Inspector.Backlog: each scan's count is of Filter with claim false, the
+// rows of PriorityRow without regard to refresh_priority_once, so that each
+// count is an index-only range count (a row triggered at a one-shot
+// priority thus counts at both levels until its claim). The levels come
+// from Probe, as in ClaimByPriority. The kind's level def is always in the
 // result; other levels only with due rows. Sorted by level.
-func CountByPriority(def int, probe func(col string, after int, first bool) (int, bool, error), count func(s Priority) (int64, error)) ([]LevelCount, error) {
+func CountByPriority(def int, sc LevelCounts) ([]LevelCount, error) {
+	if !sc.Prioritized {
+		n, err := sc.Count(Priority{Level: def, Source: PriorityKind}, "", nil)
+		if err != nil {
+			return nil, err
+		}
+		return []LevelCount{{Level: def, Due: n}}, nil
+	}
+	count := func(s Priority) (int64, error) {
+		filter, args := s.Filter(sc.Quote, sc.Placeholder, false)
+		return sc.Count(s, filter, args)
+	}
 	due := map[int]int64{}
 	n, err := count(Priority{Level: def, Source: PriorityKind})
 	if err != nil {
@@ -209,8 +238,8 @@ func CountByPriority(def int, probe func(col string, after int, first bool) (int
 		col string
 		src PrioritySource
 	}{{ColPriorityOnce, PriorityOnce}, {ColPriority, PriorityRow}} {
-		level, ok, err := probe(c.col, 0, true)
-		for ; ok && err == nil; level, ok, err = probe(c.col, level, false) {
+		level, ok, err := sc.Probe(c.col, 0, true)
+		for ; ok && err == nil; level, ok, err = sc.Probe(c.col, level, false) {
 			var n int64
 			if n, err = count(Priority{Level: level, Source: c.src}); err != nil {
 				break
@@ -270,6 +299,12 @@ type LevelAlert struct {
 // table, each function one index lookup (for a PriorityOnce scan, a read
 // of the few rows triggered at that level).
 type LevelScans struct {
+	// Prioritized is LevelCounts.Prioritized: without the priority
+	// columns only Unprioritized is called.
+	Prioritized bool
+	// Unprioritized returns the table's counts (Inspector.Counts, whose
+	// OldestDue and MaxAttemptNo are then the kind's level's).
+	Unprioritized func() (Counts, error)
 	// Probe is PriorityScans.Probe.
 	Probe func(col string, after int, first bool) (level int, ok bool, err error)
 	// Oldest returns the earliest refresh_at <= now of scan s (with
@@ -288,7 +323,16 @@ type LevelScans struct {
 // at a one-shot priority counts at both its levels until its claim. The
 // levels come from Probe; each level costs two index lookups per column
 // that holds it, so the cost does not grow with the table. Sorted by level.
+// A table without the priority columns has one level, the kind's, with
+// Counts' figures.
 func AlertsByPriority(def int, sc LevelScans) ([]LevelAlert, error) {
+	if !sc.Prioritized {
+		c, err := sc.Unprioritized()
+		if err != nil {
+			return nil, err
+		}
+		return []LevelAlert{{Level: def, OldestDue: c.OldestDue, MaxAttemptNo: c.MaxAttemptNo}}, nil
+	}
 	byLevel := map[int]*LevelAlert{}
 	add := func(s Priority) error {
 		a := byLevel[s.Level]

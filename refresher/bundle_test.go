@@ -64,7 +64,7 @@ func (p *passSignal) pass() {
 
 // wait returns once n more passes have finished, all of which started after
 // the call but the first; it fails the test after 10s.
-func (p *passSignal) wait(t *testing.T, n int) {
+func (p *passSignal) wait(t testing.TB, n int) {
 	t.Helper()
 	target := p.n.Load() + int64(n)
 	testenv.Eventually(t, 10*time.Second, fmt.Sprintf("%d dispatcher passes", n), func() bool { return p.n.Load() >= target })
@@ -72,7 +72,7 @@ func (p *passSignal) wait(t *testing.T, n int) {
 
 // testBundle is one test's database, Redis prefix, kind and service config.
 type testBundle struct {
-	t *testing.T
+	t testing.TB
 	// d is the test's database; db and store are d.SQL and d.Store. Write
 	// statements for b.exec (placeholders "?") to run on every store;
 	// MySQL-only tests use db directly.
@@ -129,7 +129,7 @@ func forEachStore(t *testing.T, stores []string, f func(t *testing.T, store stri
 	teststore.Each(t, stores, f)
 }
 
-func setup(t *testing.T, o setupOpts) *testBundle {
+func setup(t testing.TB, o setupOpts) *testBundle {
 	t.Helper()
 	d := teststore.Open(t, cmp.Or(o.store, teststore.MySQL))
 	rdb, prefix := testenv.Redis(t)
@@ -292,7 +292,7 @@ func (b *testBundle) waitFor(uid string, what string, cond func(policy.State) bo
 }
 
 // waitCounter waits until a counter reaches want, up to 10s.
-func waitCounter(t *testing.T, read func() float64, want float64, what string) {
+func waitCounter(t testing.TB, read func() float64, want float64, what string) {
 	t.Helper()
 	testenv.EventuallyNil(t, 10*time.Second, what, func() error {
 		if got := read(); got < want {

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -134,4 +136,19 @@ func TestOpenRedisHidesPassword(t *testing.T) {
 	err := runWorker(t.Context(), workerSettings{Kind: "k", RedisURL: "redis://127.0.0.1:6379/zero?password=s3cret", Input: "i", Output: "o", Concurrency: 1, HTTPTimeout: time.Second}, nil)
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), "s3cret")
+}
+
+// TestWorkerLogsGoRedisLines: go-redis's own lines reach the worker's
+// logger, leveled and attributed: here a sentinel that does not answer.
+func TestWorkerLogsGoRedisLines(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing answers there now
+	var out testenv.SyncBuffer
+	log := slog.New(slog.NewTextHandler(&out, nil))
+	err = runWorker(t.Context(), workerSettings{Kind: "k", RedisURL: "redis+sentinel://" + addr + "/chores-master?dial_timeout=1s",
+		Input: "i", Output: "o", Concurrency: 1, HTTPTimeout: time.Second, MaxBodyBytes: 1}, log)
+	require.ErrorContains(t, err, "connect to Redis Sentinel")
+	require.Regexp(t, `level=WARN msg="sentinel: GetMasterAddrByName addr=`+regexp.QuoteMeta(addr)+`, master=\\"chores-master\\" failed: [^\n]*component=go-redis`, out.String())
 }

@@ -301,6 +301,7 @@ func runWorker(ctx context.Context, s workerSettings, log *slog.Logger) error {
 		return err
 	}
 	s = s.withLists()
+	redisio.LogTo(log) // go-redis's failovers, leveled, beside the worker's lines
 	rdb, err := redisio.Open(ctx, s.RedisURL, redisio.Options{PoolSize: s.Concurrency + 4})
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)

@@ -301,24 +301,18 @@ func (s *Store) Backlog(ctx context.Context, t models.Table, now time.Time) ([]m
 	if err != nil {
 		return nil, err
 	}
-	count := func(filter string, args ...any) (n int64, err error) {
-		err = s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+q.table+" WHERE "+filter+"`refresh_at` <= ?", append(args, dbTime(now))...).Scan(&n)
-		return n, err
-	}
-	var out []models.LevelCount
-	if q.meta.priorityIndex == "" || q.meta.priorityOnceIndex == "" {
-		n, cerr := count("")
-		out, err = []models.LevelCount{{Level: t.Priority, Due: n}}, cerr
-	} else {
-		out, err = models.CountByPriority(t.Priority,
-			func(col string, after int, first bool) (int, bool, error) {
-				return probeLevel(ctx, s.db, q, col, after, first)
-			},
-			func(sc models.Priority) (int64, error) {
-				filter, args := sc.Filter(backquote, "?", false)
-				return count(filter, args...)
-			})
-	}
+	out, err := models.CountByPriority(t.Priority, models.LevelCounts{
+		Prioritized: q.meta.priorityIndex != "" && q.meta.priorityOnceIndex != "",
+		Quote:       backquote,
+		Placeholder: "?",
+		Probe: func(col string, after int, first bool) (int, bool, error) {
+			return probeLevel(ctx, s.db, q, col, after, first)
+		},
+		Count: func(_ models.Priority, filter string, args []any) (n int64, err error) {
+			err = s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+q.table+" WHERE "+filter+"`refresh_at` <= ?", append(args, dbTime(now))...).Scan(&n)
+			return n, err
+		},
+	})
 	if err != nil {
 		return nil, fmt.Errorf("count the backlog of %s by priority: %w", q.table, err)
 	}
@@ -338,18 +332,13 @@ func (s *Store) AlertsByLevel(ctx context.Context, t models.Table, now time.Time
 	if err != nil {
 		return nil, err
 	}
-	if q.meta.priorityIndex == "" || q.meta.priorityOnceIndex == "" {
-		c, err := s.Counts(ctx, t, now, 0)
-		if err != nil {
-			return nil, err
-		}
-		return []models.LevelAlert{{Level: t.Priority, OldestDue: c.OldestDue, MaxAttemptNo: c.MaxAttemptNo}}, nil
-	}
 	force := func(index string) (string, error) {
 		idx, err := quoteIdent(index)
 		return " FORCE INDEX (" + idx + ")", err
 	}
 	out, err := models.AlertsByPriority(t.Priority, models.LevelScans{
+		Prioritized:   q.meta.priorityIndex != "" && q.meta.priorityOnceIndex != "",
+		Unprioritized: func() (models.Counts, error) { return s.Counts(ctx, t, now, 0) },
 		Probe: func(col string, after int, first bool) (int, bool, error) {
 			return probeLevel(ctx, s.db, q, col, after, first)
 		},

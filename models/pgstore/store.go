@@ -275,25 +275,19 @@ func (s *Store) Backlog(ctx context.Context, t models.Table, now time.Time) ([]m
 	if err != nil {
 		return nil, err
 	}
-	count := func(once bool, filter string, args ...any) (n int64, err error) {
-		args = append(args, now.UTC())
-		err = s.pool.QueryRow(ctx, "SELECT COUNT(*) FROM "+q.table+" WHERE "+filter+dueAt(once)+" <= $"+strconv.Itoa(len(args)), args...).Scan(&n)
-		return n, err
-	}
-	var out []models.LevelCount
-	if !q.meta.prioritized() {
-		n, cerr := count(false, "")
-		out, err = []models.LevelCount{{Level: t.Priority, Due: n}}, cerr
-	} else {
-		out, err = models.CountByPriority(t.Priority,
-			func(col string, after int, first bool) (int, bool, error) {
-				return probeLevel(ctx, s.pool, q, col, after, first)
-			},
-			func(sc models.Priority) (int64, error) {
-				filter, args := sc.Filter(doubleQuote, "$1", false)
-				return count(sc.Source == models.PriorityOnce, filter, args...)
-			})
-	}
+	out, err := models.CountByPriority(t.Priority, models.LevelCounts{
+		Prioritized: q.meta.prioritized(),
+		Quote:       doubleQuote,
+		Placeholder: "$1",
+		Probe: func(col string, after int, first bool) (int, bool, error) {
+			return probeLevel(ctx, s.pool, q, col, after, first)
+		},
+		Count: func(sc models.Priority, filter string, args []any) (n int64, err error) {
+			args = append(args, now.UTC())
+			err = s.pool.QueryRow(ctx, "SELECT COUNT(*) FROM "+q.table+" WHERE "+filter+dueAt(sc.Source == models.PriorityOnce)+" <= $"+strconv.Itoa(len(args)), args...).Scan(&n)
+			return n, err
+		},
+	})
 	if err != nil {
 		return nil, fmt.Errorf("count the backlog of %s by priority: %w", q.table, err)
 	}
@@ -313,13 +307,6 @@ func (s *Store) AlertsByLevel(ctx context.Context, t models.Table, now time.Time
 	if err != nil {
 		return nil, err
 	}
-	if !q.meta.prioritized() {
-		c, err := s.Counts(ctx, t, now, 0)
-		if err != nil {
-			return nil, err
-		}
-		return []models.LevelAlert{{Level: t.Priority, OldestDue: c.OldestDue, MaxAttemptNo: c.MaxAttemptNo}}, nil
-	}
 	// The leading column in the ORDER BY, in the direction of the rest:
 	// refresh_priority IS NULL is no constant to the planner, so only a
 	// walk of the index in one direction gives the kind's level in order.
@@ -332,6 +319,8 @@ func (s *Store) AlertsByLevel(ctx context.Context, t models.Table, now time.Time
 	}
 	attempts := q.meta.priorityAttempt()
 	out, err := models.AlertsByPriority(t.Priority, models.LevelScans{
+		Prioritized:   q.meta.prioritized(),
+		Unprioritized: func() (models.Counts, error) { return s.Counts(ctx, t, now, 0) },
 		Probe: func(col string, after int, first bool) (int, bool, error) {
 			return probeLevel(ctx, s.pool, q, col, after, first)
 		},

@@ -259,24 +259,18 @@ func (s *Store) Backlog(ctx context.Context, t models.Table, now time.Time) ([]m
 	if err != nil {
 		return nil, err
 	}
-	count := func(filter string, args ...any) (n int64, err error) {
-		err = s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+q.table+" WHERE "+filter+`"refresh_at" <= ?`, append(args, dbTime(now))...).Scan(&n)
-		return n, err
-	}
-	var out []models.LevelCount
-	if q.meta.priorityIndex == "" || q.meta.priorityOnceIndex == "" {
-		n, cerr := count("")
-		out, err = []models.LevelCount{{Level: t.Priority, Due: n}}, cerr
-	} else {
-		out, err = models.CountByPriority(t.Priority,
-			func(col string, after int, first bool) (int, bool, error) {
-				return probeLevel(ctx, s.db, q, col, after, first)
-			},
-			func(sc models.Priority) (int64, error) {
-				filter, args := sc.Filter(quoteName, "?", false)
-				return count(filter, args...)
-			})
-	}
+	out, err := models.CountByPriority(t.Priority, models.LevelCounts{
+		Prioritized: q.meta.priorityIndex != "" && q.meta.priorityOnceIndex != "",
+		Quote:       quoteName,
+		Placeholder: "?",
+		Probe: func(col string, after int, first bool) (int, bool, error) {
+			return probeLevel(ctx, s.db, q, col, after, first)
+		},
+		Count: func(_ models.Priority, filter string, args []any) (n int64, err error) {
+			err = s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+q.table+" WHERE "+filter+`"refresh_at" <= ?`, append(args, dbTime(now))...).Scan(&n)
+			return n, err
+		},
+	})
 	if err != nil {
 		return nil, fmt.Errorf("count the backlog of %s by priority: %w", q.table, err)
 	}
@@ -295,13 +289,6 @@ func (s *Store) AlertsByLevel(ctx context.Context, t models.Table, now time.Time
 	if err != nil {
 		return nil, err
 	}
-	if q.meta.priorityIndex == "" || q.meta.priorityOnceIndex == "" {
-		c, err := s.Counts(ctx, t, now, 0)
-		if err != nil {
-			return nil, err
-		}
-		return []models.LevelAlert{{Level: t.Priority, OldestDue: c.OldestDue, MaxAttemptNo: c.MaxAttemptNo}}, nil
-	}
 	indexed := func(sc models.Priority, index string) string {
 		if sc.Source == models.PriorityOnce {
 			index = q.meta.priorityOnceIndex
@@ -309,6 +296,8 @@ func (s *Store) AlertsByLevel(ctx context.Context, t models.Table, now time.Time
 		return " INDEXED BY " + quoteName(index)
 	}
 	out, err := models.AlertsByPriority(t.Priority, models.LevelScans{
+		Prioritized:   q.meta.priorityIndex != "" && q.meta.priorityOnceIndex != "",
+		Unprioritized: func() (models.Counts, error) { return s.Counts(ctx, t, now, 0) },
 		Probe: func(col string, after int, first bool) (int, bool, error) {
 			return probeLevel(ctx, s.db, q, col, after, first)
 		},
