@@ -521,7 +521,9 @@ func (e *env) fullRuns(ctx context.Context, due int64, impls []string) (map[stri
 			if err != nil {
 				return nil, err
 			}
-			fmt.Printf("  %-8s full cycle %d/%d: %s (%.0f models/s)\n", impl, i+1, e.o.repeat, r.wall.Round(time.Millisecond), r.rate())
+			fmt.Printf("  %-8s full cycle %d/%d: %s (%.0f models/s); per model: process %s, database %s, Redis %s of CPU; peak RSS %d MB\n",
+				impl, i+1, e.o.repeat, r.wall.Round(time.Millisecond), r.rate(),
+				perDueFine(r.cpu, r.n), perDueFine(r.dbCPU, r.n), perDueFine(r.redi, r.n), r.rssKB>>10)
 			printCommandStats(r.cmds[0], r.cmds[1], r.n)
 			all[impl] = append(all[impl], r)
 		}
