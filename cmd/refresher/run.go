@@ -49,6 +49,7 @@ Configuration comes from --config and the REFRESHER_* environment variables.`,
 }
 
 func runService(ctx context.Context, c *config.Config, dbs *databases, log *slog.Logger) error {
+	refresher.SetGCPercent()
 	// Each kind's poller holds a connection while it blocks on its list.
 	rdb, err := openRedis(ctx, c.Redis, refresher.RedisPoolSize(len(c.Kinds)))
 	if err != nil {
