@@ -132,6 +132,7 @@ func runChild(opts options) error {
 	var run func(ctx context.Context) error
 	switch o.role {
 	case "service":
+		refresher.SetGCPercent() // as refresher run does
 		cfg := serviceConfig(opts, table, sched, rep)
 		store, err := st.openService(ctx)
 		if err != nil {

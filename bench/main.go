@@ -59,6 +59,7 @@ type options struct {
 	keep        bool
 	child       childOpts
 	onlyService bool
+	redisStats  bool
 	// --operator and --guard (compare.go)
 	operator       bool
 	operatorGauges string
@@ -93,6 +94,7 @@ func main() {
 	fs.StringVar(&o.profileDir, "profile", "", "write the service's CPU and allocation profiles of the full cycle to this directory")
 	fs.BoolVar(&o.keep, "keep", false, "keep the database after the run")
 	fs.BoolVar(&o.onlyService, "only-service", false, "skip the baseline (profiling)")
+	fs.BoolVar(&o.redisStats, "redis-stats", false, "print under each full-cycle run the Redis commands it sent (INFO commandstats: calls and µs per model; use a Redis of your own, the counters are the whole server's)")
 	fs.StringVar(&o.child.role, "role", "", "internal: run as the service or baseline child")
 	fs.StringVar(&o.child.prefix, "prefix", "", "internal: Redis key prefix")
 	fs.BoolVar(&o.operator, "operator", false, "compare the full cycle with the alert gauges on and the dashboard open against without (instead of the standard table)")
@@ -163,7 +165,7 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("connect to Redis at %s: %w", o.redisAddr, err)
 	}
 	e := &env{o: o, st: st, rdb: rdb, prefix: fmt.Sprintf("refresher-bench:%d:", os.Getpid()),
-		redisPID: findPID("redis-server")}
+		redisPID: redisProcess(ctx, rdb)}
 	defer e.flushRedis(context.Background())
 	e.header(ctx)
 	if o.scaling {
@@ -358,6 +360,9 @@ type runResult struct {
 	// triggered is, per row triggered during the run, the time from its
 	// trigger's commit to a worker's pop of its job (--priority).
 	triggered []time.Duration
+	// cmds is Redis's INFO commandstats before and after the run
+	// (--redis-stats).
+	cmds [2]map[string]commandStat
 }
 
 func (r runResult) rate() float64 { return float64(r.n) / r.wall.Seconds() }
@@ -396,6 +401,7 @@ func (e *env) cycle(ctx context.Context, v variant, mode string, p *plan, profil
 	deadline := time.After(limit)
 	pgBefore := e.readPGCounters(ctx)
 	defer e.printPGDelta(ctx, pgBefore)
+	cmdsBefore := e.commandStats(ctx)
 	cpu, dbCPU, redi := startCPU(c.pid), startCPUs(e.st.serverPIDs), startCPU(e.redisPID)
 	reads := e.pageReads(ctx)
 	t0 := time.Now()
@@ -449,6 +455,7 @@ func (e *env) cycle(ctx context.Context, v variant, mode string, p *plan, profil
 		}
 	}
 	res.cpu, res.dbCPU, res.redi = cpu.Stop(), dbCPU.Stop(), redi.Stop()
+	res.cmds = [2]map[string]commandStat{cmdsBefore, e.commandStats(ctx)}
 	res.dash = stopDash()
 	res.rssKB = statusKB(c.pid, "VmHWM")
 	if err := c.stop(); err != nil {
@@ -514,7 +521,10 @@ func (e *env) fullRuns(ctx context.Context, due int64, impls []string) (map[stri
 			if err != nil {
 				return nil, err
 			}
-			fmt.Printf("  %-8s full cycle %d/%d: %s (%.0f models/s)\n", impl, i+1, e.o.repeat, r.wall.Round(time.Millisecond), r.rate())
+			fmt.Printf("  %-8s full cycle %d/%d: %s (%.0f models/s); per model: process %s, database %s, Redis %s of CPU; peak RSS %d MB\n",
+				impl, i+1, e.o.repeat, r.wall.Round(time.Millisecond), r.rate(),
+				perDueFine(r.cpu, r.n), perDueFine(r.dbCPU, r.n), perDueFine(r.redi, r.n), r.rssKB>>10)
+			printCommandStats(r.cmds[0], r.cmds[1], r.n)
 			all[impl] = append(all[impl], r)
 		}
 	}

@@ -49,6 +49,14 @@ func perDue(s float64, n int64) string {
 	return fmt.Sprintf("%.0f µs", s/float64(n)*1e6)
 }
 
+// perDueFine is perDue with a decimal, for one run's line.
+func perDueFine(s float64, n int64) string {
+	if s < 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f µs", s/float64(n)*1e6)
+}
+
 func ratio(a, b float64) string {
 	if a <= 0 || b <= 0 {
 		return ""

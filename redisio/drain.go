@@ -285,31 +285,40 @@ if i == n then
   while usage and usage <= bigmax and fits(0) do
     local want = math.min(max - #out, 1000)
     local items = redis.call('LRANGE', KEYS[1], 0, want - 1)
-    local full = false
-    -- fits and the tables' lengths are written out here (oversized only
-    -- for a long message): this loop runs for every result, and the calls
-    -- were a third of the script's time.
-    local count, nmoved = #out, #moved
-    for _, e in ipairs(items) do
+    -- The slice is checked in place (fits and oversized written out, as
+    -- this loop runs for every result): a stub replaces its message in
+    -- items, and the first take messages are moved and returned from items
+    -- itself, without copying each into other tables.
+    local full, take, count = false, 0, #out
+    for j = 1, #items do
+      local e = items[j]
       local size = #e
       if size > limit and oversized(e) then
         e = stub(e)
+        items[j] = e
         size = #e
       elseif not (count < max and (count == 0 or bytes + size <= budget) and big < bigmax) then
         full = true
         break
       end
-      nmoved = nmoved + 1
-      moved[nmoved] = e
+      take = j
       count = count + 1
-      out[count] = e
       bytes = bytes + size
       if not (count < max and bytes <= budget and big < bigmax) then
         full = true
         break
       end
     end
-    flush()
+    if take > 0 then
+      redis.call('RPUSH', KEYS[2], unpack(items, 1, take))
+      redis.call('LTRIM', KEYS[1], take, -1)
+      if #out == 0 and take == #items then
+        out = items
+      else
+        local o = #out
+        for j = 1, take do out[o + j] = items[j] end
+      end
+    end
     if full or #items < want then break end
   end
   while fits(0) do

@@ -57,7 +57,10 @@ type manyKinds struct {
 
 func newManyKinds(t *testing.T, kinds, perKind, maxConns int) *manyKinds {
 	t.Helper()
-	db, _ := testenv.DB(t)
+	// Through mysqlstore.Open, as the service opens it (UTC, READ COMMITTED).
+	db, err := mysqlstore.Open(context.Background(), testenv.MySQLDSN(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
 	_, prefix := testenv.Redis(t) // cleans up the prefix's keys
 	// Each poller holds a Redis connection while it blocks on its output
 	// list: the pool needs one per kind besides those of the pushes, as

@@ -50,6 +50,7 @@ Configuration comes from --config and the REFRESHER_* environment variables.`,
 
 func runService(ctx context.Context, c *config.Config, dbs *databases, log *slog.Logger) error {
 	redisio.LogTo(log) // go-redis's failovers, leveled, beside the service's lines
+	refresher.SetGCPercent()
 	// Each kind's poller holds a connection while it blocks on its list.
 	rdb, err := openRedis(ctx, c.Redis, refresher.RedisPoolSize(len(c.Kinds)))
 	if err != nil {

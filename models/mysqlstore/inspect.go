@@ -224,9 +224,10 @@ func (tx *Tx) keys(ctx context.Context, query string, args []any) ([]string, err
 // likeEscaper escapes LIKE's wildcards and its escape character ('\').
 var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
-// readOnly runs fn in a read-only transaction, rolled back at the end.
+// readOnly runs fn in a read-only transaction, rolled back at the end; it
+// is READ COMMITTED, as Open sets every connection (see Store.Tx).
 func (s *Store) readOnly(ctx context.Context, fn func(tx *Tx) error) error {
-	sqlTx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelReadCommitted})
+	sqlTx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("begin read-only transaction: %w", err)
 	}

@@ -22,7 +22,9 @@ const openHint = `check "database:" in the config or REFRESHER_DATABASE, and tha
 //   - time_zone='+00:00' on every connection, so the server reads and writes
 //     UTC too (the columns hold UTC; README.md, "The columns");
 //   - interpolateParams=true: arguments are escaped by the driver instead of
-//     a server-side prepare per statement, one round trip instead of three.
+//     a server-side prepare per statement, one round trip instead of three;
+//   - READ COMMITTED on every connection, set once when it opens (see
+//     readCommitted), so Store.Tx begins without a SET TRANSACTION of its own.
 //
 // It pings the server and returns an error naming the host and database and
 // where to fix the DSN when that fails. It refuses a server known to break
@@ -50,7 +52,7 @@ func Open(ctx context.Context, dsn string) (*sql.DB, error) {
 	if err != nil {
 		return nil, redact.Error(fmt.Errorf("configure database %s: %w (%s)", redact.String(cfg.FormatDSN()), err, openHint), dsn)
 	}
-	db := sql.OpenDB(connector)
+	db := sql.OpenDB(readCommitted{connector})
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.PingContext(pctx); err != nil {

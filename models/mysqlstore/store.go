@@ -94,9 +94,12 @@ type Tx struct {
 // READ COMMITTED, not MySQL's default REPEATABLE READ: the locking reads of
 // ClaimDue then lock only the rows they return, without gap locks on the
 // refresh_at index that would make the application's INSERT of a new model
-// (refresh_at = now, right in the claimed range) wait for the batch.
+// (refresh_at = now, right in the claimed range) wait for the batch. Open
+// sets it once per connection, so the transaction begins with START
+// TRANSACTION alone (one round trip, not two); a database not from Open
+// runs at its session's level.
 func (s *Store) Tx(ctx context.Context, fn func(tx models.Tx) error) error {
-	return models.InSQLTx(ctx, s.db, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
+	return models.InSQLTx(ctx, s.db, nil, func(tx *sql.Tx) error {
 		return withSchemaHint(fn(&Tx{s: s, tx: tx}))
 	})
 }

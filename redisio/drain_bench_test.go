@@ -1,0 +1,102 @@
+package redisio
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/refresher/refresher/internal/testenv"
+)
+
+// BenchmarkFetchAck measures what a poller's batch of 1000 results costs
+// Redis: Fetch and Ack (the drain's two scripts), against the hand-written
+// baseline's LPOP of as many. redis-cpu-µs/result is the CPU time of Redis's
+// main thread over the calls (its /proc schedstat; the benchmark reports
+// nothing when Redis does not run on this machine): the whole server's, so
+// run it on a Redis of its own (REFRESHER_TEST_REDIS) for figures to quote.
+//
+//	go test ./redisio -run '^$' -bench FetchAck -benchtime 200x
+func BenchmarkFetchAck(b *testing.B) {
+	const n = 1000
+	rdb, prefix := testenv.Redis(b)
+	ctx := context.Background()
+	c, err := NewWithConfig(rdb, Config{Now: time.Now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	lists := DefaultLists(prefix + "k")
+	vals := make([]any, n)
+	for i := range vals {
+		// The shape of the bench's results: a key and an xid.
+		vals[i] = `{"uid":"` + strconv.Itoa(100000+i) + `","attempt_uid":"d4mc0r8k6bqs73e1q2` + strconv.Itoa(i%10) + `g","type":"success"}`
+	}
+	// The main thread of a local server: its pid, from INFO.
+	var schedstat string
+	if info, err := rdb.Info(ctx, "server").Result(); err == nil {
+		if _, rest, ok := strings.Cut(info, "process_id:"); ok {
+			pid := strings.TrimSpace(rest[:strings.IndexByte(rest, '\n')])
+			schedstat = "/proc/" + pid + "/task/" + pid + "/schedstat"
+		}
+	}
+	cpuNS := func() int64 {
+		b, err := os.ReadFile(schedstat)
+		if err != nil {
+			return -1
+		}
+		v, _ := strconv.ParseInt(strings.Fields(string(b))[0], 10, 64)
+		return v
+	}
+	fill := func(b *testing.B) {
+		b.StopTimer()
+		if err := rdb.RPush(ctx, lists.Output, vals...).Err(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	// timed runs f and adds Redis's CPU time over it to *ns.
+	timed := func(ns *int64, f func()) {
+		before := cpuNS()
+		f()
+		if after := cpuNS(); before >= 0 && after >= 0 {
+			*ns += after - before
+		}
+	}
+	report := func(b *testing.B, ns int64) {
+		if ns > 0 {
+			b.ReportMetric(float64(ns)/1e3/float64(b.N*n), "redis-cpu-µs/result")
+		}
+	}
+	b.Run("drain", func(b *testing.B) {
+		d := c.Drain(lists, "bench", 0)
+		var ns int64
+		for b.Loop() {
+			fill(b)
+			timed(&ns, func() {
+				msgs, err := d.Fetch(ctx, n, 0)
+				if err != nil || len(msgs) != n {
+					b.Fatalf("fetched %d of %d: %v", len(msgs), n, err)
+				}
+				if err := d.Ack(ctx, msgs, nil); err != nil {
+					b.Fatal(err)
+				}
+			})
+		}
+		report(b, ns)
+	})
+	b.Run("lpop", func(b *testing.B) {
+		var ns int64
+		for b.Loop() {
+			fill(b)
+			timed(&ns, func() {
+				got, err := rdb.LPopCount(ctx, lists.Output, n).Result()
+				if err != nil || len(got) != n {
+					b.Fatalf("popped %d of %d: %v", len(got), n, err)
+				}
+			})
+		}
+		report(b, ns)
+	})
+}
