@@ -129,10 +129,12 @@ func runChild(opts options) error {
 	rep := &reporter{w: bufio.NewWriter(os.Stdout)}
 	table := models.Table{Name: benchTable, Key: "id", Payload: []string{"input_url"}}
 
+	// Both children collect garbage as refresher run does (GOGC 200 unless
+	// set), so that the ratio compares the code, not a runtime setting.
+	refresher.SetGCPercent()
 	var run func(ctx context.Context) error
 	switch o.role {
 	case "service":
-		refresher.SetGCPercent() // as refresher run does
 		cfg := serviceConfig(opts, table, sched, rep)
 		store, err := st.openService(ctx)
 		if err != nil {

@@ -189,7 +189,7 @@ func (s *mysqlStore) openBaseline(ctx context.Context) (baselineDB, error) {
 func (b *mysqlBaseline) close() { b.db.Close() }
 
 func (b *mysqlBaseline) claim(ctx context.Context, now, cursor, timeoutAt time.Time, limit int) ([]claimed, time.Time, error) {
-	tx, err := b.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	tx, err := b.db.BeginTx(ctx, nil) // READ COMMITTED per connection (mysqlstore.Open), as the service's
 	if err != nil {
 		return nil, time.Time{}, err
 	}
