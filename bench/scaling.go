@@ -70,7 +70,11 @@ func (e *env) scaling(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("database memory as configured on this server (the bench changes nothing): %s\n\n", e.st.describe(ctx))
+	how := "as configured on this server (the bench changes nothing)"
+	if o.bufferPool != "" {
+		how = "with the buffer pool --buffer-pool " + o.bufferPool + " set for this run"
+	}
+	fmt.Printf("database memory %s: %s\n\n", how, e.st.describe(ctx))
 	var table []scaleRow
 	for _, rows := range sizes {
 		r := scaleRow{rows: rows, due: min(o.scalingDue, rows), loadStart: loadAvg()}
