@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -69,8 +70,12 @@ type Counts struct {
 	Total int64
 	// TotalEstimated says that Total is the database's estimate from its
 	// table statistics, not a count: the table has more than ExactTotalUpTo
-	// rows by that estimate. The other counts are always exact.
+	// rows by that estimate.
 	TotalEstimated bool
+	// Estimated are the states whose count is the database's estimate,
+	// not a count: each has more than ExactStateUpTo rows (see it). The
+	// states not in it are counted exactly.
+	Estimated []RowState
 	// Due rows have refresh_at <= now (a due row with an attempt is one whose
 	// attempt timed out).
 	Due int64
@@ -97,6 +102,28 @@ type Counts struct {
 // the states' counts read only their own rows and stay exact. SQLite has no
 // such estimate and always counts.
 const ExactTotalUpTo = 1_000_000
+
+// ExactStateUpTo is the largest count of a state (due, late, running,
+// failing, disabled) that Counts gives exactly on MariaDB/MySQL and
+// PostgreSQL: each state's count reads at most ExactStateUpTo+1 of its
+// index entries, and a state with more is the planner's estimate of its
+// rows, at least ExactStateUpTo+1, listed in Counts.Estimated. The bound
+// keeps a count under the read calls' 200 ms budget at ten million rows:
+// on PostgreSQL, right after a burst of refreshes spread over the table,
+// an index-only count visits the table for most entries (the visibility
+// map no longer marks their pages all-visible), and counting the 350,000
+// running, failing and disabled rows of a 10M-row table took 0.85-2.15 s.
+// SQLite counts every state in one scan of the table and stays exact.
+const ExactStateUpTo = 10_000
+
+// IsEstimated reports whether the count of state is an estimate;
+// StateAll is the total (TotalEstimated).
+func (c Counts) IsEstimated(state RowState) bool {
+	if state == StateAll {
+		return c.TotalEstimated
+	}
+	return slices.Contains(c.Estimated, state)
+}
 
 // RowState names a state for Inspector.List.
 type RowState string

@@ -16,6 +16,7 @@ type estimatingStore struct{ models.Store }
 func (s estimatingStore) Counts(ctx context.Context, t models.Table, now time.Time, lateAfter time.Duration) (models.Counts, error) {
 	c, err := s.Store.Counts(ctx, t, now, lateAfter)
 	c.Total, c.TotalEstimated = 12_345_678, true
+	c.Failing, c.Estimated = 234_567, []models.RowState{models.StateFailing}
 	return c, err
 }
 
@@ -42,5 +43,30 @@ func TestEstimatedTotalLabelled(t *testing.T) {
 	st, body, _ = get(t, h, "GET", "/", "", "")
 	if st != 200 || !strings.Contains(body, "≈12345678</abbr>") {
 		t.Fatalf("overview: %d %s", st, body)
+	}
+}
+
+// A state's estimated count is labelled in the API ("estimated": its
+// name) and on the overview ("≈"); the exact states are not.
+func TestEstimatedStateLabelled(t *testing.T) {
+	f := newFixture(t, nil)
+	var got struct{ Kinds []map[string]any }
+	if st := f.do("GET", "/api/v1/kinds", "", nil, &got); st != 200 {
+		t.Fatalf("status %d", st)
+	}
+	if _, ok := got.Kinds[0]["estimated"]; ok {
+		t.Fatalf("exact states labelled estimated: %v", got.Kinds[0])
+	}
+
+	h := f.serve(func(o *Options) { o.Store = estimatingStore{f.store}; o.Tokens = nil; o.ReadTokens = nil })
+	st, body, _ := get(t, h, "GET", "/api/v1/kinds", "", "")
+	if st != 200 || !strings.Contains(body, `"failing": 234567,`) || !strings.Contains(body, `"estimated": [
+        "failing"
+      ]`) {
+		t.Fatalf("API: %d %s", st, body)
+	}
+	st, body, _ = get(t, h, "GET", "/", "", "")
+	if st != 200 || !strings.Contains(body, "≈234567</abbr>") || strings.Count(body, "≈") != 2 {
+		t.Fatalf("overview: want the total and failing only marked ≈: %d %s", st, body)
 	}
 }
