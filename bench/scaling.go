@@ -558,8 +558,15 @@ func (e *env) timeReads(ctx context.Context, due int64) ([]readCall, error) {
 	}{
 		{"Counts", "gauges, overview, /api/v1/kinds", func() (int, string, error) {
 			c, err := store.Counts(ctx, t, now, models.DefaultLateAfter)
+			var est []string
 			if c.TotalEstimated {
-				return int(c.Total), "total estimated", err
+				est = append(est, "total")
+			}
+			for _, st := range c.Estimated {
+				est = append(est, string(st))
+			}
+			if len(est) > 0 {
+				return int(c.Total), "estimated: " + strings.Join(est, ", "), err
 			}
 			return int(c.Total), "", err
 		}},
