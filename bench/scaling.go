@@ -562,8 +562,10 @@ func (e *env) timeReads(ctx context.Context, due int64) ([]readCall, error) {
 			if c.TotalEstimated {
 				est = append(est, "total")
 			}
+			byState := map[models.RowState]int64{models.StateDue: c.Due, models.StateLate: c.Late, models.StateRunning: c.Running,
+				models.StateFailing: c.Failing, models.StateDisabled: c.Disabled}
 			for _, st := range c.Estimated {
-				est = append(est, string(st))
+				est = append(est, fmt.Sprintf("%s %d", st, byState[st]))
 			}
 			if len(est) > 0 {
 				return int(c.Total), "estimated: " + strings.Join(est, ", "), err
