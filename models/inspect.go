@@ -110,11 +110,16 @@ const ExactTotalUpTo = 1_000_000
 // rows, at least ExactStateUpTo+1, listed in Counts.Estimated. The bound
 // keeps a count under the read calls' 200 ms budget at ten million rows:
 // on PostgreSQL, right after a burst of refreshes spread over the table,
-// an index-only count visits the table for most entries (the visibility
-// map no longer marks their pages all-visible), and counting the 350,000
-// running, failing and disabled rows of a 10M-row table took 0.85-2.15 s.
-// SQLite counts every state in one scan of the table and stays exact.
-const ExactStateUpTo = 10_000
+// an index-only count visits the table for many entries (the visibility
+// map no longer marks their pages all-visible) and reads index pages the
+// burst pushed out of shared_buffers. Counting the 350,000 running,
+// failing and disabled rows of a 10M-row table then took 0.85-2.15 s; the
+// first count after a burst of 50,000 updates took 94 ms (median of 5,
+// 42-355 ms) with at most 1,001 entries per state, 148 ms (57-220) with
+// 2,001, 270 ms (110-522) with 5,001 and 358 ms (143-507) with 10,001, on
+// 2 busy cores (docs/performance.md, "Ten million rows"). SQLite counts
+// every state in one scan of the table and stays exact.
+const ExactStateUpTo = 2_000
 
 // IsEstimated reports whether the count of state is an estimate;
 // StateAll is the total (TotalEstimated).
