@@ -27,6 +27,7 @@ func TestCountsEstimatesLargeTotal(t *testing.T) {
 
 	s := New(db)
 	s.exactTotalUpTo = 100
+	s.exactStateUpTo = 1_000_000 // every state counted
 	c, err := s.Counts(ctx, tbl, base.Add(time.Minute), time.Hour)
 	must(t, err)
 	eq(t, c.TotalEstimated, true, "estimated above the limit")
@@ -58,6 +59,7 @@ func TestCountsEstimatesLargeStates(t *testing.T) {
 	now, lateAfter := base.Add(time.Minute), time.Hour
 
 	s := New(db)
+	s.exactStateUpTo = 5000
 	exact, err := s.Counts(ctx, tbl, now, lateAfter)
 	must(t, err)
 	eq(t, [5]int64{exact.Due, exact.Late, exact.Running, exact.Failing, exact.Disabled}, [5]int64{2997, 1000, 2000, 50, 7}, "exact below the cap")

@@ -25,6 +25,7 @@ func TestCountsEstimatesLargeTotal(t *testing.T) {
 		SELECT g, $1::timestamptz, CASE WHEN g <= 7 THEN $1::timestamptz END FROM generate_series(1, 3000) g`, base)
 	tbl := models.Table{Name: "Big Items", Key: "k"}
 	s.exactTotalUpTo = 100
+	s.exactStateUpTo = 1_000_000 // every state counted
 	count := func(what string, due int64) models.Counts {
 		t.Helper()
 		c, err := s.Counts(ctx, tbl, base.Add(time.Minute), time.Hour)
@@ -74,6 +75,7 @@ func TestCountsEstimatesLargeStates(t *testing.T) {
 	tbl := models.Table{Name: "Many States", Key: "k"}
 	now, lateAfter := base.Add(time.Minute), time.Hour
 
+	s.exactStateUpTo = 5000
 	exact, err := s.Counts(ctx, tbl, now, lateAfter)
 	must(t, err)
 	eq(t, [5]int64{exact.Due, exact.Late, exact.Running, exact.Failing, exact.Disabled}, [5]int64{2997, 1000, 2000, 50, 7}, "exact below the cap")
