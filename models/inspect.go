@@ -116,7 +116,7 @@ const ExactTotalUpTo = 1_000_000
 // failing and disabled rows of a 10M-row table then took 0.85-2.15 s; the
 // first count after a burst of 50,000 updates took 94 ms (median of 5,
 // 42-355 ms) with at most 1,001 entries per state, 148 ms (57-220) with
-// 2,001, 270 ms (110-522) with 5,001 and 358 ms (143-507) with 10,001, on
+// 2,001, 273 ms (110-554) with 5,001 and 358 ms (143-507) with 10,001, on
 // 2 busy cores (docs/performance.md, "Ten million rows"). SQLite counts
 // every state in one scan of the table and stays exact.
 const ExactStateUpTo = 2_000
