@@ -45,6 +45,7 @@ type options struct {
 	scalingDue  int64
 	huge        bool   // --scaling: add 10M rows (scaling.go)
 	scalingRows string // --scaling: the table sizes, overriding the default and --huge
+	bufferPool  string // --buffer-pool: MariaDB's innodb_buffer_pool_size for the run (bufferpool.go)
 	steady      time.Duration
 	rate        float64
 	workers     int
@@ -81,6 +82,7 @@ func main() {
 	fs.Int64Var(&o.scalingDue, "scaling-due", 50_000, "models due in each run of --scaling")
 	fs.BoolVar(&o.huge, "huge", false, "--scaling: add a table of 10,000,000 rows (seeding it takes minutes, and about 5 GB of disk)")
 	fs.StringVar(&o.scalingRows, "scaling-rows", "", "--scaling: the table sizes, comma-separated (e.g. 100000,10000000), instead of 100k and 1M (and --huge)")
+	fs.StringVar(&o.bufferPool, "buffer-pool", "", "--store mysql: set the server's innodb_buffer_pool_size to this (e.g. 3G) for the run, online, and restore it at the end (the whole server's setting)")
 	fs.DurationVar(&o.steady, "steady", 10*time.Second, "length of the steady-load run that measures lateness (0: skip)")
 	fs.Float64Var(&o.rate, "rate", 0, "models falling due per second in the steady run (0: half the service's full-cycle rate)")
 	fs.IntVar(&o.workers, "workers", 2, "worker goroutines answering jobs (each pops up to 100 per round trip)")
@@ -168,13 +170,15 @@ func run(ctx context.Context, o options) error {
 		redisPID: redisProcess(ctx, rdb)}
 	defer e.flushRedis(context.Background())
 	e.header(ctx)
-	if o.scaling {
-		return e.scaling(ctx)
-	}
-	if o.operator || o.guard || o.priority || o.ledger {
-		return e.compare(ctx)
-	}
-	return e.standard(ctx)
+	return e.withBufferPool(ctx, func() error {
+		if o.scaling {
+			return e.scaling(ctx)
+		}
+		if o.operator || o.guard || o.priority || o.ledger {
+			return e.compare(ctx)
+		}
+		return e.standard(ctx)
+	})
 }
 
 func (e *env) header(ctx context.Context) {

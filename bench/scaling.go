@@ -70,7 +70,11 @@ func (e *env) scaling(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("database memory as configured on this server (the bench changes nothing): %s\n\n", e.st.describe(ctx))
+	how := "as configured on this server (the bench changes nothing)"
+	if o.bufferPool != "" {
+		how = "with the buffer pool --buffer-pool " + o.bufferPool + " set for this run"
+	}
+	fmt.Printf("database memory %s: %s\n\n", how, e.st.describe(ctx))
 	var table []scaleRow
 	for _, rows := range sizes {
 		r := scaleRow{rows: rows, due: min(o.scalingDue, rows), loadStart: loadAvg()}
@@ -558,8 +562,17 @@ func (e *env) timeReads(ctx context.Context, due int64) ([]readCall, error) {
 	}{
 		{"Counts", "gauges, overview, /api/v1/kinds", func() (int, string, error) {
 			c, err := store.Counts(ctx, t, now, models.DefaultLateAfter)
+			var est []string
 			if c.TotalEstimated {
-				return int(c.Total), "total estimated", err
+				est = append(est, "total")
+			}
+			byState := map[models.RowState]int64{models.StateDue: c.Due, models.StateLate: c.Late, models.StateRunning: c.Running,
+				models.StateFailing: c.Failing, models.StateDisabled: c.Disabled}
+			for _, st := range c.Estimated {
+				est = append(est, fmt.Sprintf("%s %d", st, byState[st]))
+			}
+			if len(est) > 0 {
+				return int(c.Total), "estimated: " + strings.Join(est, ", "), err
 			}
 			return int(c.Total), "", err
 		}},

@@ -36,3 +36,16 @@ func TestExplainSummary(t *testing.T) {
 		}
 	}
 }
+
+func TestParseBytes(t *testing.T) {
+	for in, want := range map[string]int64{"3G": 3 << 30, "512m": 512 << 20, "64K": 64 << 10, "1GB": 1 << 30, "134217728": 134217728} {
+		if got, err := parseBytes(in); err != nil || got != want {
+			t.Errorf("%q: %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "G", "3X", "-1G", "1.5G"} {
+		if _, err := parseBytes(in); err == nil {
+			t.Errorf("%q accepted", in)
+		}
+	}
+}

@@ -108,8 +108,12 @@ type KindSummary struct {
 	Disabled int64  `json:"disabled"`
 	// TotalEstimated says that Total is the database's estimate from its
 	// table statistics, not a count (a table of more than
-	// models.ExactTotalUpTo rows); the other counts are exact.
+	// models.ExactTotalUpTo rows).
 	TotalEstimated bool `json:"total_estimated,omitempty"`
+	// Estimated names the states (due, late, running, failing, disabled)
+	// whose count is the database's estimate, not a count: each has more
+	// than models.ExactStateUpTo rows. The other states are exact.
+	Estimated []models.RowState `json:"estimated,omitempty"`
 	// Backlog is the due rows by priority level (models.Inspector.Backlog):
 	// the kind's level always, the others with due rows; lower runs first.
 	Backlog []models.LevelCount `json:"backlog"`
@@ -131,6 +135,12 @@ type KindSummary struct {
 	Lists               ListLens   `json:"lists"`
 	// Error says what could not be read; the other fields are then partial.
 	Error string `json:"error,omitempty"`
+}
+
+// IsEstimated reports whether the count of state ("all" is the total) is
+// an estimate, for the overview's "≈".
+func (k KindSummary) IsEstimated(state string) bool {
+	return models.Counts{TotalEstimated: k.TotalEstimated, Estimated: k.Estimated}.IsEstimated(models.RowState(state))
 }
 
 // ListLens are the lengths of a kind's Redis lists.
@@ -207,7 +217,7 @@ func (s *Server) Overview(ctx context.Context, now time.Time) ([]KindSummary, er
 			ks.Error = "cannot count the models of table " + k.Table.Name + "; the service log has the detail"
 		} else {
 			ks.Total, ks.Due, ks.Late, ks.Running, ks.Failing, ks.Disabled = c.Total, c.Due, c.Late, c.Running, c.Failing, c.Disabled
-			ks.MaxAttemptNo, ks.TotalEstimated = c.MaxAttemptNo, c.TotalEstimated
+			ks.MaxAttemptNo, ks.TotalEstimated, ks.Estimated = c.MaxAttemptNo, c.TotalEstimated, c.Estimated
 			if !c.OldestDue.IsZero() {
 				t := c.OldestDue
 				ks.OldestDue = &t

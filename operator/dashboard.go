@@ -26,6 +26,24 @@ var webFS embed.FS
 
 var pages = map[string]*template.Template{}
 
+// shownCount is a state's count on the overview: N, and whether it is the
+// database's estimate (more than models.ExactStateUpTo rows). MoreThanCap:
+// the estimate said no more than the cap (statistics older than the rows,
+// e.g. refresh_at's after a burst), so all that is known is "more than
+// Cap", which the page shows instead of the figure.
+type shownCount struct {
+	N                      int64
+	Estimated, MoreThanCap bool
+	Cap                    int64
+}
+
+// countOf is the overview's count of state in k, n.
+func countOf(k KindSummary, state string, n int64) shownCount {
+	c := shownCount{N: n, Estimated: k.IsEstimated(state), Cap: models.ExactStateUpTo}
+	c.MoreThanCap = c.Estimated && n <= c.Cap+1
+	return c
+}
+
 func init() {
 	funcs := template.FuncMap{
 		"path":     url.PathEscape,
@@ -37,6 +55,7 @@ func init() {
 			}
 			return t.UTC().Format("2006-01-02 15:04:05")
 		},
+		"countOf": countOf,
 		"age": func(sec float64) string {
 			if sec <= 0 {
 				return "—"

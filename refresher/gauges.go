@@ -67,6 +67,9 @@ type GaugeConfig struct {
 //	refresher_oldest_due_age_seconds{kind,priority}
 //	refresher_max_attempt_no{kind,priority}
 //	refresher_models{kind,priority,state}  (state: total, due, late, running, failing, disabled, paused)
+//	refresher_models_estimated{kind,priority,state}
+//	                                       (1 when refresher_models of the state is the database's estimate:
+//	                                       models.Counts.TotalEstimated, Counts.Estimated; else 0)
 //	refresher_list_length{kind,list}       (list: input, output, dead)
 //	refresher_kind_paused{kind}            (1 while an operator pauses the whole kind, else 0)
 //	refresher_backlog{kind,level}          (due rows by priority level, models.Inspector.Backlog)
@@ -100,6 +103,8 @@ type Gauges struct {
 	// kindLists are the lists of cfg.Kinds, in order.
 	kindLists                                              []redisio.Lists
 	oldest, maxAttempt, models, lists, kindPaused, backlog *prometheus.GaugeVec
+	// estimated is 1 for the states of models that are estimates.
+	estimated *prometheus.GaugeVec
 	// levelOldest and levelMaxAttempt are oldest and maxAttempt by the
 	// rows' priority level: what the alerts by priority compare with the
 	// thresholds of the level (refresher_priority_alert_*{level}).
@@ -132,6 +137,8 @@ func NewGauges(reg prometheus.Registerer, cfg GaugeConfig) *Gauges {
 		oldest:     gauge("oldest_due_age_seconds", "Age of the oldest due row (now - refresh_at); 0 when none is due.", "kind", "priority"),
 		maxAttempt: gauge("max_attempt_no", "Highest refresh_attempt_no of the kind's rows.", "kind", "priority"),
 		models:     gauge("models", "Rows by state (a row counts in every state it is in; paused: models an operator paused).", "kind", "priority", "state"),
+		estimated: gauge("models_estimated", fmt.Sprintf("1 when refresher_models of the state is the database's estimate rather than a count "+
+			"(the total above %d rows, a state above %d), else 0.", models.ExactTotalUpTo, models.ExactStateUpTo), "kind", "priority", "state"),
 		lists:      gauge("list_length", "Length of the kind's Redis lists.", "kind", "list"),
 		kindPaused: gauge("kind_paused", "1 while an operator pauses the whole kind (nothing is dispatched), else 0.", "kind"),
 		backlog:    gauge("backlog", "Due rows by priority level (a row triggered at a one-shot priority counts at both levels until claimed).", "kind", "level"),
@@ -281,6 +288,13 @@ func (g *Gauges) apply(v gaugeKindValue) {
 	g.maxAttempt.WithLabelValues(v.Name, v.Priority).Set(float64(c.MaxAttemptNo))
 	for i, n := range []int64{c.Total, c.Due, c.Late, c.Running, c.Failing, c.Disabled, v.Paused} {
 		g.models.WithLabelValues(v.Name, v.Priority, gaugeStates[i]).Set(float64(n))
+	}
+	for i, state := range []models.RowState{models.StateAll, models.StateDue, models.StateLate, models.StateRunning, models.StateFailing, models.StateDisabled} {
+		estimated := 0.0
+		if c.IsEstimated(state) {
+			estimated = 1
+		}
+		g.estimated.WithLabelValues(v.Name, v.Priority, gaugeStates[i]).Set(estimated)
 	}
 	for i, list := range gaugeLists {
 		g.lists.WithLabelValues(v.Name, list).Set(float64(v.Lists[i]))

@@ -125,7 +125,7 @@ func TestGaugesPauseEndsAndSeriesExistFromTheStart(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	g := NewGauges(reg, GaugeConfig{Kinds: []GaugeKind{{Name: "k", Table: models.Table{Name: "k", Key: "id"}, Lists: lists, Priority: "eventual"}},
 		Inspector: mysqlstore.New(db), Redis: redisio.New(rdb), Interval: time.Minute})
-	for name, want := range map[string]int{"models": 7, "kind_paused": 1, "list_length": 3, "oldest_due_age_seconds": 1, "max_attempt_no": 1} {
+	for name, want := range map[string]int{"models": 7, "models_estimated": 6, "kind_paused": 1, "list_length": 3, "oldest_due_age_seconds": 1, "max_attempt_no": 1} {
 		if n := testutil.CollectAndCount(reg, "refresher_"+name); n != want {
 			t.Errorf("before the first count: %d series of refresher_%s, want %d", n, name, want)
 		}
@@ -241,5 +241,40 @@ refresher_oldest_due_age_by_level_seconds{kind="gl",level="10"} 90
 refresher_oldest_due_age_by_level_seconds{kind="gl",level="20"} 0
 `), "refresher_oldest_due_age_by_level_seconds", "refresher_max_attempt_no_by_level"); err != nil {
 		t.Error(err)
+	}
+}
+
+// estimatingInspector answers Counts as a driver does on a table too
+// large to count: the total and the failing rows are estimates.
+type estimatingInspector struct{ models.Inspector }
+
+func (e estimatingInspector) Counts(ctx context.Context, t models.Table, now time.Time, lateAfter time.Duration) (models.Counts, error) {
+	c, err := e.Inspector.Counts(ctx, t, now, lateAfter)
+	c.Total, c.TotalEstimated = 12_345_678, true
+	c.Failing, c.Estimated = 234_567, []models.RowState{models.StateFailing}
+	return c, err
+}
+
+// TestGaugesLabelEstimates: refresher_models_estimated is 1 for the states
+// whose count is an estimate, 0 for the others, and refresher_models has
+// the estimate.
+func TestGaugesLabelEstimates(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := gaugeTable(t, "ge")
+	rdb, prefix := testenv.Redis(t)
+	reg := prometheus.NewRegistry()
+	g := NewGauges(reg, GaugeConfig{Kinds: []GaugeKind{{Name: "ge", Table: models.Table{Name: "ge", Key: "id"}, Lists: redisio.DefaultLists(prefix + "ge"), Priority: "eventual"}},
+		Inspector: estimatingInspector{mysqlstore.New(db)}, Redis: redisio.New(rdb), Interval: time.Minute})
+	if _, err := g.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for state, want := range map[string]float64{"total": 1, "due": 0, "late": 0, "running": 0, "failing": 1, "disabled": 0} {
+		if v := testutil.ToFloat64(g.estimated.WithLabelValues("ge", "eventual", state)); v != want {
+			t.Errorf("refresher_models_estimated{state=%q} = %v, want %v", state, v, want)
+		}
+	}
+	if v := testutil.ToFloat64(g.models.WithLabelValues("ge", "eventual", "failing")); v != 234_567 {
+		t.Errorf("failing: %v, want the estimate", v)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,17 +19,19 @@ const (
 	DefaultListLimit = 50
 )
 
-// Counts counts t's rows by state at now (see models.Counts) in two
-// statements, neither of which locks. The due and late rows and the oldest
-// due time walk the refresh_at index over the due range only. The others
-// are answered from the indexes of migration 0003 (index-only range scans
-// over the rows in each state, and the last entry of the attempt number's
-// index), so their cost follows the rows in each state, not the table's
-// size; only the total scans the smallest index, and only on a table of
-// at most models.ExactTotalUpTo rows by InnoDB's estimate (TABLE_ROWS):
-// above it Total is that estimate (Counts.TotalEstimated). On a table
-// without those indexes (not migrated past 0002) they read the table once
-// instead, and count the total too.
+// Counts counts t's rows by state at now (see models.Counts), in
+// statements that lock nothing. With the indexes of migration 0003 each
+// state is answered from its own index (the due and late rows walk the
+// refresh_at index over their range; the others are index-only range
+// scans over the rows in each state; the highest attempt number is the
+// last entry of its index), reading at most models.ExactStateUpTo+1
+// entries per state: a state with more is the optimizer's estimate of its
+// rows (estimateState) and listed in Counts.Estimated. So their cost is
+// bounded whatever the table's size; only the total scans the smallest
+// index, and only on a table of at most models.ExactTotalUpTo rows by
+// InnoDB's estimate (TABLE_ROWS): above it Total is that estimate
+// (Counts.TotalEstimated). On a table without those indexes (not migrated
+// past 0002) they read the table once instead and count everything.
 func (s *Store) Counts(ctx context.Context, t models.Table, now time.Time, lateAfter time.Duration) (models.Counts, error) {
 	var c models.Counts
 	q, err := s.compile(ctx, t)
@@ -43,44 +46,114 @@ func (s *Store) Counts(ctx context.Context, t models.Table, now time.Time, lateA
 		}
 		force = " FORCE INDEX (" + idx + ")"
 	}
-	var late sql.NullInt64
 	var oldest sql.NullTime
-	err = s.db.QueryRowContext(ctx, "SELECT COUNT(*), SUM(`refresh_at` <= ?), MIN(`refresh_at`) FROM "+q.table+force+
-		" WHERE `refresh_at` <= ?", dbTime(now.Add(-lateAfter)), dbTime(now)).Scan(&c.Due, &late, &oldest)
-	if err != nil {
-		return c, fmt.Errorf("count due rows of %s: %w", q.table, err)
-	}
-	c.Late, c.OldestDue = late.Int64, nullTime(oldest)
-	var running, failing, disabled, maxNo sql.NullInt64
-	query := "SELECT COUNT(*), SUM(`refresh_attempt_uid` IS NOT NULL)," +
-		" SUM(`refresh_failing_since` IS NOT NULL AND `refresh_disabled_until_update` IS NULL)," +
-		" SUM(`refresh_disabled_until_update` IS NOT NULL), MAX(`refresh_attempt_no`) FROM " + q.table
-	var estimate int64
-	if q.meta.countIndexed {
-		if estimate, err = s.estimateRows(ctx, t.Name); err != nil {
-			return c, fmt.Errorf("estimate rows of %s: %w", q.table, err)
+	if !q.meta.countIndexed {
+		var late, running, failing, disabled, maxNo sql.NullInt64
+		err = s.db.QueryRowContext(ctx, "SELECT COUNT(*), SUM(`refresh_at` <= ?), MIN(`refresh_at`) FROM "+q.table+force+
+			" WHERE `refresh_at` <= ?", dbTime(now.Add(-lateAfter)), dbTime(now)).Scan(&c.Due, &late, &oldest)
+		if err != nil {
+			return c, fmt.Errorf("count due rows of %s: %w", q.table, err)
 		}
-		total := "(SELECT COUNT(*) FROM " + q.table + ")"
-		if estimate > s.exactTotalUpTo {
-			total, c.TotalEstimated = "0", true
+		err = s.db.QueryRowContext(ctx, "SELECT COUNT(*), SUM(`refresh_attempt_uid` IS NOT NULL),"+
+			" SUM(`refresh_failing_since` IS NOT NULL AND `refresh_disabled_until_update` IS NULL),"+
+			" SUM(`refresh_disabled_until_update` IS NOT NULL), MAX(`refresh_attempt_no`) FROM "+q.table).Scan(&c.Total, &running, &failing, &disabled, &maxNo)
+		if err != nil {
+			return c, fmt.Errorf("count rows of %s by state: %w", q.table, err)
 		}
-		tb := " FROM " + q.table + " WHERE "
-		query = "SELECT " + total + "," +
-			" (SELECT COUNT(*)" + tb + "`refresh_attempt_uid` IS NOT NULL)," +
-			" (SELECT COUNT(*)" + tb + "`refresh_failing_since` IS NOT NULL) -" +
-			" (SELECT COUNT(*)" + tb + "`refresh_disabled_until_update` IS NOT NULL AND `refresh_failing_since` IS NOT NULL)," +
-			" (SELECT COUNT(*)" + tb + "`refresh_disabled_until_update` IS NOT NULL)," +
-			" (SELECT MAX(`refresh_attempt_no`) FROM " + q.table + ")"
+		c.Late, c.OldestDue = late.Int64, nullTime(oldest)
+		c.Running, c.Failing, c.Disabled, c.MaxAttemptNo = running.Int64, failing.Int64, disabled.Int64, int(maxNo.Int64)
+		return c, nil
 	}
-	err = s.db.QueryRowContext(ctx, query).Scan(&c.Total, &running, &failing, &disabled, &maxNo)
+	estimate, err := s.estimateRows(ctx, t.Name)
 	if err != nil {
+		return c, fmt.Errorf("estimate rows of %s: %w", q.table, err)
+	}
+	total := "(SELECT COUNT(*) FROM " + q.table + ")"
+	if estimate > s.exactTotalUpTo {
+		total, c.TotalEstimated = "0", true
+	}
+	// The states in the order of the SELECT below; at is the time a
+	// condition on refresh_at compares with (its ?), nil for none.
+	states := []struct {
+		state models.RowState
+		from  string
+		cond  string
+		at    any
+		n     *int64
+	}{
+		{models.StateDue, q.table + force, "`refresh_at` <= ?", dbTime(now), &c.Due},
+		{models.StateLate, q.table + force, "`refresh_at` <= ?", dbTime(now.Add(-lateAfter)), &c.Late},
+		{models.StateRunning, q.table, "`refresh_attempt_uid` IS NOT NULL", nil, &c.Running},
+		{models.StateFailing, q.table, "`refresh_disabled_until_update` IS NULL AND `refresh_failing_since` IS NOT NULL", nil, &c.Failing},
+		{models.StateDisabled, q.table, "`refresh_disabled_until_update` IS NOT NULL", nil, &c.Disabled},
+	}
+	query := "SELECT " + total
+	var args []any
+	dest := []any{&c.Total}
+	for _, st := range states {
+		// At most exactStateUpTo+1 entries of the state's index.
+		query += ", (SELECT COUNT(*) FROM (SELECT 1 FROM " + st.from + " WHERE " + st.cond + " LIMIT " + strconv.FormatInt(s.exactStateUpTo+1, 10) + ") s)"
+		if st.at != nil {
+			args = append(args, st.at)
+		}
+		dest = append(dest, st.n)
+	}
+	var maxNo sql.NullInt64
+	query += ", (SELECT MIN(`refresh_at`) FROM " + q.table + force + " WHERE `refresh_at` <= ?), (SELECT MAX(`refresh_attempt_no`) FROM " + q.table + ")"
+	args = append(args, dbTime(now))
+	if err := s.db.QueryRowContext(ctx, query, args...).Scan(append(dest, &oldest, &maxNo)...); err != nil {
 		return c, fmt.Errorf("count rows of %s by state: %w", q.table, err)
 	}
-	c.Running, c.Failing, c.Disabled, c.MaxAttemptNo = running.Int64, failing.Int64, disabled.Int64, int(maxNo.Int64)
+	c.OldestDue, c.MaxAttemptNo = nullTime(oldest), int(maxNo.Int64)
+	for _, st := range states {
+		if *st.n <= s.exactStateUpTo {
+			continue
+		}
+		var at []any
+		if st.at != nil {
+			at = []any{st.at}
+		}
+		n, err := s.estimateState(ctx, "SELECT 1 FROM "+st.from+" WHERE "+st.cond, at)
+		if err != nil {
+			return c, fmt.Errorf("estimate %s rows of %s: %w", st.state, q.table, err)
+		}
+		*st.n = max(n, s.exactStateUpTo+1)
+		c.Estimated = append(c.Estimated, st.state)
+	}
 	if c.TotalEstimated {
 		c.Total = estimate
 	}
 	return c, nil
+}
+
+// estimateState returns the optimizer's estimate of the rows query (a
+// SELECT of one table with a state's condition) would return: EXPLAIN's
+// rows, from the index's statistics or a dive into the index's range,
+// without running it.
+func (s *Store) estimateState(ctx context.Context, query string, args []any) (int64, error) {
+	rows, err := s.db.QueryContext(ctx, "EXPLAIN "+query, args...)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return 0, err
+	}
+	at := slices.Index(cols, "rows")
+	if at < 0 || !rows.Next() {
+		return 0, fmt.Errorf("EXPLAIN gave no rows estimate (columns %v): %w", cols, rows.Err())
+	}
+	vals := make([]sql.NullInt64, len(cols))
+	dest := make([]any, len(cols))
+	for i := range vals {
+		dest[i] = &sql.RawBytes{}
+	}
+	dest[at] = &vals[at]
+	if err := rows.Scan(dest...); err != nil {
+		return 0, err
+	}
+	return vals[at].Int64, rows.Err()
 }
 
 // estimateRows returns the storage engine's estimate of the rows of the

@@ -28,8 +28,9 @@ type Store struct {
 	// cached: every NextDue (200 kinds ask every second) would otherwise
 	// quote and join the names again.
 	compiled map[string]compiled
-	// exactTotalUpTo is models.ExactTotalUpTo (lowered by tests).
-	exactTotalUpTo int64
+	// exactTotalUpTo is models.ExactTotalUpTo, exactStateUpTo
+	// models.ExactStateUpTo (lowered by tests).
+	exactTotalUpTo, exactStateUpTo int64
 }
 
 // tableMeta is what Save needs to know of a table's columns.
@@ -62,7 +63,7 @@ type colMeta struct {
 
 // New returns a Store on db, which should come from Open.
 func New(db *sql.DB) *Store {
-	return &Store{db: db, metas: map[string]tableMeta{}, compiled: map[string]compiled{}, exactTotalUpTo: models.ExactTotalUpTo}
+	return &Store{db: db, metas: map[string]tableMeta{}, compiled: map[string]compiled{}, exactTotalUpTo: models.ExactTotalUpTo, exactStateUpTo: models.ExactStateUpTo}
 }
 
 var _ models.Store = (*Store)(nil)

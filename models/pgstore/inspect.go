@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -16,11 +17,13 @@ import (
 // Counts counts the rows of t by state at now; see models.Inspector. With
 // the indexes of migration 0003 each state is counted from its own index
 // entries (the due ones from refresh_at's, the highest attempt number from
-// the end of its index), and only the total reads a whole index, and only
-// on a table of at most models.ExactTotalUpTo rows by the planner's
-// estimate (estimateRows): above it Total is that estimate
-// (Counts.TotalEstimated). Without them it is one scan of the table
-// (count(*) FILTER per state), the total exact.
+// the end of its index), at most models.ExactStateUpTo+1 of them: a state
+// with more is the planner's estimate (estimateState) and listed in
+// Counts.Estimated. Only the total reads a whole index, and only on a
+// table of at most models.ExactTotalUpTo rows by the planner's estimate
+// (estimateRows): above it Total is that estimate (Counts.TotalEstimated).
+// Without the indexes it is one scan of the table (count(*) FILTER per
+// state), every count exact.
 func (s *Store) Counts(ctx context.Context, t models.Table, now time.Time, lateAfter time.Duration) (models.Counts, error) {
 	q, err := s.compile(ctx, t)
 	if err != nil {
@@ -31,6 +34,23 @@ func (s *Store) Counts(ctx context.Context, t models.Table, now time.Time, lateA
 	var maxNo int64
 	if q.meta.countIndexed() {
 		tb := " FROM " + q.table + " WHERE "
+		// The states in the order of the SELECT below. A condition on a
+		// time has it as $1 (at), which is param in the SELECT.
+		states := []struct {
+			state models.RowState
+			cond  string
+			at    any
+			param string
+			n     *int64
+		}{
+			{models.StateDue, `"refresh_at" <= $1`, now.UTC(), "$1", &c.Due},
+			{models.StateLate, `"refresh_at" <= $1`, now.Add(-lateAfter).UTC(), "$2", &c.Late},
+			{models.StateRunning, `"refresh_attempt_uid" IS NOT NULL`, nil, "", &c.Running},
+			{models.StateFailing, `"refresh_disabled_until_update" IS NULL AND "refresh_failing_since" IS NOT NULL`, nil, "", &c.Failing},
+			{models.StateDisabled, `"refresh_disabled_until_update" IS NOT NULL`, nil, "", &c.Disabled},
+		}
+		// $1 now, $2 late, $3 the entries a state's count reads at most.
+		args := []any{states[0].at, states[1].at, s.exactStateUpTo + 1}
 		var estimate int64
 		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			// Serial: the total's index-only scan with parallel workers
@@ -47,16 +67,40 @@ func (s *Store) Counts(ctx context.Context, t models.Table, now time.Time, lateA
 			if estimate > s.exactTotalUpTo {
 				total, c.TotalEstimated = "0", true
 			}
-			return tx.QueryRow(ctx, `SELECT `+total+`,
-		(SELECT count(*)`+tb+`"refresh_at" <= $1),
-		(SELECT count(*)`+tb+`"refresh_at" <= $2),
-		(SELECT count(*)`+tb+`"refresh_attempt_uid" IS NOT NULL),
-		(SELECT count(*)`+tb+`"refresh_failing_since" IS NOT NULL) -
-		(SELECT count(*)`+tb+`"refresh_disabled_until_update" IS NOT NULL AND "refresh_failing_since" IS NOT NULL),
-		(SELECT count(*)`+tb+`"refresh_disabled_until_update" IS NOT NULL),
-		(SELECT min("refresh_at")`+tb+`"refresh_at" <= $1),
-		COALESCE((SELECT max("refresh_attempt_no") FROM `+q.table+`), 0)`, now.UTC(), now.Add(-lateAfter).UTC()).Scan(
-				&c.Total, &c.Due, &c.Late, &c.Running, &c.Failing, &c.Disabled, &oldest, &maxNo)
+			sel := "SELECT " + total
+			dest := []any{&c.Total}
+			for _, st := range states {
+				// At most $3 entries of the state's index: each may cost a
+				// visit to the table (see models.ExactStateUpTo).
+				cond := st.cond
+				if st.param != "" {
+					cond = strings.ReplaceAll(cond, "$1", st.param)
+				}
+				sel += ",\n\t\t(SELECT count(*) FROM (SELECT 1" + tb + cond + " LIMIT $3) s)"
+				dest = append(dest, st.n)
+			}
+			sel += `,
+		(SELECT min("refresh_at")` + tb + `"refresh_at" <= $1),
+		COALESCE((SELECT max("refresh_attempt_no") FROM ` + q.table + `), 0)`
+			if err := tx.QueryRow(ctx, sel, args...).Scan(append(dest, &oldest, &maxNo)...); err != nil {
+				return err
+			}
+			for _, st := range states {
+				if *st.n <= s.exactStateUpTo {
+					continue
+				}
+				var at []any
+				if st.at != nil {
+					at = []any{st.at}
+				}
+				n, err := estimateState(ctx, tx, "SELECT 1"+tb+st.cond, at)
+				if err != nil {
+					return fmt.Errorf("estimate %s rows: %w", st.state, err)
+				}
+				*st.n = max(n, s.exactStateUpTo+1)
+				c.Estimated = append(c.Estimated, st.state)
+			}
+			return nil
 		})
 		if err != nil {
 			return c, fmt.Errorf("count rows of %s: %w", q.table, withSchemaHint(err))
@@ -94,6 +138,26 @@ const estimateRows = `SELECT CASE WHEN c.reltuples < 0 THEN -1
 	WHEN c.relpages = 0 THEN c.reltuples::bigint
 	ELSE (c.reltuples / c.relpages * (pg_relation_size(c.oid) / current_setting('block_size')::bigint))::bigint END
 	FROM pg_class c WHERE c.oid = $1::text::regclass`
+
+// estimateState returns the planner's estimate of the rows query (SELECT 1
+// FROM the table WHERE a state's condition, on the parameters args) would
+// return: EXPLAIN's top "Plan Rows", from the table's statistics, without
+// running it. The statistics may be as old as the last ANALYZE.
+func estimateState(ctx context.Context, tx pgx.Tx, query string, args []any) (int64, error) {
+	var plan []struct {
+		Plan struct {
+			Rows float64 `json:"Plan Rows"`
+		}
+	}
+	var doc []byte
+	if err := tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+query, args...).Scan(&doc); err != nil {
+		return 0, err
+	}
+	if err := json.Unmarshal(doc, &plan); err != nil || len(plan) == 0 {
+		return 0, fmt.Errorf("read EXPLAIN's rows: %v in %.200s", err, doc)
+	}
+	return int64(plan[0].Plan.Rows), nil
+}
 
 // List returns up to q.Limit (default 50, at most 1000) rows of t in
 // q.State, ordered by key as the key column's type orders it, after the key

@@ -28,13 +28,14 @@ type Store struct {
 	// compiled caches compile's result by Table.CacheKey once the
 	// metadata is cached: each statement of a batch compiles its table.
 	compiled map[string]compiled
-	// exactTotalUpTo is models.ExactTotalUpTo (lowered by tests).
-	exactTotalUpTo int64
+	// exactTotalUpTo is models.ExactTotalUpTo, exactStateUpTo
+	// models.ExactStateUpTo (lowered by tests).
+	exactTotalUpTo, exactStateUpTo int64
 }
 
 // New returns a Store on pool, which should come from Open.
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool, metas: map[string]tableMeta{}, compiled: map[string]compiled{}, exactTotalUpTo: models.ExactTotalUpTo}
+	return &Store{pool: pool, metas: map[string]tableMeta{}, compiled: map[string]compiled{}, exactTotalUpTo: models.ExactTotalUpTo, exactStateUpTo: models.ExactStateUpTo}
 }
 
 var (
