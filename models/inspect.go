@@ -99,15 +99,18 @@ type Counts struct {
 // An exact total reads a whole index (about 100 ms per million rows on a
 // quiet machine, seconds at ten million), so beyond it Total is the
 // estimate from the table's statistics and Counts.TotalEstimated is set;
-// the states' counts read only their own rows and stay exact. SQLite has no
+// the states' counts read only their own rows, exactly up to
+// ExactStateUpTo each (see it). SQLite has no
 // such estimate and always counts.
 const ExactTotalUpTo = 1_000_000
 
 // ExactStateUpTo is the largest count of a state (due, late, running,
 // failing, disabled) that Counts gives exactly on MariaDB/MySQL and
-// PostgreSQL: each state's count reads at most ExactStateUpTo+1 of its
-// index entries, and a state with more is the planner's estimate of its
-// rows, at least ExactStateUpTo+1, listed in Counts.Estimated. The bound
+// PostgreSQL for a table of more than ExactTotalUpTo rows (a smaller
+// table's states are always counted: under 200 ms at a million rows):
+// each state's count reads at most ExactStateUpTo+1 of its index entries,
+// and a state with more is the planner's estimate of its rows, at least
+// ExactStateUpTo+1, listed in Counts.Estimated. The bound
 // keeps a count under the read calls' 200 ms budget at ten million rows:
 // on PostgreSQL, right after a burst of refreshes spread over the table,
 // an index-only count visits the table for many entries (the visibility

@@ -138,7 +138,7 @@ func NewGauges(reg prometheus.Registerer, cfg GaugeConfig) *Gauges {
 		maxAttempt: gauge("max_attempt_no", "Highest refresh_attempt_no of the kind's rows.", "kind", "priority"),
 		models:     gauge("models", "Rows by state (a row counts in every state it is in; paused: models an operator paused).", "kind", "priority", "state"),
 		estimated: gauge("models_estimated", fmt.Sprintf("1 when refresher_models of the state is the database's estimate rather than a count "+
-			"(the total above %d rows, a state above %d), else 0.", models.ExactTotalUpTo, models.ExactStateUpTo), "kind", "priority", "state"),
+			"(on a table of more than %d rows: the total, and a state above %d), else 0.", models.ExactTotalUpTo, models.ExactStateUpTo), "kind", "priority", "state"),
 		lists:      gauge("list_length", "Length of the kind's Redis lists.", "kind", "list"),
 		kindPaused: gauge("kind_paused", "1 while an operator pauses the whole kind (nothing is dispatched), else 0.", "kind"),
 		backlog:    gauge("backlog", "Due rows by priority level (a row triggered at a one-shot priority counts at both levels until claimed).", "kind", "level"),

@@ -59,6 +59,15 @@ func TestCountsEstimatesLargeStates(t *testing.T) {
 	now, lateAfter := base.Add(time.Minute), time.Hour
 
 	s := New(db)
+	// A table of at most exactTotalUpTo rows counts every state, whatever
+	// the cap.
+	s.exactStateUpTo = 1000
+	small, err := s.Counts(ctx, tbl, now, lateAfter)
+	must(t, err)
+	eq(t, [5]int64{small.Due, small.Late, small.Running, small.Failing, small.Disabled}, [5]int64{2997, 1000, 2000, 50, 7}, "a small table: exact above the cap")
+	eq(t, len(small.Estimated), 0, "a small table: nothing estimated")
+
+	s.exactTotalUpTo = 100 // a large table from here on
 	s.exactStateUpTo = 5000
 	exact, err := s.Counts(ctx, tbl, now, lateAfter)
 	must(t, err)

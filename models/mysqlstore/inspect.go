@@ -24,9 +24,10 @@ const (
 // state is answered from its own index (the due and late rows walk the
 // refresh_at index over their range; the others are index-only range
 // scans over the rows in each state; the highest attempt number is the
-// last entry of its index), reading at most models.ExactStateUpTo+1
-// entries per state: a state with more is the optimizer's estimate of its
-// rows (estimateState) and listed in Counts.Estimated. So their cost is
+// last entry of its index). On a table of more than models.ExactTotalUpTo
+// rows they read at most models.ExactStateUpTo+1 entries per state: a
+// state with more is the optimizer's estimate of its rows
+// (estimateState) and listed in Counts.Estimated. So their cost is
 // bounded whatever the table's size; only the total scans the smallest
 // index, and only on a table of at most models.ExactTotalUpTo rows by
 // InnoDB's estimate (TABLE_ROWS): above it Total is that estimate
@@ -91,8 +92,13 @@ func (s *Store) Counts(ctx context.Context, t models.Table, now time.Time, lateA
 	var args []any
 	dest := []any{&c.Total}
 	for _, st := range states {
-		// At most exactStateUpTo+1 entries of the state's index.
-		query += ", (SELECT COUNT(*) FROM (SELECT 1 FROM " + st.from + " WHERE " + st.cond + " LIMIT " + strconv.FormatInt(s.exactStateUpTo+1, 10) + ") s)"
+		if !c.TotalEstimated {
+			query += ", (SELECT COUNT(*) FROM " + st.from + " WHERE " + st.cond + ")"
+		} else {
+			// A large table: at most exactStateUpTo+1 entries of the
+			// state's index.
+			query += ", (SELECT COUNT(*) FROM (SELECT 1 FROM " + st.from + " WHERE " + st.cond + " LIMIT " + strconv.FormatInt(s.exactStateUpTo+1, 10) + ") s)"
+		}
 		if st.at != nil {
 			args = append(args, st.at)
 		}
@@ -106,7 +112,7 @@ func (s *Store) Counts(ctx context.Context, t models.Table, now time.Time, lateA
 	}
 	c.OldestDue, c.MaxAttemptNo = nullTime(oldest), int(maxNo.Int64)
 	for _, st := range states {
-		if *st.n <= s.exactStateUpTo {
+		if !c.TotalEstimated || *st.n <= s.exactStateUpTo {
 			continue
 		}
 		var at []any

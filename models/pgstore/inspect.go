@@ -17,9 +17,9 @@ import (
 // Counts counts the rows of t by state at now; see models.Inspector. With
 // the indexes of migration 0003 each state is counted from its own index
 // entries (the due ones from refresh_at's, the highest attempt number from
-// the end of its index), at most models.ExactStateUpTo+1 of them: a state
-// with more is the planner's estimate (estimateState) and listed in
-// Counts.Estimated. Only the total reads a whole index, and only on a
+// the end of its index); on a table of more than models.ExactTotalUpTo
+// rows, at most models.ExactStateUpTo+1 of them: a state with more is the
+// planner's estimate (estimateState) and listed in Counts.Estimated. Only the total reads a whole index, and only on a
 // table of at most models.ExactTotalUpTo rows by the planner's estimate
 // (estimateRows): above it Total is that estimate (Counts.TotalEstimated).
 // Without the indexes it is one scan of the table (count(*) FILTER per
@@ -49,8 +49,9 @@ func (s *Store) Counts(ctx context.Context, t models.Table, now time.Time, lateA
 			{models.StateFailing, `"refresh_disabled_until_update" IS NULL AND "refresh_failing_since" IS NOT NULL`, nil, "", &c.Failing},
 			{models.StateDisabled, `"refresh_disabled_until_update" IS NOT NULL`, nil, "", &c.Disabled},
 		}
-		// $1 now, $2 late, $3 the entries a state's count reads at most.
-		args := []any{states[0].at, states[1].at, s.exactStateUpTo + 1}
+		// $1 now, $2 late, $3 the entries a state's count reads at most (a
+		// large table only).
+		args := []any{states[0].at, states[1].at}
 		var estimate int64
 		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			// Serial: the total's index-only scan with parallel workers
@@ -68,15 +69,23 @@ func (s *Store) Counts(ctx context.Context, t models.Table, now time.Time, lateA
 				total, c.TotalEstimated = "0", true
 			}
 			sel := "SELECT " + total
+			if c.TotalEstimated {
+				args = append(args, s.exactStateUpTo+1)
+			}
 			dest := []any{&c.Total}
 			for _, st := range states {
-				// At most $3 entries of the state's index: each may cost a
-				// visit to the table (see models.ExactStateUpTo).
 				cond := st.cond
 				if st.param != "" {
 					cond = strings.ReplaceAll(cond, "$1", st.param)
 				}
-				sel += ",\n\t\t(SELECT count(*) FROM (SELECT 1" + tb + cond + " LIMIT $3) s)"
+				if !c.TotalEstimated {
+					sel += ",\n\t\t(SELECT count(*)" + tb + cond + ")"
+				} else {
+					// A large table: at most $3 entries of the state's
+					// index, each of which may cost a visit to the table
+					// (see models.ExactStateUpTo).
+					sel += ",\n\t\t(SELECT count(*) FROM (SELECT 1" + tb + cond + " LIMIT $3) s)"
+				}
 				dest = append(dest, st.n)
 			}
 			sel += `,
@@ -86,7 +95,7 @@ func (s *Store) Counts(ctx context.Context, t models.Table, now time.Time, lateA
 				return err
 			}
 			for _, st := range states {
-				if *st.n <= s.exactStateUpTo {
+				if !c.TotalEstimated || *st.n <= s.exactStateUpTo {
 					continue
 				}
 				var at []any
