@@ -387,7 +387,7 @@ func TestLedgerBoundsAndOff(t *testing.T) {
 
 // Off, the recording costs no allocation per row: the batch is nil.
 func TestLedgerOffAllocatesNothing(t *testing.T) {
-	b := newLedgerBatch("items", false)
+	b := newLedgerBatch("items", LedgerConfig{})
 	row := models.Row{Key: "k"}
 	p := policy.Policy{}.WithDefaults()
 	now := t0
@@ -534,7 +534,7 @@ func TestLedgerRoutineStartMemo(t *testing.T) {
 	at14 := t0.Add(4 * time.Hour)
 	planned := []time.Time{at14, at14.Add(-24 * time.Hour), at14.Add(time.Hour), at14.Add(90 * time.Second), at14.Add(37 * time.Minute)}
 	nows := []time.Time{at14.Add(300 * time.Millisecond), at14.Add(50 * time.Minute), at14.Add(61 * time.Minute), at14.Add(3 * time.Minute)}
-	b := newLedgerBatch("items", true)
+	b := newLedgerBatch("items", LedgerConfig{On: true, RoutineRows: true})
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := range 5000 {
 		d := policy.DueDecision{Action: policy.DueStarted, BeforeStart: policy.State{RefreshAt: planned[rng.IntN(len(planned))]}}
