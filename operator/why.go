@@ -26,7 +26,7 @@ func (s *Server) whyRoutes(mux *http.ServeMux) {
 // whyKind is the kind as refresher.Admin.Why reads it.
 func (k *Kind) whyKind() refresher.WhyKind {
 	return refresher.WhyKind{Name: k.Name, Table: k.Table, ThrottleGroup: k.ThrottleGroup, Schedule: k.Schedule,
-		Policy: k.Policy, Keep: k.LedgerKeep}
+		Policy: k.Policy, Keep: k.LedgerKeep, RowMax: k.LedgerMaxEntries, LedgerOff: k.LedgerOff}
 }
 
 // parseWhyAt reads the time asked about: RFC 3339, or (from the page's

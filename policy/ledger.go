@@ -92,7 +92,7 @@ const (
 // it needs to be explained later. Fields a given Event does not use are
 // zero.
 type Entry struct {
-	At    time.Time
+	At   time.Time
 	Kind string
 	// Key is the row's key; "" for an entry of the whole kind (Whole), and
 	// for the entries of a row whose key is the empty string.

@@ -29,9 +29,9 @@ const (
 	// DefaultLedgerRoutineMaxEntries: a kind's batches of routine
 	// successes kept, about 100 bytes each.
 	DefaultLedgerRoutineMaxEntries = 100000
-	DefaultLedgerMaxAge         = 30 * 24 * time.Hour
-	DefaultLedgerPruneEvery     = time.Minute
-	DefaultLedgerPruneChunk     = 1000
+	DefaultLedgerMaxAge            = 30 * 24 * time.Hour
+	DefaultLedgerPruneEvery        = time.Minute
+	DefaultLedgerPruneChunk        = 1000
 )
 
 // LedgerConfig is Config.Ledger. The zero value records nothing.

@@ -56,8 +56,9 @@ follow it (--all: every entry read).`,
 			defer store.Close()
 			wk := whyKind(k)
 			if c.Ledger.Enabled { // pruned to ledger.max_age by the service
-				wk.Keep = c.Ledger.MaxAge.D()
+				wk.Keep, wk.RowMax = c.Ledger.MaxAge.D(), c.Ledger.MaxEntries
 			}
+			wk.LedgerOff = !c.Ledger.Enabled
 			ans, err := refresher.NewAdmin(whyStore(store), nil).Why(cmd.Context(), wk, key, when, now)
 			if err != nil {
 				return fmt.Errorf("why: %w", err)
