@@ -52,7 +52,8 @@ func (e *env) comparisons() ([]compared, error) {
 	if e.o.ledger {
 		off := "service (ledger off: the default)"
 		add(compared{variant: variant{name: off, role: "service"}})
-		add(compared{variant: variant{name: "service, ledger on", role: "service", args: []string{"--child-ledger"}}, ref: off})
+		add(compared{variant: variant{name: "service, ledger on (routine: batches)", role: "service", args: []string{"--child-ledger"}}, ref: off})
+		add(compared{variant: variant{name: "service, ledger on (routine: rows)", role: "service", args: []string{"--child-ledger", "--child-ledger-rows"}}, ref: off})
 	}
 	if e.o.priority {
 		add(compared{variant: variant{name: "service", role: "service"}})
