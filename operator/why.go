@@ -128,7 +128,7 @@ func (s *Server) history(ctx context.Context, k *Kind, row models.Row, now time.
 // entries it leaves to `why` (dispatches, leases, stale and late answers,
 // other groups' holds).
 func historyEvent(e policy.Entry) (HistoryEvent, bool) {
-	h := HistoryEvent{At: e.At.UTC(), Kind: e.Key == ""}
+	h := HistoryEvent{At: e.At.UTC(), Kind: e.Whole}
 	who := func() string {
 		s := ""
 		if e.By != "" {

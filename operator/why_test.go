@@ -45,8 +45,8 @@ func (f *fixture) withLedger() string {
 	ledger := ledgertest.New(f.store,
 		e(policy.EventDispatched, at(3, 2, 0, 1), func(x *policy.Entry) { x.Attempt, x.Planned = "a0", at(3, 2, 0, 0) }),
 		e(policy.EventSucceeded, at(3, 2, 0, 40), func(x *policy.Entry) { x.Attempt, x.Next = "a0", at(4, 2, 0, 0) }),
-		e(policy.EventPaused, at(4, 1, 55, 0), func(x *policy.Entry) { x.Key, x.By, x.Note = "", "ops", "incident 42" }),
-		e(policy.EventResumed, at(4, 2, 20, 0), func(x *policy.Entry) { x.Key, x.By = "", "ops" }),
+		e(policy.EventPaused, at(4, 1, 55, 0), func(x *policy.Entry) { x.Key, x.Whole, x.By, x.Note = "", true, "ops", "incident 42" }),
+		e(policy.EventResumed, at(4, 2, 20, 0), func(x *policy.Entry) { x.Key, x.Whole, x.By = "", true, "ops" }),
 		e(policy.EventDispatched, at(4, 2, 20, 0), func(x *policy.Entry) { x.Attempt, x.Planned = "a1", at(4, 2, 0, 0) }),
 		e(policy.EventFailed, at(4, 2, 20, 30), func(x *policy.Entry) {
 			x.Attempt, x.Reason, x.Next, x.Bound = "a1", "HTTP 503 from upstream", at(4, 2, 21, 30), policy.BoundRetryList

@@ -212,7 +212,7 @@ func LedgerEntries(entries []policy.Entry) []LedgerEntry {
 	for _, e := range entries {
 		j := LedgerEntry{At: e.At.UTC(), Event: string(e.Event), Attempt: e.Attempt, Planned: tp(e.Planned), Next: tp(e.Next),
 			Bound: e.Bound, Until: tp(e.Until), Reason: e.Reason, Disabled: e.Disabled, Priority: e.Priority, By: e.By, Note: e.Note, Group: e.Group}
-		if e.Key != "" {
+		if !e.Whole {
 			k := e.Key
 			j.UID = &k
 		}
