@@ -767,7 +767,7 @@ func (e *explainer) busyAt(occ time.Time) (string, bool) {
 	if ok && !end.At.After(occ) {
 		return "", false
 	}
-	if !ok && e.Row().AttemptUID != last.Attempt {
+	if !ok && e.q.Row.AttemptUID != last.Attempt {
 		// Its success may be in a batch of routine successes: busy only
 		// when every batch that may hold it came after occ.
 		if bs := e.successBatches(last, time.Time{}); len(bs) == 0 || !bs[0].At.After(occ) {
@@ -1044,9 +1044,6 @@ func (e *explainer) invalidRule() Why {
 	}
 	return e.answer(CauseInvalidRule, fmt.Sprintf("Nothing was planned at %s: %s.", e.full(q.At), why))
 }
-
-// Row is the row's state now.
-func (e *explainer) Row() State { return e.q.Row }
 
 // Routine cycles. With ledger.routine "batches", a plain success (of the
 // running attempt, on time, with a next occurrence) writes no row entry:

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -449,6 +450,7 @@ func TestWhyRoutineCycles(t *testing.T) {
 	lastRun := State{AttemptAt: hms(11, 0, 1), LastSuccessAt: hms(11, 0, 3), RefreshAt: hms(12, 0, 0)}
 	failed := []Entry{row(EventFailed, hms(9, 0, 30), attempt("a1"), from(hms(9, 0, 1)), reason("HTTP 503"), next(hms(9, 1, 30), BoundRetryList)),
 		ran("a2", hms(9, 1, 30), hms(9, 1, 30))}
+	triggered := []Entry{row(EventTriggered, hms(8, 30, 0), by("bob", "")), ran("t1", hms(8, 30, 0), hms(8, 30, 0))}
 	cases := []struct {
 		name  string
 		q     WhyQuery
@@ -474,6 +476,12 @@ func TestWhyRoutineCycles(t *testing.T) {
 			want: "Nov 25 09:00 UTC was planned. It was not dispatched at 09:00: the kind was paused from 08:55 to 09:20 by ops ('incident 42'). After the kind's pause it ran as usual: it was dispatched and succeeded in the batch of routine successes applied at 09:20:05 (no entry of its own, so nothing but a routine cycle happened to it; routine successes are recorded per batch, not per model).",
 			q: WhyQuery{At: hms(9, 0, 0), Routine: hours, Row: lastRun, Entries: []Entry{
 				kindEntry(EventPaused, hms(8, 55, 0), by("ops", "incident 42")), kindEntry(EventResumed, hms(9, 20, 0), by("ops", ""))}}},
+		{name: "a refresh now before it, its success batched: not busy, and the cycle routine", cause: CauseSucceeded,
+			want: "Nov 25 09:00 UTC was planned. It ran as usual: it was dispatched and succeeded in one of the 4 batches of routine successes applied between 09:00:02 and 09:20:05 (no entry of its own, so nothing but a routine cycle happened to it; routine successes are recorded per batch, not per model).",
+			q:    WhyQuery{At: hms(9, 0, 0), Routine: append(slices.Clone(hours), batch(hms(8, 30, 5), 1, hms(8, 30, 0), hms(8, 30, 0))), Row: lastRun, Entries: triggered}},
+		{name: "a refresh now, its success told from its batch", cause: CauseTriggered,
+			want: "At Nov 25 08:30 UTC bob asked for a refresh now; it was not one of the schedule's occurrences. It was dispatched at 08:30 and succeeded in the batch of routine successes applied at 08:30:05 (no other outcome is recorded for it; routine successes are recorded per batch, not per model).",
+			q:    WhyQuery{At: hms(8, 31, 0), Routine: append(slices.Clone(hours), batch(hms(8, 30, 5), 1, hms(8, 30, 0), hms(8, 30, 0))), Row: lastRun, Entries: triggered}},
 		{name: "no success since in the row's columns: not told as routine", cause: CauseNoEntries,
 			want: "Nov 25 10:00 UTC was planned. The ledger has no entry about this model or its kind from then: it was off, or the service did not run.",
 			q:    WhyQuery{At: hms(10, 0, 0), Routine: hours, Row: State{LastSuccessAt: hms(9, 0, 3), AttemptAt: hms(9, 0, 1)}}},

@@ -197,6 +197,11 @@ type LedgerEntry struct {
 	By       string     `json:"by,omitempty"`
 	Note     string     `json:"note,omitempty"`
 	Group    string     `json:"group,omitempty"`
+	// Count, Dispatched and DispatchedLast: a batch of routine successes
+	// (event "routine"): how many, and the range of their dispatches.
+	Count          int        `json:"count,omitempty"`
+	Dispatched     *time.Time `json:"dispatched,omitempty"`
+	DispatchedLast *time.Time `json:"dispatched_last,omitempty"`
 }
 
 // LedgerEntries converts entries to JSON, times in UTC.
@@ -211,7 +216,11 @@ func LedgerEntries(entries []policy.Entry) []LedgerEntry {
 	out := make([]LedgerEntry, 0, len(entries))
 	for _, e := range entries {
 		j := LedgerEntry{At: e.At.UTC(), Event: string(e.Event), Attempt: e.Attempt, Planned: tp(e.Planned), Next: tp(e.Next),
-			Bound: e.Bound, Until: tp(e.Until), Reason: e.Reason, Disabled: e.Disabled, Priority: e.Priority, By: e.By, Note: e.Note, Group: e.Group}
+			Bound: e.Bound, Until: tp(e.Until), Reason: e.Reason, Disabled: e.Disabled, Priority: e.Priority, By: e.By, Note: e.Note, Group: e.Group,
+			Count: e.Count}
+		if e.Event == policy.EventRoutine {
+			j.Dispatched, j.DispatchedLast = tp(e.Dispatched), tp(e.DispatchedLast)
+		}
 		if !e.Whole {
 			k := e.Key
 			j.UID = &k

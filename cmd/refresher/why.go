@@ -159,6 +159,10 @@ func entryDetail(e policy.Entry, loc *time.Location) string {
 	add("by", e.By)
 	add("note", e.Note)
 	add("group", e.Group)
+	if e.Event == policy.EventRoutine {
+		add("count", fmt.Sprint(e.Count))
+		add("dispatched", tm(e.Dispatched)+"-"+tm(e.DispatchedLast))
+	}
 	return strings.Join(parts, " ")
 }
 
