@@ -151,3 +151,18 @@ func TestPlanThatWillNotRun(t *testing.T) {
 	require.Contains(t, p, "not while paused")
 	require.Contains(t, p, "will not run: the kind is paused until it is resumed")
 }
+
+// The model's history shows its last success from the row's column when
+// no entry names it (a routine success is counted in its batch), in time
+// order; once, when an entry names it; not when older than the range.
+func TestHistoryShowsTheLastSuccess(t *testing.T) {
+	t.Parallel()
+	at := func(m int) time.Time { return time.Date(2026, 11, 25, 9, m, 0, 0, time.UTC) }
+	ev := func(m int, label string) HistoryEvent { return HistoryEvent{At: at(m), Label: label} }
+	got := withLastSuccess([]HistoryEvent{ev(1, "failed"), ev(30, "paused")}, at(10), at(0))
+	require.Equal(t, []string{"failed", "succeeded", "paused"}, []string{got[0].Label, got[1].Label, got[2].Label})
+	require.Equal(t, at(10), got[1].At)
+	require.Len(t, withLastSuccess([]HistoryEvent{ev(10, "succeeded")}, at(10), at(0)), 1, "named by an entry")
+	require.Empty(t, withLastSuccess(nil, at(10), at(20)), "before the range")
+	require.Empty(t, withLastSuccess(nil, time.Time{}, at(0)), "no success")
+}
