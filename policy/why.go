@@ -48,6 +48,10 @@ type WhyQuery struct {
 	// may have pruned what came before.
 	RowSince time.Time
 	RowMax   int
+	// RoutineSince is the time of the kind's oldest batch of routine
+	// successes the ledger still holds (zero: none): before it, a routine
+	// cycle cannot be told (the batches were pruned, or not written).
+	RoutineSince time.Time
 	// LedgerOff: the ledger is off now (ledger.enabled: false); Entries
 	// and Routine are then empty, and LedgerLast is the newest entry of
 	// the row or its kind the ledger still holds (zero: none).
@@ -395,6 +399,9 @@ func (e *explainer) explainOccurrence() Why {
 		}
 		if story, ok := e.routineCycle(occ); ok {
 			return e.answer(CauseSucceeded, head, "It ran as usual: it "+story+".")
+		}
+		if w, ok := e.routineGone(head); ok {
+			return w
 		}
 		return e.answer(CauseNoEntries, head, "The ledger has no entry about this model or its kind from then: it was off, or the service did not run.")
 	}
@@ -878,6 +885,9 @@ func (e *explainer) notDispatched(head string) Why {
 	if story, ok := e.routineCycle(occ); ok {
 		return e.answer(CauseSucceeded, head, "It ran as usual: it "+story+".")
 	}
+	if w, ok := e.routineGone(head); ok {
+		return w
+	}
 	from, to := e.q.Entries[0].At, e.q.Entries[len(e.q.Entries)-1].At
 	if from.After(occ) {
 		return e.answer(CauseNoEntries, head, fmt.Sprintf("The ledger's first entry read is at %s, after it: the ledger was off then, or its entries from then are gone.", e.at(from)))
@@ -1150,6 +1160,18 @@ func (e *explainer) routineCycle(from time.Time) (string, bool) {
 		return fmt.Sprintf("was dispatched at %s and succeeded at %s (its last attempt, from the model's columns; %s)", e.at(r.AttemptAt), e.at(r.LastSuccessAt), routineNote), true
 	}
 	return "was dispatched and succeeded " + e.batchWords(bs) + " (no entry of its own, so nothing but a routine cycle happened to it; " + routineNote + ")", true
+}
+
+// routineGone answers an occurrence nothing explains when the kind's
+// batches of routine successes the ledger holds begin after it: a routine
+// cycle then would have left nothing, so the ledger cannot tell.
+func (e *explainer) routineGone(head string) (Why, bool) {
+	since := e.q.RoutineSince
+	if since.IsZero() || !e.occ.Before(since) {
+		return Why{}, false
+	}
+	return e.answer(CauseNoEntries, head, fmt.Sprintf("A routine cycle leaves no entry of its own, and the kind's oldest batch of routine successes left is from %s, after it (the ledger keeps the last ledger.routine_max_entries of them, and none from before it was on): it cannot tell what happened then.",
+		e.at(since))), true
 }
 
 // batchWords says when batches were applied: "in the batch of routine

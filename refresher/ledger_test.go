@@ -609,6 +609,11 @@ func TestLedgerRoutineBatches(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "Nov 21 14:00 UTC was planned. It was dispatched at 14:00:01 and failed at 14:00:01 (HTTP 503); the retry list planned a retry at 14:05:01.", ans.Sentence)
 
+		// The day before, older than every batch left: it cannot tell.
+		ans, err = NewAdmin(b.store, b.rio).Why(context.Background(), k, "m1", at14.Add(-24*time.Hour), b.clock.Now())
+		require.NoError(t, err)
+		require.Equal(t, "Nov 20 14:00 UTC was planned. A routine cycle leaves no entry of its own, and the kind's oldest batch of routine successes left is from Nov 21 14:00:01, after it (the ledger keeps the last ledger.routine_max_entries of them, and none from before it was on): it cannot tell what happened then.", ans.Sentence)
+
 		// The ledger off since: Why answers from the columns, not from the
 		// entries left.
 		k.LedgerOff = true

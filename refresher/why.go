@@ -115,8 +115,9 @@ func (a *Admin) Why(ctx context.Context, k WhyKind, key string, at, now time.Tim
 
 // readRoutine reads what policy.Explain needs beyond the row's entries to
 // tell a routine cycle: the kind's batches of routine successes from the
-// occurrence explained to, the oldest WhyLimit (those nearest it), and,
-// when the row holds as many entries as k.RowMax, its oldest one's time.
+// occurrence explained to, the oldest WhyLimit (those nearest it), and
+// the time of the oldest the ledger holds; and, when the row holds as many
+// entries as k.RowMax, its oldest one's time.
 func readRoutine(ctx context.Context, lr models.LedgerReader, k WhyKind, key string, q *policy.WhyQuery, from, to time.Time) error {
 	var err error
 	if q.Schedule != nil {
@@ -128,6 +129,15 @@ func readRoutine(ctx context.Context, lr models.LedgerReader, k WhyKind, key str
 	}
 	if q.Routine, err = lr.LedgerRoutine(ctx, k.Name, from, to, WhyLimit); err != nil {
 		return fmt.Errorf("read the ledger: %w", err)
+	}
+	// Where the kind's batches begin: before it, a routine cycle cannot be
+	// told.
+	first, err := lr.LedgerRoutine(ctx, k.Name, time.Time{}, time.Time{}, 1)
+	if err != nil {
+		return fmt.Errorf("read the ledger: %w", err)
+	}
+	if len(first) == 1 {
+		q.RoutineSince = first[0].At
 	}
 	if k.RowMax <= 0 {
 		return nil
