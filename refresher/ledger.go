@@ -15,7 +15,9 @@ import (
 // takes about a row or a kind, recorded as it takes it, so that `refresher
 // why` can say why a row did or did not run. A row's entries go into the
 // kind's database (models.LedgerTable) in the transaction of the batch
-// that decided them, in one INSERT per batch: a batch that rolls back
+// that decided them, in one INSERT per batch, with the batch's one entry
+// for its plain successes (policy.EventRoutine; ledgerBatch.succeeded):
+// a batch that rolls back
 // leaves none, and every instance writes its own (the throttle holds a
 // batch sets go with it, as entries of the kind). The events that belong
 // to no batch's transaction (a pause of the whole kind, an incident, an
@@ -27,7 +29,8 @@ const (
 	DefaultLedgerMaxEntries     = 100
 	DefaultLedgerKindMaxEntries = 1000
 	// DefaultLedgerRoutineMaxEntries: a kind's batches of routine
-	// successes kept, about 100 bytes each.
+	// successes kept, 140-250 bytes each (docs/operating.md, "The
+	// ledger").
 	DefaultLedgerRoutineMaxEntries = 100000
 	DefaultLedgerMaxAge            = 30 * 24 * time.Hour
 	DefaultLedgerPruneEvery        = time.Minute
@@ -49,8 +52,9 @@ type LedgerConfig struct {
 	// success.
 	RoutineRows bool
 	// Bounds are what the ledger keeps (zero fields: the defaults): the
-	// last MaxEntries entries of each row and KindMaxEntries of each
-	// kind's own, none older than MaxAge; Chunk bounds one pruning step.
+	// last MaxEntries entries of each row, KindMaxEntries of each kind's
+	// own and RoutineMaxEntries of its routine batches, none older than
+	// MaxAge; Chunk bounds one pruning step.
 	Bounds models.LedgerBounds
 	// PruneEvery is how often each database's ledger is pruned: a round
 	// prunes by age until a step finds nothing old, then walks every
