@@ -17,9 +17,8 @@ import (
 // kind's database (models.LedgerTable) in the transaction of the batch
 // that decided them, in one INSERT per batch, with the batch's one entry
 // for its plain successes (policy.EventRoutine; ledgerBatch.succeeded):
-// a batch that rolls back
-// leaves none, and every instance writes its own (the throttle holds a
-// batch sets go with it, as entries of the kind). The events that belong
+// a batch that rolls back leaves none, and every instance writes its own
+// (the throttle holds a batch sets go with it, as entries of the kind). The events that belong
 // to no batch's transaction (a pause of the whole kind, an incident, an
 // undone push) are written in a statement of their own. A periodic
 // task per database prunes the ledger to its bounds (LedgerConfig).
