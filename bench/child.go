@@ -49,6 +49,7 @@ type childOpts struct {
 	dashboard     bool          // serve the operator's dashboard and API; its address goes to the parent
 	guardOff      bool          // turn the kind's incident guard off
 	ledger        bool          // record the ledger
+	ledgerRows    bool          // with every plain success a row entry (ledger.routine: rows)
 	throttleGroup string        // the kind's throttle_group column; "": none
 	lanes         bool          // the kind's priority is 10 with a lane for level 0 (--priority)
 }
@@ -95,7 +96,7 @@ func serviceConfig(opts options, table models.Table, sched *schedule.Schedule, r
 		}},
 		InstanceID: "bench-" + strconv.Itoa(os.Getpid()),
 		BatchSize:  opts.batch,
-		Ledger:     refresher.LedgerConfig{On: o.ledger},
+		Ledger:     refresher.LedgerConfig{On: o.ledger, RoutineRows: o.ledgerRows},
 		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Observer: refresher.Observer{
 			AfterDispatch: func(_ string, n int) {

@@ -52,7 +52,8 @@ func (e *env) comparisons() ([]compared, error) {
 	if e.o.ledger {
 		off := "service (ledger off: the default)"
 		add(compared{variant: variant{name: off, role: "service"}})
-		add(compared{variant: variant{name: "service, ledger on", role: "service", args: []string{"--child-ledger"}}, ref: off})
+		add(compared{variant: variant{name: "service, ledger on (routine: batches)", role: "service", args: []string{"--child-ledger"}}, ref: off})
+		add(compared{variant: variant{name: "service, ledger on (routine: rows)", role: "service", args: []string{"--child-ledger", "--child-ledger-rows"}}, ref: off})
 	}
 	if e.o.priority {
 		add(compared{variant: variant{name: "service", role: "service"}})
@@ -179,15 +180,15 @@ func printComparison(w io.Writer, o options, due int64, vs []compared, runs map[
 	fmt.Fprintf(w, "COMPARISON %s (--store %s): %d rows, %d due, batch %d, %d runs each\n",
 		strings.Join(what, " "), o.store, o.rows, due, o.batch, o.repeat)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "full cycle\tmodels/s of each run\tmedian\tprocess CPU/model\tRedis round trips/1000 models\tof which guard+throttle (time, share of wall)\tcounts (time)\treference\tvs reference: medians\teach run\tmedian\t")
+	fmt.Fprintln(tw, "full cycle\tmodels/s of each run\tmedian\tprocess CPU/model\tdatabase CPU/model\tRedis round trips/1000 models\tof which guard+throttle (time, share of wall)\tcounts (time)\treference\tvs reference: medians\teach run\tmedian\t")
 	for _, v := range vs {
 		rs := runs[v.name]
-		rates, cpus := make([]float64, len(rs)), make([]float64, len(rs))
+		rates, cpus, dbCPUs := make([]float64, len(rs)), make([]float64, len(rs)), make([]float64, len(rs))
 		trips, counts, countSecs := make([]float64, len(rs)), make([]float64, len(rs)), make([]float64, len(rs))
 		guard, guardSecs, guardShare := make([]float64, len(rs)), make([]float64, len(rs)), make([]float64, len(rs))
 		each := make([]string, len(rs))
 		for i, r := range rs {
-			rates[i], cpus[i] = r.rate(), r.cpu/float64(r.n)
+			rates[i], cpus[i], dbCPUs[i] = r.rate(), r.cpu/float64(r.n), r.dbCPU/float64(r.n)
 			trips[i] = float64(r.stats.redis) / float64(r.n) * 1000
 			counts[i], countSecs[i] = float64(r.stats.counts), r.stats.countTime.Seconds()
 			guard[i], guardSecs[i] = float64(r.stats.guard)/float64(r.n)*1000, r.stats.guardTime.Seconds()
@@ -198,7 +199,13 @@ func printComparison(w io.Writer, o options, due int64, vs []compared, runs map[
 		if c := medianOf(cpus); c >= 0 {
 			cpu = fmt.Sprintf("%.0f µs", c*1e6)
 		}
-		line := fmt.Sprintf("%s\t%s\t%.0f\t%s\t%.1f\t%.1f (%s, %.1f%%)\t%.0f (%s)\t", v.name, strings.Join(each, " "), medianOf(rates), cpu,
+		// The database server's CPU over the run, whoever asked for it
+		// (other clients of a shared server included); n/a for SQLite.
+		dbCPU := "n/a"
+		if c := medianOf(dbCPUs); c >= 0 {
+			dbCPU = fmt.Sprintf("%.0f µs", c*1e6)
+		}
+		line := fmt.Sprintf("%s\t%s\t%.0f\t%s\t%s\t%.1f\t%.1f (%s, %.1f%%)\t%.0f (%s)\t", v.name, strings.Join(each, " "), medianOf(rates), cpu, dbCPU,
 			medianOf(trips), medianOf(guard), round(secsDur(medianOf(guardSecs))), 100*medianOf(guardShare),
 			medianOf(counts), round(secsDur(medianOf(countSecs))))
 		if v.ref == "" {
@@ -227,7 +234,8 @@ func printComparison(w io.Writer, o options, due int64, vs []compared, runs map[
 	fmt.Fprintln(w, "Redis round trips (a command, pipeline or script call each; those of the incident guard and the")
 	fmt.Fprintln(w, "throttle holds with their time and its share of the cycle's wall time) and the model counts the")
 	fmt.Fprintln(w, "gauges and the dashboard ran, with their time, are the service child's own during the cycle")
-	fmt.Fprintln(w, "(medians): the load moves them much less than the wall time.")
+	fmt.Fprintln(w, "(medians): the load moves them much less than the wall time. The database CPU is the server's")
+	fmt.Fprintln(w, "whole process CPU over the run: other clients of a shared server count too.")
 }
 
 // profileDirName is a variant's name as a directory name: letters and

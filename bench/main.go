@@ -110,6 +110,7 @@ func main() {
 	fs.DurationVar(&o.child.gauges, "child-gauges", 0, "internal: the service child runs the alert gauges at this interval")
 	fs.BoolVar(&o.child.dashboard, "child-dashboard", false, "internal: the service child serves the dashboard")
 	fs.BoolVar(&o.child.ledger, "child-ledger", false, "internal: the service child records the ledger")
+	fs.BoolVar(&o.child.ledgerRows, "child-ledger-rows", false, "internal: the service child's ledger records every plain success as a row entry (ledger.routine: rows)")
 	fs.BoolVar(&o.child.guardOff, "child-guard-off", false, "internal: the service child's kind has its incident guard off")
 	fs.StringVar(&o.child.throttleGroup, "child-throttle-group", "", "internal: the service child's kind's throttle_group column")
 	_ = fs.Parse(os.Args[1:])

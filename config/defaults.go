@@ -36,10 +36,12 @@ var (
 		// listener (lowered to the open-file limit less 64 at start).
 		HTTPMaxConnections: operator.DefaultMaxConns,
 		Ledger: Ledger{
-			MaxEntries:     refresher.DefaultLedgerMaxEntries,
-			KindMaxEntries: refresher.DefaultLedgerKindMaxEntries,
-			MaxAge:         Duration(refresher.DefaultLedgerMaxAge),
-			PruneEvery:     Duration(refresher.DefaultLedgerPruneEvery),
+			MaxEntries:        refresher.DefaultLedgerMaxEntries,
+			KindMaxEntries:    refresher.DefaultLedgerKindMaxEntries,
+			Routine:           LedgerRoutineBatches,
+			RoutineMaxEntries: refresher.DefaultLedgerRoutineMaxEntries,
+			MaxAge:            Duration(refresher.DefaultLedgerMaxAge),
+			PruneEvery:        Duration(refresher.DefaultLedgerPruneEvery),
 		},
 	}
 	KindDefaults = Kind{
@@ -91,6 +93,8 @@ func (c *Config) SetDefaults() {
 	c.HTTPMaxConnections = cmp.Or(c.HTTPMaxConnections, d.HTTPMaxConnections)
 	c.Ledger.MaxEntries = cmp.Or(c.Ledger.MaxEntries, d.Ledger.MaxEntries)
 	c.Ledger.KindMaxEntries = cmp.Or(c.Ledger.KindMaxEntries, d.Ledger.KindMaxEntries)
+	c.Ledger.Routine = cmp.Or(c.Ledger.Routine, d.Ledger.Routine)
+	c.Ledger.RoutineMaxEntries = cmp.Or(c.Ledger.RoutineMaxEntries, d.Ledger.RoutineMaxEntries)
 	c.Ledger.MaxAge = cmp.Or(c.Ledger.MaxAge, d.Ledger.MaxAge)
 	c.Ledger.PruneEvery = cmp.Or(c.Ledger.PruneEvery, d.Ledger.PruneEvery)
 	c.setTokenRoles()

@@ -16,11 +16,20 @@ import (
 // kinds (see policy.Entry). `refresher why`, the API and the model page
 // read it; the stores that keep the ledger implement it.
 type LedgerReader interface {
-	// Ledger returns the entries of kind with At in [from, to], oldest
-	// first, at most limit: those of the row whose key is key and those
-	// of the whole kind (Entry.Key ""). The pauses, holds and incidents
-	// that explain why a row did not run are kind entries.
+	// Ledger returns the newest entries of kind with At in [from, to], at
+	// most limit, oldest first: those of the row whose key is key and those
+	// of the whole kind (Entry.Whole) but its routine batches. The pauses,
+	// holds and incidents that explain why a row did not run are kind
+	// entries.
 	Ledger(ctx context.Context, kind, key string, from, to time.Time, limit int) ([]policy.Entry, error)
+	// LedgerRoutine returns the kind's batches of routine successes
+	// (policy.EventRoutine) with At in [from, to], the oldest limit of
+	// them, oldest first.
+	LedgerRoutine(ctx context.Context, kind string, from, to time.Time, limit int) ([]policy.Entry, error)
+	// LedgerRowSpan returns how many entries of the row whose key is key
+	// the ledger holds, and the oldest one's time (zero when none): the
+	// count bound may have pruned what came before it.
+	LedgerRowSpan(ctx context.Context, kind, key string) (n int, oldest time.Time, err error)
 }
 
 // LedgerTable is the table that keeps the ledger, one per database that
@@ -30,7 +39,10 @@ type LedgerReader interface {
 //	id      auto-increment primary key: the order of insertion, which the
 //	        age bound prunes along
 //	kind    the kind's name
-//	row_key the row's key; "" for an entry of the whole kind
+//	row_key the row's key as LedgerRowKey writes it: "" for an entry of
+//	        the whole kind, LedgerRoutineKey for its batches of routine
+//	        successes, a row's key with a '!' before it when it is empty
+//	        or starts with '!'
 //	at_us   Entry.At in microseconds since 1970 UTC (an integer on every
 //	        database, so that the three drivers compare it alike)
 //	event   Entry.Event
@@ -70,11 +82,13 @@ type LedgerStore interface {
 
 // LedgerBounds is what the ledger keeps: of each row, the last MaxEntries
 // entries not older than MaxAge; of each kind's own entries (Key ""),
-// the last KindMaxEntries not older than MaxAge.
+// the last KindMaxEntries not older than MaxAge; of each kind's batches
+// of routine successes, the last RoutineMaxEntries not older than MaxAge.
 type LedgerBounds struct {
-	MaxEntries     int
-	KindMaxEntries int
-	MaxAge         time.Duration
+	MaxEntries        int
+	KindMaxEntries    int
+	RoutineMaxEntries int
+	MaxAge            time.Duration
 	// Chunk bounds the entries one PruneLedger call removes, and the
 	// (kind, key) groups it counts.
 	Chunk int
@@ -112,6 +126,9 @@ type ledgerDetail struct {
 	Group    string `json:"g,omitempty"`
 	// Dispatched: Entry.Dispatched.
 	Dispatched int64 `json:"dp,omitempty"`
+	// Count and DispatchedLast: an EventRoutine entry's.
+	Count          int   `json:"c,omitempty"`
+	DispatchedLast int64 `json:"dl,omitempty"`
 }
 
 // Micros is t in microseconds since 1970 UTC; 0 for the zero time.
@@ -163,6 +180,10 @@ func AppendLedgerDetail(buf []byte, e policy.Entry) []byte {
 	buf = appendText(buf, start, "no", e.Note, maxLedgerText)
 	buf = appendText(buf, start, "g", e.Group, maxLedgerName)
 	buf = appendMicros(buf, start, "dp", e.Dispatched)
+	if e.Count != 0 {
+		buf = strconv.AppendInt(appendKey(buf, start, "c"), int64(e.Count), 10)
+	}
+	buf = appendMicros(buf, start, "dl", e.DispatchedLast)
 	if len(buf) == start+1 {
 		return buf[:start]
 	}
@@ -209,9 +230,11 @@ func appendText(buf []byte, start int, key, s string, max int) []byte {
 	return append(buf, '"')
 }
 
-// LedgerEntry rebuilds an Entry from a row of LedgerTable.
-func LedgerEntry(kind, key string, atUS int64, event string, detail []byte) (policy.Entry, error) {
-	e := policy.Entry{At: FromMicros(atUS), Kind: kind, Key: key, Event: policy.Event(event)}
+// LedgerEntry rebuilds an Entry from a row of LedgerTable; rowKey is the
+// row_key column (LedgerRowKey).
+func LedgerEntry(kind, rowKey string, atUS int64, event string, detail []byte) (policy.Entry, error) {
+	key, whole := ledgerKeyOf(rowKey)
+	e := policy.Entry{At: FromMicros(atUS), Kind: kind, Key: key, Whole: whole, Event: policy.Event(event)}
 	if len(detail) == 0 {
 		return e, nil
 	}
@@ -222,11 +245,12 @@ func LedgerEntry(kind, key string, atUS int64, event string, detail []byte) (pol
 	e.Attempt, e.Planned, e.Next, e.Bound = d.Attempt, FromMicros(d.Planned), FromMicros(d.Next), d.Bound
 	e.Until, e.Reason, e.Disabled, e.Priority = FromMicros(d.Until), d.Reason, d.Disabled, d.Priority
 	e.By, e.Note, e.Group, e.Dispatched = d.By, d.Note, d.Group, FromMicros(d.Dispatched)
+	e.Count, e.DispatchedLast = d.Count, FromMicros(d.DispatchedLast)
 	return e, nil
 }
 
 // LedgerRows is a batch of entries as the columns of LedgerTable, for
-// the drivers' INSERTs: Keys and Details hold row_key (LedgerKey) and
+// the drivers' INSERTs: Keys and Details hold row_key (LedgerRowKey) and
 // detail ("" for NULL) of each entry.
 type LedgerRows struct {
 	Keys, Details []string
@@ -254,7 +278,7 @@ func (r *LedgerRows) Fill(es []policy.Entry) {
 	for _, e := range es {
 		r.buf = AppendLedgerDetail(r.buf, e)
 		r.ends = append(r.ends, len(r.buf))
-		r.Keys = append(r.Keys, LedgerKey(e.Key))
+		r.Keys = append(r.Keys, LedgerRowKey(e))
 	}
 	all, from := string(r.buf), 0
 	for _, end := range r.ends {

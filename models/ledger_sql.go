@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/refresher/refresher/policy"
@@ -15,8 +16,45 @@ import (
 // written and when read, alike.
 const MaxLedgerKey = 255
 
-// LedgerKey is key as LedgerTable holds it.
-func LedgerKey(key string) string { return policy.Truncate(key, MaxLedgerKey) }
+// LedgerKey is the row key key as LedgerTable's row_key holds it: cut to
+// MaxLedgerKey, with a '!' before it when it is empty or starts with '!',
+// so that no row's entries share row_key with the kind's own ("") or its
+// routine batches (LedgerRoutineKey), whatever the application's keys.
+func LedgerKey(key string) string {
+	if key == "" || key[0] == '!' {
+		key = "!" + key
+	}
+	return policy.Truncate(key, MaxLedgerKey)
+}
+
+// LedgerRoutineKey is the row_key of a kind's batches of routine successes
+// (policy.EventRoutine): a group of its own, which the reads of a row
+// leave out and the count bound keeps apart (LedgerBounds.RoutineMaxEntries).
+// LedgerKey never writes it: a '!' it adds is followed by '!' or nothing.
+const LedgerRoutineKey = "!routine"
+
+// LedgerRowKey is e's row_key: "" for an entry of the whole kind,
+// LedgerRoutineKey for a batch of routine successes, else LedgerKey.
+func LedgerRowKey(e policy.Entry) string {
+	switch {
+	case e.Whole && e.Event == policy.EventRoutine:
+		return LedgerRoutineKey
+	case e.Whole:
+		return ""
+	}
+	return LedgerKey(e.Key)
+}
+
+// ledgerKeyOf is the key and Whole of an entry whose row_key is rowKey.
+func ledgerKeyOf(rowKey string) (key string, whole bool) {
+	switch {
+	case rowKey == "" || rowKey == LedgerRoutineKey:
+		return "", true
+	case rowKey[0] == '!':
+		return rowKey[1:], false
+	}
+	return rowKey, false
+}
 
 // LedgerRange is [from, to] as at_us bounds: a zero from is the start of
 // time, a zero to the end.
@@ -76,29 +114,54 @@ func LedgerMissing(err error) error {
 	return fmt.Errorf("read %s (run `refresher migrate` to create it): %w", LedgerTable, err)
 }
 
-// LedgerSelect is the read of LedgerReader.Ledger, with placeholders
-// p(1)..p(5): kind, key, from, to (at_us), limit.
-func LedgerSelect(quoted string, p func(int) string) string {
+// LedgerSelect is the read of LedgerReader.Ledger (newest true: the
+// newest limit entries, newest first) and LedgerRoutine (the oldest
+// first), with placeholders p(1)..p(6): kind, the two row_key values
+// read, from, to (at_us), limit.
+func LedgerSelect(quoted string, p func(int) string, newest bool) string {
+	order := "at_us, id"
+	if newest {
+		order = "at_us DESC, id DESC"
+	}
 	return "SELECT row_key, at_us, event, detail FROM " + quoted +
-		" WHERE kind = " + p(1) + " AND row_key IN (" + p(2) + ", '') AND at_us >= " + p(3) + " AND at_us <= " + p(4) +
-		" ORDER BY at_us, id LIMIT " + p(5)
+		" WHERE kind = " + p(1) + " AND row_key IN (" + p(2) + ", " + p(3) + ") AND at_us >= " + p(4) + " AND at_us <= " + p(5) +
+		" ORDER BY " + order + " LIMIT " + p(6)
 }
 
-// Read implements LedgerReader.Ledger.
-func (l SQLLedger) Read(ctx context.Context, kind, key string, from, to time.Time, limit int) ([]policy.Entry, error) {
+// LedgerReadArgs are the arguments of LedgerSelect for a row's read
+// (key, with the kind's own entries) or, routine true, for the kind's
+// routine batches.
+func LedgerReadArgs(kind, key string, routine bool, from, to time.Time, limit int) []any {
 	lo, hi := LedgerRange(from, to)
-	rows, err := l.DB.QueryContext(ctx, LedgerSelect(l.Quoted, question), kind, LedgerKey(key), lo, hi, limit)
-	if err != nil {
-		return nil, fmt.Errorf("read the ledger of %s %q: %w", kind, key, err)
+	if routine {
+		return []any{kind, LedgerRoutineKey, LedgerRoutineKey, lo, hi, limit}
 	}
-	defer rows.Close()
+	return []any{kind, LedgerKey(key), "", lo, hi, limit}
+}
+
+// LedgerSpanSelect is the read of LedgerReader.LedgerRowSpan, with
+// placeholders p(1), p(2): kind, row_key.
+func LedgerSpanSelect(quoted string, p func(int) string) string {
+	return "SELECT COUNT(*), COALESCE(MIN(at_us), 0) FROM " + quoted + " WHERE kind = " + p(1) + " AND row_key = " + p(2)
+}
+
+// LedgerScanner is what ScanLedger reads: *sql.Rows, pgx.Rows.
+type LedgerScanner interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// ScanLedger reads the rows of LedgerSelect, oldest first whatever their
+// order (newest: they came newest first).
+func ScanLedger(rows LedgerScanner, kind string, newest bool) ([]policy.Entry, error) {
 	var out []policy.Entry
 	for rows.Next() {
 		var k, event string
 		var at int64
 		var detail []byte
 		if err := rows.Scan(&k, &at, &event, &detail); err != nil {
-			return nil, fmt.Errorf("read the ledger of %s %q: %w", kind, key, err)
+			return nil, err
 		}
 		e, err := LedgerEntry(kind, k, at, event, detail)
 		if err != nil {
@@ -107,9 +170,48 @@ func (l SQLLedger) Read(ctx context.Context, kind, key string, from, to time.Tim
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if newest {
+		slices.Reverse(out)
+	}
+	return out, nil
+}
+
+// Read implements LedgerReader.Ledger.
+func (l SQLLedger) Read(ctx context.Context, kind, key string, from, to time.Time, limit int) ([]policy.Entry, error) {
+	out, err := l.read(ctx, kind, LedgerReadArgs(kind, key, false, from, to, limit), true)
+	if err != nil {
 		return nil, fmt.Errorf("read the ledger of %s %q: %w", kind, key, err)
 	}
 	return out, nil
+}
+
+// Routine implements LedgerReader.LedgerRoutine.
+func (l SQLLedger) Routine(ctx context.Context, kind string, from, to time.Time, limit int) ([]policy.Entry, error) {
+	out, err := l.read(ctx, kind, LedgerReadArgs(kind, "", true, from, to, limit), false)
+	if err != nil {
+		return nil, fmt.Errorf("read the routine batches of %s in the ledger: %w", kind, err)
+	}
+	return out, nil
+}
+
+func (l SQLLedger) read(ctx context.Context, kind string, args []any, newest bool) ([]policy.Entry, error) {
+	rows, err := l.DB.QueryContext(ctx, LedgerSelect(l.Quoted, question, newest), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	return ScanLedger(rows, kind, newest)
+}
+
+// RowSpan implements LedgerReader.LedgerRowSpan.
+func (l SQLLedger) RowSpan(ctx context.Context, kind, key string) (int, time.Time, error) {
+	var n, oldest int64
+	if err := l.DB.QueryRowContext(ctx, LedgerSpanSelect(l.Quoted, question), kind, LedgerKey(key)).Scan(&n, &oldest); err != nil {
+		return 0, time.Time{}, fmt.Errorf("count the ledger's entries of %s %q: %w", kind, key, err)
+	}
+	return int(n), FromMicros(oldest), nil
 }
 
 // LedgerChunkEnd is the id of the p(1)-th entry by id (0-based OFFSET):
@@ -177,10 +279,13 @@ type LedgerGroup struct {
 	Count     int
 }
 
-// Keep is how many entries b keeps of g.
+// Keep is how many entries b keeps of the group whose row_key is key.
 func (b LedgerBounds) Keep(key string) int {
-	if key == "" {
+	switch key {
+	case "":
 		return b.KindMaxEntries
+	case LedgerRoutineKey:
+		return b.RoutineMaxEntries
 	}
 	return b.MaxEntries
 }

@@ -65,6 +65,11 @@ type Kind struct {
 	// LedgerKeep is how long the ledger keeps entries (0: unknown); an
 	// answer about an older time says its entries are gone.
 	LedgerKeep time.Duration
+	// LedgerMaxEntries is how many entries of a row the ledger keeps (0:
+	// unknown); LedgerOff says it is off (ledger.enabled: false), so that
+	// the why API answers from the schedule and the row's columns only.
+	LedgerMaxEntries int
+	LedgerOff        bool
 }
 
 // Options configure a Server.

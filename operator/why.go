@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,7 +27,7 @@ func (s *Server) whyRoutes(mux *http.ServeMux) {
 // whyKind is the kind as refresher.Admin.Why reads it.
 func (k *Kind) whyKind() refresher.WhyKind {
 	return refresher.WhyKind{Name: k.Name, Table: k.Table, ThrottleGroup: k.ThrottleGroup, Schedule: k.Schedule,
-		Policy: k.Policy, Keep: k.LedgerKeep}
+		Policy: k.Policy, Keep: k.LedgerKeep, RowMax: k.LedgerMaxEntries, LedgerOff: k.LedgerOff}
 }
 
 // parseWhyAt reads the time asked about: RFC 3339, or (from the page's
@@ -118,17 +119,40 @@ func (s *Server) history(ctx context.Context, k *Kind, row models.Row, now time.
 			out = append(out, h)
 		}
 	}
+	out = withLastSuccess(out, row.State.LastSuccessAt, from)
 	if len(out) > historyInList {
 		out = out[len(out)-historyInList:]
 	}
 	return out, true, nil
 }
 
+// withLastSuccess adds the row's last success (last, its column) to out,
+// in time order, when it falls after from and no succeeded entry names
+// it: a plain success is counted in its batch's routine entry of the kind
+// (ledger.routine: batches), not recorded on the row.
+func withLastSuccess(out []HistoryEvent, last, from time.Time) []HistoryEvent {
+	if last.IsZero() || last.Before(from) {
+		return out
+	}
+	last = last.UTC()
+	i := len(out)
+	for i > 0 && out[i-1].At.After(last) {
+		i--
+	}
+	for _, h := range out {
+		if h.Label == "succeeded" && h.At.Equal(last) {
+			return out
+		}
+	}
+	h := HistoryEvent{At: last, Class: "ok", Label: "succeeded", Detail: "its last success, from the row (routine successes are recorded per batch)"}
+	return slices.Insert(out, i, h)
+}
+
 // historyEvent is an entry as the page shows it; ok is false for the
 // entries it leaves to `why` (dispatches, leases, stale and late answers,
 // other groups' holds).
 func historyEvent(e policy.Entry) (HistoryEvent, bool) {
-	h := HistoryEvent{At: e.At.UTC(), Kind: e.Key == ""}
+	h := HistoryEvent{At: e.At.UTC(), Kind: e.Whole}
 	who := func() string {
 		s := ""
 		if e.By != "" {

@@ -45,8 +45,8 @@ func (f *fixture) withLedger() string {
 	ledger := ledgertest.New(f.store,
 		e(policy.EventDispatched, at(3, 2, 0, 1), func(x *policy.Entry) { x.Attempt, x.Planned = "a0", at(3, 2, 0, 0) }),
 		e(policy.EventSucceeded, at(3, 2, 0, 40), func(x *policy.Entry) { x.Attempt, x.Next = "a0", at(4, 2, 0, 0) }),
-		e(policy.EventPaused, at(4, 1, 55, 0), func(x *policy.Entry) { x.Key, x.By, x.Note = "", "ops", "incident 42" }),
-		e(policy.EventResumed, at(4, 2, 20, 0), func(x *policy.Entry) { x.Key, x.By = "", "ops" }),
+		e(policy.EventPaused, at(4, 1, 55, 0), func(x *policy.Entry) { x.Key, x.Whole, x.By, x.Note = "", true, "ops", "incident 42" }),
+		e(policy.EventResumed, at(4, 2, 20, 0), func(x *policy.Entry) { x.Key, x.Whole, x.By = "", true, "ops" }),
 		e(policy.EventDispatched, at(4, 2, 20, 0), func(x *policy.Entry) { x.Attempt, x.Planned = "a1", at(4, 2, 0, 0) }),
 		e(policy.EventFailed, at(4, 2, 20, 30), func(x *policy.Entry) {
 			x.Attempt, x.Reason, x.Next, x.Bound = "a1", "HTTP 503 from upstream", at(4, 2, 21, 30), policy.BoundRetryList
@@ -150,4 +150,19 @@ func TestPlanThatWillNotRun(t *testing.T) {
 	require.Contains(t, p, `id="kind-pause-box"`)
 	require.Contains(t, p, "not while paused")
 	require.Contains(t, p, "will not run: the kind is paused until it is resumed")
+}
+
+// The model's history shows its last success from the row's column when
+// no entry names it (a routine success is counted in its batch), in time
+// order; once, when an entry names it; not when older than the range.
+func TestHistoryShowsTheLastSuccess(t *testing.T) {
+	t.Parallel()
+	at := func(m int) time.Time { return time.Date(2026, 11, 25, 9, m, 0, 0, time.UTC) }
+	ev := func(m int, label string) HistoryEvent { return HistoryEvent{At: at(m), Label: label} }
+	got := withLastSuccess([]HistoryEvent{ev(1, "failed"), ev(30, "paused")}, at(10), at(0))
+	require.Equal(t, []string{"failed", "succeeded", "paused"}, []string{got[0].Label, got[1].Label, got[2].Label})
+	require.Equal(t, at(10), got[1].At)
+	require.Len(t, withLastSuccess([]HistoryEvent{ev(10, "succeeded")}, at(10), at(0)), 1, "named by an entry")
+	require.Empty(t, withLastSuccess(nil, at(10), at(20)), "before the range")
+	require.Empty(t, withLastSuccess(nil, time.Time{}, at(0)), "no success")
 }

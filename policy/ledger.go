@@ -51,6 +51,18 @@ const (
 	EventUndone Event = "undone"
 )
 
+// EventRoutine is an entry of the whole kind (Entry.Whole) that stands for
+// the plain successes one batch applied (Entry.Count of them: a success of
+// the running attempt, on time, with a next occurrence planned), when
+// ledger.routine is "batches": such a success writes no row entry of its
+// own. Entry.At is when the batch was applied, Entry.Dispatched and
+// Entry.DispatchedLast the first and last dispatch of its attempts, to
+// the second (their xids' time). Every other outcome of an attempt keeps
+// its row entry, written in the same transaction as the row, so that
+// Explain tells a routine cycle from the absence of anything else
+// (see Explain, "routine cycles").
+const EventRoutine Event = "routine"
+
 // Kind and operator events: what held every row of a kind (Entry.Key is
 // empty) or one model (Entry.Key set) back.
 const (
@@ -80,9 +92,15 @@ const (
 // it needs to be explained later. Fields a given Event does not use are
 // zero.
 type Entry struct {
-	At    time.Time
-	Kind  string
-	Key   string // the row's key; "" for an event of the whole kind
+	At   time.Time
+	Kind string
+	// Key is the row's key; "" for an entry of the whole kind (Whole), and
+	// for the entries of a row whose key is the empty string.
+	Key string
+	// Whole: an entry of the whole kind (a kind's pause, a throttle hold
+	// of its group, an incident, a batch of routine successes), not of a
+	// row; Key is then "".
+	Whole bool
 	Event Event
 	// Attempt is the attempt UID the decision concerns.
 	Attempt string
@@ -107,6 +125,10 @@ type Entry struct {
 	By    string
 	Note  string
 	Group string
+	// Count is how many successes an EventRoutine entry stands for;
+	// DispatchedLast the last dispatch among them (Dispatched the first).
+	Count          int
+	DispatchedLast time.Time
 }
 
 // RetryBound names what set d.RefreshAt, the decision p.Failure (or

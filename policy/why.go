@@ -36,9 +36,27 @@ type WhyQuery struct {
 	// Row is the row's state now: it says what the ledger may not hold any
 	// more (a model disabled long before the entries read).
 	Row State
-	// Entries are the row's and its kind's (Key "") entries over WhyRange,
-	// oldest first.
+	// Entries are the row's and its kind's (Whole) entries over WhyRange,
+	// oldest first, but the kind's batches of routine successes.
 	Entries []Entry
+	// Routine are the kind's batches of routine successes (EventRoutine)
+	// over WhyRange, oldest first: a plain success has no row entry of its
+	// own when ledger.routine is "batches".
+	Routine []Entry
+	// RowSince, when not zero, is the time of the row's oldest entry the
+	// ledger still holds, when it holds RowMax of them: the count bound
+	// may have pruned what came before.
+	RowSince time.Time
+	RowMax   int
+	// RoutineSince is the time of the kind's oldest batch of routine
+	// successes the ledger still holds (zero: none): before it, a routine
+	// cycle cannot be told (the batches were pruned, or not written).
+	RoutineSince time.Time
+	// LedgerOff: the ledger is off now (ledger.enabled: false); Entries
+	// and Routine are then empty, and LedgerLast is the newest entry of
+	// the row or its kind the ledger still holds (zero: none).
+	LedgerOff  bool
+	LedgerLast time.Time
 	// Keep is how long the ledger keeps entries; 0 when unknown.
 	Keep time.Duration
 	// To is where the entries read end (WhyRange's to); zero: Now. A pause
@@ -83,6 +101,7 @@ const (
 	CauseEnded       Cause = "ended"        // the rule has no occurrence left
 	CauseAhead       Cause = "ahead"        // the occurrence is still to come
 	CauseNoEntries   Cause = "no_entries"   // the ledger holds nothing from then
+	CauseLedgerOff   Cause = "ledger_off"   // the ledger is off: only the schedule and the row's columns answer
 	CauseUnknown     Cause = "unknown"      // entries exist but none explains it
 )
 
@@ -123,6 +142,13 @@ func WhyRange(sched Nexter, p Policy, at, now time.Time) (from, to time.Time) {
 		to = now
 	}
 	return from, to
+}
+
+// Nearest is the occurrence of sched at or nearest at (the earlier of
+// two as near), the one Explain explains; zero when none.
+func Nearest(sched Nexter, at time.Time) time.Time {
+	o, _ := nearest(sched, at)
+	return o
 }
 
 // nearest is the occurrence of sched at or nearest at (the earlier of two
@@ -187,7 +213,7 @@ func withDispatches(q WhyQuery) []Entry {
 	var made []Entry
 	known := map[string]bool{}
 	for _, x := range q.Entries {
-		if x.Key != "" && x.Event == EventDispatched && x.Attempt != "" {
+		if !x.Whole && x.Event == EventDispatched && x.Attempt != "" {
 			known[x.Attempt] = true
 		}
 	}
@@ -205,7 +231,7 @@ func withDispatches(q WhyQuery) []Entry {
 	for _, x := range q.Entries {
 		switch x.Event {
 		case EventSucceeded, EventFailed, EventTimedOut, EventLate, EventExtended:
-			if x.Key != "" {
+			if !x.Whole {
 				add(x, x.Dispatched)
 			}
 		}
@@ -213,13 +239,12 @@ func withDispatches(q WhyQuery) []Entry {
 	if r := q.Row; r.Running() {
 		key := ""
 		for _, x := range q.Entries {
-			if x.Key != "" {
+			if !x.Whole {
 				key = x.Key
 				break
 			}
 		}
-		// Any key but "" makes it the row's (the query does not name it).
-		add(Entry{Kind: q.Policy.Kind, Key: cmpStr(key, "?"), Attempt: r.AttemptUID}, r.AttemptAt)
+		add(Entry{Kind: q.Policy.Kind, Key: key, Attempt: r.AttemptUID}, r.AttemptAt)
 	}
 	if len(made) == 0 {
 		return q.Entries
@@ -277,7 +302,7 @@ func (e *explainer) answer(c Cause, sentences ...string) Why {
 	}
 	// In the ledger's order (oldest first, as the entries came).
 	var used []Entry
-	for _, x := range e.given {
+	for _, x := range append(slices.Clip(e.given), e.q.Routine...) {
 		for _, u := range e.used {
 			if same(u, x) {
 				used = append(used, x)
@@ -357,16 +382,30 @@ func (e *explainer) explainOccurrence() Why {
 	if occ.After(q.Now) {
 		return e.ahead(head)
 	}
+	if q.LedgerOff {
+		return e.ledgerOff(head)
+	}
+	d, found := e.dispatchFor(occ)
+	if !found && q.Keep > 0 && occ.Before(q.Now.Add(-q.Keep)) {
+		return e.answer(CauseNoEntries, head, fmt.Sprintf("The ledger keeps %s, so nothing is left from then.", days(q.Keep)))
+	}
+	if !found && !q.RowSince.IsZero() && occ.Before(q.RowSince) {
+		return e.answer(CauseNoEntries, head, fmt.Sprintf("The ledger keeps the last %d entries of each model, and this model's oldest left is from %s, after it: it cannot tell what happened then.",
+			q.RowMax, e.at(q.RowSince)))
+	}
 	if len(q.Entries) == 0 {
-		if q.Keep > 0 && occ.Before(q.Now.Add(-q.Keep)) {
-			return e.answer(CauseNoEntries, head, fmt.Sprintf("The ledger keeps %s, so nothing is left from then.", days(q.Keep)))
-		}
 		if r := q.Row; r.Disabled() && !r.DisabledAt.After(occ) {
 			return e.answer(CauseDisabled, head, fmt.Sprintf("It did not run: the model has been disabled since %s%s.", e.at(r.DisabledAt), quoteReason(r.DisabledReason)))
 		}
+		if story, ok := e.routineCycle(occ); ok {
+			return e.answer(CauseSucceeded, head, "It ran as usual: it "+story+".")
+		}
+		if w, ok := e.routineGone(head); ok {
+			return w
+		}
 		return e.answer(CauseNoEntries, head, "The ledger has no entry about this model or its kind from then: it was off, or the service did not run.")
 	}
-	if d, ok := e.dispatchFor(occ); ok {
+	if found {
 		lead := ""
 		if late := d.At.Sub(occ); late > whyOnTime {
 			lead = fmt.Sprintf("It was not dispatched at %s: %s. ", e.at(occ), e.delay(occ, d.At))
@@ -406,7 +445,7 @@ func quoteReason(r string) string {
 func (e *explainer) rowEntries() []Entry {
 	var out []Entry
 	for _, x := range e.q.Entries {
-		if x.Key != "" {
+		if !x.Whole {
 			out = append(out, x)
 		}
 	}
@@ -501,6 +540,8 @@ func (e *explainer) attemptStory(d Entry, first bool) (Cause, string, Entry) {
 		s := "no outcome is recorded yet"
 		if e.q.Row.AttemptUID == d.Attempt && d.Attempt != "" {
 			s = fmt.Sprintf("is still running (it times out at %s)", e.at(e.q.Row.TimeoutAt))
+		} else if won, ok := e.batchedSuccess(d, lease.Until); ok {
+			return CauseSucceeded, joinAnd(append(parts, won)), end
 		}
 		return CauseRunning, joinAnd(append(parts, s)), end
 	}
@@ -600,7 +641,7 @@ func (e *explainer) disableEntry(end Entry) (Entry, bool) {
 func (e *explainer) incidentAt(t time.Time) (Entry, bool) {
 	var open Entry
 	for _, x := range e.q.Entries {
-		if x.Key != "" || x.At.After(t) {
+		if !x.Whole || x.At.After(t) {
 			continue
 		}
 		switch x.Event {
@@ -627,7 +668,7 @@ func (e *explainer) pauses(kind bool) []span {
 	var out []span
 	var open *span
 	for _, x := range e.q.Entries {
-		if (x.Key == "") != kind {
+		if x.Whole != kind {
 			continue
 		}
 		switch x.Event {
@@ -691,7 +732,7 @@ func (e *explainer) holdAt(t time.Time) (Entry, bool) {
 		if x.Event != EventThrottleHold || x.At.After(t) || !x.Until.After(t) {
 			continue
 		}
-		if x.Key == "" && e.q.Group != "" && x.Group != e.q.Group {
+		if x.Whole && e.q.Group != "" && x.Group != e.q.Group {
 			continue
 		}
 		if found.Event == "" || x.Until.After(found.Until) {
@@ -732,6 +773,13 @@ func (e *explainer) busyAt(occ time.Time) (string, bool) {
 	end, ok := e.outcome(last)
 	if ok && !end.At.After(occ) {
 		return "", false
+	}
+	if !ok && e.q.Row.AttemptUID != last.Attempt {
+		// Its success may be in a batch of routine successes: busy only
+		// when every batch that may hold it came after occ.
+		if bs := e.successBatches(last, time.Time{}); len(bs) == 0 || !bs[0].At.After(occ) {
+			return "", false
+		}
 	}
 	e.cite(last)
 	s := fmt.Sprintf("the attempt dispatched at %s was still running", e.at(last.At))
@@ -834,6 +882,12 @@ func (e *explainer) notDispatched(head string) Why {
 		return e.answer(CauseDeferred, head, fmt.Sprintf("It did not run: after the failure at %s (%s) %s, past it.",
 			e.at(fail.At), cmpStr(fail.Reason, "no reason given"), retryWords(fail.Bound, e.at(fail.Next))))
 	}
+	if story, ok := e.routineCycle(occ); ok {
+		return e.answer(CauseSucceeded, head, "It ran as usual: it "+story+".")
+	}
+	if w, ok := e.routineGone(head); ok {
+		return w
+	}
 	from, to := e.q.Entries[0].At, e.q.Entries[len(e.q.Entries)-1].At
 	if from.After(occ) {
 		return e.answer(CauseNoEntries, head, fmt.Sprintf("The ledger's first entry read is at %s, after it: the ledger was off then, or its entries from then are gone.", e.at(from)))
@@ -851,7 +905,11 @@ func (e *explainer) notDispatched(head string) Why {
 func (e *explainer) servedAfter(head, what, why string, end time.Time) (Why, bool) {
 	d, ok := e.firstDispatchAfter(end)
 	if !ok {
-		return Why{}, false
+		story, ok := e.routineCycle(end)
+		if !ok {
+			return Why{}, false
+		}
+		return e.answer(CauseSucceeded, head, fmt.Sprintf("It was not dispatched at %s: %s. After %s it ran as usual: it %s.", e.at(e.occ), why, what, story)), true
 	}
 	if n := e.q.Schedule.Next(e.occ); !n.IsZero() && !d.Planned.Before(n) {
 		return Why{}, false
@@ -995,4 +1053,165 @@ func (e *explainer) invalidRule() Why {
 		why = "the model's own rule does not parse: " + q.ScheduleError
 	}
 	return e.answer(CauseInvalidRule, fmt.Sprintf("Nothing was planned at %s: %s.", e.full(q.At), why))
+}
+
+// Routine cycles. With ledger.routine "batches", a plain success (of the
+// running attempt, on time, with a next occurrence) writes no row entry:
+// the batch that applied it writes one EventRoutine entry of the kind,
+// with the range of its attempts' dispatches. Every other outcome of an
+// attempt (a failure, a timeout, a late or stale answer, a disable, the
+// rule's end) is a row entry written in the transaction that changed the
+// row, and so is every start that is not routine (RoutineStart). Hence an
+// attempt with no outcome recorded, no longer running, succeeded in one of
+// the batches whose dispatches meet its own and that came before it could
+// time out; and an occurrence with no entry of its own ran as a routine
+// cycle, when batches of the kind show the ledger was on and the row's
+// columns show a success since. The answer says which batches, and names
+// the exact times only when the row's columns give them (its last attempt
+// and last success).
+
+// routineNote ends every answer told from batches.
+const routineNote = "routine successes are recorded per batch, not per model"
+
+// batches are the routine batches applied in [from, to] whose
+// dispatches' range (to the second) meets [dfrom, dto).
+func (e *explainer) batches(dfrom, dto, from, to time.Time) []Entry {
+	var out []Entry
+	for _, x := range e.q.Routine {
+		if x.At.Before(from) || x.At.After(to) || x.Dispatched.IsZero() {
+			continue
+		}
+		if !x.Dispatched.Before(dto) || cmpTime(x.DispatchedLast, x.Dispatched).Before(dfrom) {
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// cmpTime is t, or def when t is zero.
+func cmpTime(t, def time.Time) time.Time {
+	if t.IsZero() {
+		return def
+	}
+	return t
+}
+
+// successBatches are the batches that may hold the success of the attempt
+// dispatched by d: applied from its dispatch to its timeout (or its last
+// lease's end, leaseUntil), their dispatches meeting its second.
+func (e *explainer) successBatches(d Entry, leaseUntil time.Time) []Entry {
+	sec := d.At.Truncate(time.Second)
+	until := d.At.Add(e.q.Policy.Timeout)
+	if leaseUntil.After(until) {
+		until = leaseUntil
+	}
+	return e.batches(sec, sec.Add(time.Second), d.At, until)
+}
+
+// batchedSuccess tells the success of the attempt dispatched by d that no
+// row entry records, when the row's columns show a success since and
+// batches may hold it: "succeeded at 09:00:03 (...)".
+func (e *explainer) batchedSuccess(d Entry, leaseUntil time.Time) (string, bool) {
+	r := e.q.Row
+	if d.Attempt == "" || r.LastSuccessAt.Before(d.At) {
+		return "", false
+	}
+	bs := e.successBatches(d, leaseUntil)
+	if len(bs) == 0 {
+		return "", false
+	}
+	e.cite(bs...)
+	if !r.Running() && absDur(r.AttemptAt.Sub(d.At)) < time.Second {
+		return fmt.Sprintf("succeeded at %s (the model's last success, from its columns; %s)", e.at(r.LastSuccessAt), routineNote), true
+	}
+	return "succeeded " + e.batchWords(bs) + " (no other outcome is recorded for it; " + routineNote + ")", true
+}
+
+// routineCycle tells the routine cycle that served the occurrence from
+// from (the occurrence, or the end of a pause or hold that kept it) to
+// the next occurrence: its predicate ("was dispatched at ... and
+// succeeded at ..."). It needs the row's columns to show a success since
+// from, no entry of the row over the cycle, and batches of the kind
+// applied over it whose dispatches fall in it.
+func (e *explainer) routineCycle(from time.Time) (string, bool) {
+	q := e.q
+	if len(q.Routine) == 0 || q.Schedule == nil || q.Row.LastSuccessAt.Before(from) {
+		return "", false
+	}
+	// The cycle ends at the next occurrence, or just after now (a dispatch
+	// may have come at now).
+	next := q.Schedule.Next(e.occ)
+	if next.IsZero() || next.After(q.Now) {
+		next = q.Now.Add(time.Nanosecond)
+	}
+	for _, x := range e.rowEntries() {
+		if x.Event != EventStale && !x.At.Before(from) && x.At.Before(next) {
+			return "", false
+		}
+	}
+	bs := e.batches(from.Truncate(time.Second), next, from, next.Add(q.Policy.Timeout))
+	if len(bs) == 0 {
+		return "", false
+	}
+	e.cite(bs...)
+	r := q.Row
+	if !r.Running() && !r.AttemptAt.Before(from.Truncate(time.Second)) && r.AttemptAt.Before(next) && !r.LastSuccessAt.Before(r.AttemptAt) {
+		return fmt.Sprintf("was dispatched at %s and succeeded at %s (its last attempt, from the model's columns; %s)", e.at(r.AttemptAt), e.at(r.LastSuccessAt), routineNote), true
+	}
+	return "was dispatched and succeeded " + e.batchWords(bs) + " (no entry of its own, so nothing but a routine cycle happened to it; " + routineNote + ")", true
+}
+
+// routineGone answers an occurrence nothing explains when the kind's
+// batches of routine successes the ledger holds begin after it: a routine
+// cycle then would have left nothing, so the ledger cannot tell.
+func (e *explainer) routineGone(head string) (Why, bool) {
+	since := e.q.RoutineSince
+	if since.IsZero() || !e.occ.Before(since) {
+		return Why{}, false
+	}
+	return e.answer(CauseNoEntries, head, fmt.Sprintf("A routine cycle leaves no entry of its own, and the kind's oldest batch of routine successes left is from %s, after it (the ledger keeps the last ledger.routine_max_entries of them, and none from before it was on): it cannot tell what happened then.",
+		e.at(since))), true
+}
+
+// batchWords says when batches were applied: "in the batch of routine
+// successes applied at 09:00:04", "in one of the 3 batches of routine
+// successes applied between 09:00:01 and 09:00:04".
+func (e *explainer) batchWords(bs []Entry) string {
+	first, last := bs[0].At, bs[len(bs)-1].At
+	if len(bs) == 1 {
+		return "in the batch of routine successes applied at " + e.at(first)
+	}
+	return fmt.Sprintf("in one of the %d batches of routine successes applied between %s and %s", len(bs), e.at(first), e.at(last))
+}
+
+func absDur(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
+// ledgerOff explains a past occurrence while the ledger is off: only the
+// schedule and the row's columns answer.
+func (e *explainer) ledgerOff(head string) Why {
+	q, occ := e.q, e.occ
+	off := "The ledger is off (ledger.enabled: false), so it recorded nothing about it"
+	if !q.LedgerLast.IsZero() {
+		off = fmt.Sprintf("The ledger is off (ledger.enabled: false); its newest entry about this model or its kind is from %s", e.full(q.LedgerLast))
+	}
+	r := q.Row
+	next := q.Schedule.Next(occ)
+	var cols string
+	switch {
+	case r.Disabled() && !r.DisabledAt.After(occ):
+		cols = fmt.Sprintf("The model's columns say it has been disabled since %s%s, so it did not run.", e.at(r.DisabledAt), quoteReason(r.DisabledReason))
+	case !r.LastSuccessAt.Before(occ) && (next.IsZero() || r.LastSuccessAt.Before(next)):
+		cols = fmt.Sprintf("The model's columns say its last success was at %s, after it and before the next occurrence: it ran.", e.at(r.LastSuccessAt))
+	case !r.LastSuccessAt.IsZero():
+		cols = fmt.Sprintf("The model's columns say only that its last success was at %s.", e.at(r.LastSuccessAt))
+	default:
+		cols = "The model's columns record no success."
+	}
+	return e.answer(CauseLedgerOff, head, off+".", cols)
 }

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -28,7 +29,7 @@ func row(ev Event, at time.Time, fill ...func(*Entry)) Entry {
 // kindEntry is an entry of the whole kind feeds.
 func kindEntry(ev Event, at time.Time, fill ...func(*Entry)) Entry {
 	e := row(ev, at, fill...)
-	e.Key = ""
+	e.Key, e.Whole = "", true
 	return e
 }
 
@@ -417,5 +418,100 @@ func TestWhyAsksToReadOnPastAnOpenPause(t *testing.T) {
 	q.To = whyNow
 	if w := Explain(q); w.ReadToNow {
 		t.Errorf("read to now: %q asks to read on", w.Sentence)
+	}
+}
+
+// batch is an entry of the kind for a batch of n routine successes
+// applied at t, of attempts dispatched from d0 to d1.
+func batch(t time.Time, n int, d0, d1 time.Time) Entry {
+	e := kindEntry(EventRoutine, t)
+	e.Count, e.Dispatched, e.DispatchedLast = n, d0, d1
+	return e
+}
+
+// TestWhyRoutineCycles: with ledger.routine "batches", a plain success
+// has no row entry; Explain tells it from the kind's batches, the absence
+// of any other entry of the row and the row's columns, and says what it
+// cannot know.
+func TestWhyRoutineCycles(t *testing.T) {
+	t.Parallel()
+	hourly := mustParse(t, "DTSTART:20260101T000000Z\nRRULE:FREQ=HOURLY")
+	retry, err := ParseRetry("delays:1m,5m")
+	require.NoError(t, err)
+	pol := Policy{Kind: "feeds", Timeout: 10 * time.Minute, Retry: retry}
+	// Batches of every hour's cycle, 09:00 to 11:00, and of a retry at 09:01:30.
+	hours := []Entry{
+		batch(hms(8, 0, 2), 500, hms(8, 0, 0), hms(8, 0, 1)), batch(hms(8, 0, 4), 300, hms(8, 0, 1), hms(8, 0, 2)),
+		batch(hms(9, 0, 2), 500, hms(9, 0, 0), hms(9, 0, 1)), batch(hms(9, 0, 4), 300, hms(9, 0, 1), hms(9, 0, 2)),
+		batch(hms(9, 1, 33), 1, hms(9, 1, 30), hms(9, 1, 30)),
+		batch(hms(9, 20, 5), 800, hms(9, 20, 0), hms(9, 20, 1)),
+		batch(hms(10, 0, 3), 800, hms(10, 0, 0), hms(10, 0, 1)), batch(hms(11, 0, 3), 800, hms(11, 0, 0), hms(11, 0, 2)),
+	}
+	lastRun := State{AttemptAt: hms(11, 0, 1), LastSuccessAt: hms(11, 0, 3), RefreshAt: hms(12, 0, 0)}
+	failed := []Entry{row(EventFailed, hms(9, 0, 30), attempt("a1"), from(hms(9, 0, 1)), reason("HTTP 503"), next(hms(9, 1, 30), BoundRetryList)),
+		ran("a2", hms(9, 1, 30), hms(9, 1, 30))}
+	triggered := []Entry{row(EventTriggered, hms(8, 30, 0), by("bob", "")), ran("t1", hms(8, 30, 0), hms(8, 30, 0))}
+	cases := []struct {
+		name  string
+		q     WhyQuery
+		cause Cause
+		want  string
+	}{
+		{name: "a routine success, from its batches", cause: CauseSucceeded,
+			want: "Nov 25 10:00 UTC was planned. It ran as usual: it was dispatched and succeeded in the batch of routine successes applied at 10:00:03 (no entry of its own, so nothing but a routine cycle happened to it; routine successes are recorded per batch, not per model).",
+			q:    WhyQuery{At: hms(10, 0, 0), Routine: hours, Row: lastRun}},
+		{name: "a routine success, two batches", cause: CauseSucceeded,
+			want: "Nov 25 08:00 UTC was planned. It ran as usual: it was dispatched and succeeded in one of the 2 batches of routine successes applied between 08:00:02 and 08:00:04 (no entry of its own, so nothing but a routine cycle happened to it; routine successes are recorded per batch, not per model).",
+			q:    WhyQuery{At: hms(8, 0, 0), Routine: hours, Row: lastRun}},
+		{name: "the last routine success, exact from the columns", cause: CauseSucceeded,
+			want: "Nov 25 11:00 UTC was planned. It ran as usual: it was dispatched at 11:00:01 and succeeded at 11:00:03 (its last attempt, from the model's columns; routine successes are recorded per batch, not per model).",
+			q:    WhyQuery{At: hms(11, 0, 0), Routine: hours, Row: lastRun}},
+		{name: "an exception in the middle: the failure and its retry's batched success", cause: CauseSucceeded,
+			want: "Nov 25 09:00 UTC was planned. It was dispatched at 09:00:01 and failed at 09:00:30 (HTTP 503); the retry list planned a retry at 09:01:30, which succeeded in the batch of routine successes applied at 09:01:33 (no other outcome is recorded for it; routine successes are recorded per batch, not per model).",
+			q:    WhyQuery{At: hms(9, 0, 0), Routine: hours, Entries: failed, Row: lastRun}},
+		{name: "an exception in the middle: the cycle after it is routine", cause: CauseSucceeded,
+			want: "Nov 25 10:00 UTC was planned. It ran as usual: it was dispatched and succeeded in the batch of routine successes applied at 10:00:03 (no entry of its own, so nothing but a routine cycle happened to it; routine successes are recorded per batch, not per model).",
+			q:    WhyQuery{At: hms(10, 0, 0), Routine: hours, Entries: failed, Row: lastRun}},
+		{name: "kind paused, the routine dispatch after the resume served it", cause: CauseSucceeded,
+			want: "Nov 25 09:00 UTC was planned. It was not dispatched at 09:00: the kind was paused from 08:55 to 09:20 by ops ('incident 42'). After the kind's pause it ran as usual: it was dispatched and succeeded in the batch of routine successes applied at 09:20:05 (no entry of its own, so nothing but a routine cycle happened to it; routine successes are recorded per batch, not per model).",
+			q: WhyQuery{At: hms(9, 0, 0), Routine: hours, Row: lastRun, Entries: []Entry{
+				kindEntry(EventPaused, hms(8, 55, 0), by("ops", "incident 42")), kindEntry(EventResumed, hms(9, 20, 0), by("ops", ""))}}},
+		{name: "a refresh now before it, its success batched: not busy, and the cycle routine", cause: CauseSucceeded,
+			want: "Nov 25 09:00 UTC was planned. It ran as usual: it was dispatched and succeeded in one of the 4 batches of routine successes applied between 09:00:02 and 09:20:05 (no entry of its own, so nothing but a routine cycle happened to it; routine successes are recorded per batch, not per model).",
+			q:    WhyQuery{At: hms(9, 0, 0), Routine: append(slices.Clone(hours), batch(hms(8, 30, 5), 1, hms(8, 30, 0), hms(8, 30, 0))), Row: lastRun, Entries: triggered}},
+		{name: "a refresh now, its success told from its batch", cause: CauseTriggered,
+			want: "At Nov 25 08:30 UTC bob asked for a refresh now; it was not one of the schedule's occurrences. It was dispatched at 08:30 and succeeded in the batch of routine successes applied at 08:30:05 (no other outcome is recorded for it; routine successes are recorded per batch, not per model).",
+			q:    WhyQuery{At: hms(8, 31, 0), Routine: append(slices.Clone(hours), batch(hms(8, 30, 5), 1, hms(8, 30, 0), hms(8, 30, 0))), Row: lastRun, Entries: triggered}},
+		{name: "no success since in the row's columns: not told as routine", cause: CauseNoEntries,
+			want: "Nov 25 10:00 UTC was planned. The ledger has no entry about this model or its kind from then: it was off, or the service did not run.",
+			q:    WhyQuery{At: hms(10, 0, 0), Routine: hours, Row: State{LastSuccessAt: hms(9, 0, 3), AttemptAt: hms(9, 0, 1)}}},
+		{name: "no batch around it: the ledger was off or the service down", cause: CauseNoEntries,
+			want: "Nov 25 07:00 UTC was planned. The ledger has no entry about this model or its kind from then: it was off, or the service did not run.",
+			q:    WhyQuery{At: hms(7, 0, 0), Routine: hours, Row: lastRun}},
+		{name: "before the kind's oldest routine batch left", cause: CauseNoEntries,
+			want: "Nov 25 07:00 UTC was planned. A routine cycle leaves no entry of its own, and the kind's oldest batch of routine successes left is from 08:00:02, after it (the ledger keeps the last ledger.routine_max_entries of them, and none from before it was on): it cannot tell what happened then.",
+			q:    WhyQuery{At: hms(7, 0, 0), RoutineSince: hms(8, 0, 2), Row: lastRun}},
+		{name: "older than the ledger's memory", cause: CauseNoEntries,
+			want: "Oct 20 09:00 UTC was planned. The ledger keeps 30 days, so nothing is left from then.",
+			q:    WhyQuery{At: time.Date(2026, 10, 20, 9, 0, 0, 0, time.UTC), Keep: 30 * 24 * time.Hour, Routine: hours, Row: lastRun}},
+		{name: "before the row's oldest entry the count bound kept", cause: CauseNoEntries,
+			want: "Nov 25 08:00 UTC was planned. The ledger keeps the last 100 entries of each model, and this model's oldest left is from 08:40, after it: it cannot tell what happened then.",
+			q: WhyQuery{At: hms(8, 0, 0), Routine: hours, Row: lastRun, RowSince: hms(8, 40, 0), RowMax: 100,
+				Entries: []Entry{row(EventStale, hms(8, 40, 0), attempt("x"))}}},
+		{name: "the ledger is off: the columns answer", cause: CauseLedgerOff,
+			want: "Nov 25 11:00 UTC was planned. The ledger is off (ledger.enabled: false); its newest entry about this model or its kind is from Nov 20 10:00 UTC. The model's columns say its last success was at 11:00:03, after it and before the next occurrence: it ran.",
+			q:    WhyQuery{At: hms(11, 0, 0), Row: lastRun, LedgerOff: true, LedgerLast: time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)}},
+		{name: "the ledger is off, old entries ignored", cause: CauseLedgerOff,
+			want: "Nov 25 09:00 UTC was planned. The ledger is off (ledger.enabled: false), so it recorded nothing about it. The model's columns say only that its last success was at 11:00:03.",
+			q: WhyQuery{At: hms(9, 0, 0), Row: lastRun, LedgerOff: true,
+				Entries: []Entry{row(EventFailed, hms(9, 0, 30), attempt("a1"), from(hms(9, 0, 1)), reason("HTTP 503"))}}},
+	}
+	for _, c := range cases {
+		q := c.q
+		q.Policy, q.Schedule, q.Now = pol, hourly, whyNow
+		got := Explain(q)
+		if got.Sentence != c.want || got.Cause != c.cause {
+			t.Errorf("%s:\n got  %s: %q\n want %s: %q", c.name, got.Cause, got.Sentence, c.cause, c.want)
+		}
 	}
 }

@@ -85,7 +85,7 @@ func (a *Admin) recordKind(ctx context.Context, e policy.Entry, now time.Time) e
 	if ls == nil {
 		return nil
 	}
-	e.At, e.Kind, e.By = now, a.kind, a.by
+	e.At, e.Kind, e.By, e.Whole = now, a.kind, a.by, true
 	if err := ls.AppendLedger(ctx, []policy.Entry{e}); err != nil {
 		return fmt.Errorf("record %s in the ledger: %w", e.Event, err)
 	}

@@ -15,9 +15,10 @@ import (
 // takes about a row or a kind, recorded as it takes it, so that `refresher
 // why` can say why a row did or did not run. A row's entries go into the
 // kind's database (models.LedgerTable) in the transaction of the batch
-// that decided them, in one INSERT per batch: a batch that rolls back
-// leaves none, and every instance writes its own (the throttle holds a
-// batch sets go with it, as entries of the kind). The events that belong
+// that decided them, in one INSERT per batch, with the batch's one entry
+// for its plain successes (policy.EventRoutine; ledgerBatch.succeeded):
+// a batch that rolls back leaves none, and every instance writes its own
+// (the throttle holds a batch sets go with it, as entries of the kind). The events that belong
 // to no batch's transaction (a pause of the whole kind, an incident, an
 // undone push) are written in a statement of their own. A periodic
 // task per database prunes the ledger to its bounds (LedgerConfig).
@@ -26,22 +27,33 @@ import (
 const (
 	DefaultLedgerMaxEntries     = 100
 	DefaultLedgerKindMaxEntries = 1000
-	DefaultLedgerMaxAge         = 30 * 24 * time.Hour
-	DefaultLedgerPruneEvery     = time.Minute
-	DefaultLedgerPruneChunk     = 1000
+	// DefaultLedgerRoutineMaxEntries: a kind's batches of routine
+	// successes kept, 140-250 bytes each (docs/operating.md, "The
+	// ledger").
+	DefaultLedgerRoutineMaxEntries = 100000
+	DefaultLedgerMaxAge            = 30 * 24 * time.Hour
+	DefaultLedgerPruneEvery        = time.Minute
+	DefaultLedgerPruneChunk        = 1000
 )
 
 // LedgerConfig is Config.Ledger. The zero value records nothing.
 type LedgerConfig struct {
 	// On records the decisions. Off (the default) costs nothing: no
 	// statement and no allocation per row. On, a routine cycle (a start
-	// from its occurrence and its success) costs one entry, one index
-	// insert, which a service whose database is its bottleneck pays in
-	// throughput (docs/performance.md, "The ledger").
+	// from its occurrence and its plain success) costs no entry of its
+	// own: one entry per applied batch stands for its plain successes
+	// (policy.EventRoutine), unless RoutineRows.
 	On bool
+	// RoutineRows records each plain success as a row entry of its own
+	// (`ledger: routine: rows`): one index insert per model per cycle,
+	// which a service whose database is its bottleneck pays in throughput
+	// (docs/performance.md, "The ledger"), for a history that names every
+	// success.
+	RoutineRows bool
 	// Bounds are what the ledger keeps (zero fields: the defaults): the
-	// last MaxEntries entries of each row and KindMaxEntries of each
-	// kind's own, none older than MaxAge; Chunk bounds one pruning step.
+	// last MaxEntries entries of each row, KindMaxEntries of each kind's
+	// own and RoutineMaxEntries of its routine batches, none older than
+	// MaxAge; Chunk bounds one pruning step.
 	Bounds models.LedgerBounds
 	// PruneEvery is how often each database's ledger is pruned: a round
 	// prunes by age until a step finds nothing old, then walks every
@@ -53,6 +65,7 @@ type LedgerConfig struct {
 func (l LedgerConfig) WithDefaults() LedgerConfig {
 	l.Bounds.MaxEntries = cmp.Or(l.Bounds.MaxEntries, DefaultLedgerMaxEntries)
 	l.Bounds.KindMaxEntries = cmp.Or(l.Bounds.KindMaxEntries, DefaultLedgerKindMaxEntries)
+	l.Bounds.RoutineMaxEntries = cmp.Or(l.Bounds.RoutineMaxEntries, DefaultLedgerRoutineMaxEntries)
 	l.Bounds.MaxAge = cmp.Or(l.Bounds.MaxAge, DefaultLedgerMaxAge)
 	l.Bounds.Chunk = cmp.Or(l.Bounds.Chunk, DefaultLedgerPruneChunk)
 	l.PruneEvery = cmp.Or(l.PruneEvery, DefaultLedgerPruneEvery)
@@ -65,6 +78,10 @@ func (l LedgerConfig) WithDefaults() LedgerConfig {
 type ledgerBatch struct {
 	kind    string
 	entries []policy.Entry
+	// rows: each plain success gets a row entry (LedgerConfig.RoutineRows);
+	// else plain counts them for the batch's one EventRoutine entry.
+	rows  bool
+	plain policy.Entry
 	// routine is the last answer of policy.RoutineStart: the rows of a
 	// batch mostly share their schedule, refresh_at and second, and the
 	// answer costs two schedule evaluations.
@@ -75,12 +92,12 @@ type ledgerBatch struct {
 	}
 }
 
-// newLedgerBatch returns the batch of kind, nil when on is false.
-func newLedgerBatch(kind string, on bool) *ledgerBatch {
-	if !on {
+// newLedgerBatch returns the batch of kind, nil when the ledger is off.
+func newLedgerBatch(kind string, l LedgerConfig) *ledgerBatch {
+	if !l.On {
 		return nil
 	}
-	return &ledgerBatch{kind: kind}
+	return &ledgerBatch{kind: kind, rows: l.RoutineRows}
 }
 
 // reset forgets the entries of the last transaction (its try may roll
@@ -91,6 +108,7 @@ func (b *ledgerBatch) reset() {
 	}
 	clear(b.entries)
 	b.entries = b.entries[:0]
+	b.plain = policy.Entry{}
 }
 
 func (b *ledgerBatch) add(e policy.Entry) {
@@ -98,9 +116,17 @@ func (b *ledgerBatch) add(e policy.Entry) {
 	b.entries = append(b.entries, e)
 }
 
-// write appends the entries to tx, when its store keeps a ledger.
+// write appends the entries to tx, and the batch's routine entry when it
+// counted plain successes, when tx's store keeps a ledger.
 func (b *ledgerBatch) write(ctx context.Context, tx models.Tx) error {
-	if b == nil || len(b.entries) == 0 {
+	if b == nil {
+		return nil
+	}
+	if b.plain.Count > 0 {
+		b.add(b.plain)
+		b.plain = policy.Entry{}
+	}
+	if len(b.entries) == 0 {
 		return nil
 	}
 	lt, ok := tx.(models.LedgerTx)
@@ -186,6 +212,28 @@ func (b *ledgerBatch) routineStart(d policy.DueDecision, sched policy.Nexter, no
 	return m.ok
 }
 
+// countPlain counts a plain success of an attempt dispatched at
+// dispatched (zero: unknown), applied at now, in the batch's routine
+// entry: its dispatches' range to the second, as the attempts' xids give
+// it.
+func (b *ledgerBatch) countPlain(dispatched, now time.Time) {
+	p := &b.plain
+	if p.Count == 0 {
+		*p = policy.Entry{At: now, Whole: true, Event: policy.EventRoutine}
+	}
+	p.Count++
+	if dispatched.IsZero() {
+		return
+	}
+	d := dispatched.Truncate(time.Second)
+	if p.Dispatched.IsZero() || d.Before(p.Dispatched) {
+		p.Dispatched = d
+	}
+	if d.After(p.DispatchedLast) {
+		p.DispatchedLast = d
+	}
+}
+
 // ruleEnded records that key's rule has no occurrence left: nothing is
 // planned until the application changes the row.
 func (b *ledgerBatch) ruleEnded(key string, now time.Time) {
@@ -193,9 +241,15 @@ func (b *ledgerBatch) ruleEnded(key string, now time.Time) {
 }
 
 // succeeded records a success of attempt, dispatched at dispatched, on
-// key at now, with the next occurrence planned.
+// key at now, with the next occurrence planned. A plain success (one with
+// a next occurrence: every other outcome is an entry of its row) is
+// counted in the batch's routine entry unless b.rows.
 func (b *ledgerBatch) succeeded(key, attempt string, dispatched, next, now time.Time) {
 	if b == nil {
+		return
+	}
+	if !b.rows && !next.IsZero() {
+		b.countPlain(dispatched, now)
 		return
 	}
 	b.add(policy.Entry{At: now, Key: key, Event: policy.EventSucceeded, Attempt: attempt, Dispatched: dispatched, Next: next})
@@ -252,7 +306,7 @@ func (b *ledgerBatch) holds(holds map[string]time.Time, now time.Time) {
 		return
 	}
 	for g, until := range holds {
-		b.add(policy.Entry{At: now, Event: policy.EventThrottleHold, Group: g, Until: until})
+		b.add(policy.Entry{At: now, Whole: true, Event: policy.EventThrottleHold, Group: g, Until: until})
 	}
 }
 
@@ -262,7 +316,7 @@ func (r *kindRunner) recordKind(ctx context.Context, e policy.Entry) {
 	if r.ledger == nil {
 		return
 	}
-	e.Kind = r.kind.Name
+	e.Kind, e.Whole = r.kind.Name, true
 	if err := r.ledger.AppendLedger(ctx, []policy.Entry{e}); err != nil {
 		r.log.Warn("cannot record in the ledger", "event", e.Event, "err", err)
 	}

@@ -65,8 +65,12 @@ func events(es []policy.Entry) string {
 	return strings.Join(out, ", ")
 }
 
-// ledgerOn turns the ledger on (it is off by default).
-func ledgerOn(c *Config) { c.Ledger.On = true }
+// ledgerOn turns the ledger on (it is off by default), with every success
+// a row entry (ledger.routine: rows), as the tests of each decision read
+// them; ledgerBatches keeps the default, plain successes per batch.
+func ledgerOn(c *Config) { c.Ledger.On, c.Ledger.RoutineRows = true, true }
+
+func ledgerBatches(c *Config) { c.Ledger.On = true }
 
 // A row's life through the real Service and Admin, each decision an entry:
 // dispatched, a failure and its retry bounded by Retry-After, a stale
@@ -126,7 +130,7 @@ func TestLedgerRecordsARowsLife(t *testing.T) {
 		require.Equal(t, "alice", b.waitEntries("m1", policy.EventResumed, 1)[0].By)
 		require.NoError(t, admin.PauseKind(ctx, b.kind.Lists, PauseInfo{Note: "deploy", By: "alice", At: b.clock.Now()}))
 		kp := b.waitEntries("", policy.EventPaused, 1)[0]
-		require.Equal(t, policy.Entry{At: b.clock.Now(), Kind: "items", Event: policy.EventPaused, By: "alice", Note: "deploy"}, kp)
+		require.Equal(t, policy.Entry{At: b.clock.Now(), Kind: "items", Whole: true, Event: policy.EventPaused, By: "alice", Note: "deploy"}, kp)
 		was, err := admin.ResumeKind(ctx, b.kind.Lists)
 		require.NoError(t, err)
 		require.True(t, was)
@@ -235,7 +239,7 @@ func TestLedgerRecordsALateAnswer(t *testing.T) {
 	b.insert("m1")
 	firstPass, release := make(chan struct{}), make(chan struct{})
 	b.start(func(c *Config) {
-		c.Ledger.On = true
+		ledgerOn(c)
 		c.Observer.AfterDispatch = func(_ string, started int) {
 			if started > 0 {
 				close(firstPass)
@@ -267,7 +271,7 @@ func TestLedgerRollsBackWithTheBatch(t *testing.T) {
 		b.insert("m1")
 		crashed := make(chan struct{})
 		r := b.runOn(context.Background(), b.store, b.rio, func(c *Config) {
-			c.Ledger.On = true
+			ledgerOn(c)
 			c.faults.beforeCommit = func(string) error {
 				select {
 				case <-crashed:
@@ -285,7 +289,7 @@ func TestLedgerRollsBackWithTheBatch(t *testing.T) {
 		require.Len(t, entries(b.ledger("m1"), "m1", policy.EventDispatched), 1, "the restart keeps the committed entries")
 
 		// Restarted (after the heartbeat, the batch is recovered).
-		b.runOn(context.Background(), b.store, b.rio, func(c *Config) { c.InstanceID, c.Ledger.On = "test-b", true })
+		b.runOn(context.Background(), b.store, b.rio, func(c *Config) { ledgerOn(c); c.InstanceID = "test-b" })
 		b.waitEntries("m1", policy.EventSucceeded, 1)
 		time.Sleep(200 * time.Millisecond) // the time itself: no second entry comes later
 		require.Len(t, entries(b.ledger("m1"), "m1", policy.EventSucceeded), 1)
@@ -300,8 +304,8 @@ func TestLedgerTwoInstancesLoseNothing(t *testing.T) {
 	forEachStore(t, teststore.Servers, func(t *testing.T, store string) {
 		const n = 600
 		b := setup(t, setupOpts{store: store, timeout: time.Hour})
-		b.start(func(c *Config) { c.InstanceID, c.BatchSize, c.Ledger.On = "a", 50, true })
-		b.start(func(c *Config) { c.InstanceID, c.BatchSize, c.Ledger.On = "b", 50, true })
+		b.start(func(c *Config) { ledgerOn(c); c.InstanceID, c.BatchSize = "a", 50 })
+		b.start(func(c *Config) { ledgerOn(c); c.InstanceID, c.BatchSize = "b", 50 })
 		uids := b.insertN(n, t0)
 		jobs := b.popJobs(n)
 		rs := make([]redisio.Result, n)
@@ -339,7 +343,7 @@ func TestLedgerBoundsAndOff(t *testing.T) {
 	b := setup(t, setupOpts{timeout: time.Hour, retry: "delays:0s"})
 	b.insert("m1")
 	b.start(func(c *Config) {
-		c.Ledger = LedgerConfig{On: true, Bounds: models.LedgerBounds{MaxEntries: 3}, PruneEvery: 20 * time.Millisecond}
+		c.Ledger = LedgerConfig{On: true, RoutineRows: true, Bounds: models.LedgerBounds{MaxEntries: 3}, PruneEvery: 20 * time.Millisecond}
 	})
 	for range 3 { // each round: dispatched, succeeded; triggered by the operator
 		j := b.popJob()
@@ -379,7 +383,7 @@ func TestLedgerBoundsAndOff(t *testing.T) {
 	// And a service with the ledger on serves it as before (alone: its
 	// batches would fail if it wrote to the missing table).
 	r.stop()
-	off.start(func(c *Config) { c.InstanceID, c.Ledger.On = "test-b", true })
+	off.start(func(c *Config) { ledgerOn(c); c.InstanceID = "test-b" })
 	j = off.popJob()
 	off.send(redisio.Result{UID: "m1", AttemptUID: j.AttemptUID, Type: "success"})
 	off.waitFor("m1", "success without a ledger table", func(s policy.State) bool { return !s.Running() && s.AttemptUID == "" })
@@ -387,7 +391,7 @@ func TestLedgerBoundsAndOff(t *testing.T) {
 
 // Off, the recording costs no allocation per row: the batch is nil.
 func TestLedgerOffAllocatesNothing(t *testing.T) {
-	b := newLedgerBatch("items", false)
+	b := newLedgerBatch("items", LedgerConfig{})
 	row := models.Row{Key: "k"}
 	p := policy.Policy{}.WithDefaults()
 	now := t0
@@ -478,7 +482,7 @@ func TestLedgerRecordsAnUndonePushAndTheRulesEnd(t *testing.T) {
 	proxy, rio := redisVia(t)
 	var once sync.Once
 	b.runOn(context.Background(), b.store, rio, func(c *Config) {
-		c.Ledger.On = true
+		ledgerOn(c)
 		c.faults.beforePush = func(string) { once.Do(proxy.Cut) }
 	})
 	u := b.waitEntries("m1", policy.EventUndone, 1)[0]
@@ -508,8 +512,8 @@ func TestWhyReadsOnPastAPauseOpenAtTheRangesEnd(t *testing.T) {
 	at := func(h, m int) time.Time { return time.Date(2026, 11, 21, h, m, 0, 0, time.UTC) }
 	ls := b.store.(models.LedgerStore)
 	require.NoError(t, ls.AppendLedger(context.Background(), []policy.Entry{
-		{At: at(13, 50), Kind: "items", Event: policy.EventPaused, By: "ops", Note: "failover"},
-		{At: at(15, 30), Kind: "items", Event: policy.EventResumed, By: "ops"},
+		{At: at(13, 50), Kind: "items", Whole: true, Event: policy.EventPaused, By: "ops", Note: "failover"},
+		{At: at(15, 30), Kind: "items", Whole: true, Event: policy.EventResumed, By: "ops"},
 		{At: at(15, 30), Kind: "items", Key: "m1", Event: policy.EventDispatched, Attempt: "a1", Planned: at(14, 0)},
 		{At: at(15, 31), Kind: "items", Key: "m1", Event: policy.EventSucceeded, Attempt: "a1", Next: at(16, 0)},
 	}))
@@ -534,7 +538,7 @@ func TestLedgerRoutineStartMemo(t *testing.T) {
 	at14 := t0.Add(4 * time.Hour)
 	planned := []time.Time{at14, at14.Add(-24 * time.Hour), at14.Add(time.Hour), at14.Add(90 * time.Second), at14.Add(37 * time.Minute)}
 	nows := []time.Time{at14.Add(300 * time.Millisecond), at14.Add(50 * time.Minute), at14.Add(61 * time.Minute), at14.Add(3 * time.Minute)}
-	b := newLedgerBatch("items", true)
+	b := newLedgerBatch("items", LedgerConfig{On: true, RoutineRows: true})
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := range 5000 {
 		d := policy.DueDecision{Action: policy.DueStarted, BeforeStart: policy.State{RefreshAt: planned[rng.IntN(len(planned))]}}
@@ -547,5 +551,101 @@ func TestLedgerRoutineStartMemo(t *testing.T) {
 		sched, now := scheds[rng.IntN(len(scheds))], nows[rng.IntN(len(nows))]
 		want := policy.RoutineStart(d, sched, now)
 		require.Equal(t, want, b.routineStart(d, sched, now), "step %d: %s from %s at %s", i, sched, d.BeforeStart.RefreshAt, now)
+	}
+}
+
+// routineCount sums the counts of the kind's batches of routine successes.
+func (b *testBundle) routineCount() (n int, batches []policy.Entry) {
+	b.t.Helper()
+	es, err := b.store.(models.LedgerReader).LedgerRoutine(context.Background(), "items", time.Time{}, time.Time{}, 100000)
+	require.NoError(b.t, err)
+	for _, e := range es {
+		n += e.Count
+	}
+	return n, es
+}
+
+// With ledger.routine "batches" (the default), a routine cycle writes no
+// row entry on any store: its batch's one routine entry counts it, with
+// its dispatch's second; a failure keeps its row entry. Why tells the
+// routine cycle from the batch and the row's columns.
+func TestLedgerRoutineBatches(t *testing.T) {
+	t.Parallel()
+	forEachStore(t, allStores, func(t *testing.T, store string) {
+		b := setup(t, setupOpts{store: store, timeout: 10 * time.Minute, retry: "delays:5m"})
+		at14 := t0.Add(4 * time.Hour) // an occurrence of dailyAt14
+		for _, k := range []string{"m1", "m2", "m3"} {
+			b.exec("INSERT INTO items (uid, input_url, refresh_at) VALUES (?, ?, ?)", k, "https://example.com/"+k, at14)
+		}
+		b.start(ledgerBatches)
+		b.clock.Advance(4*time.Hour + 1500*time.Millisecond) // 14:00:01.5
+		jobs := b.jobsByUID(3)
+		b.send(redisio.Result{UID: "m1", AttemptUID: jobs["m1"].AttemptUID, Type: "success"})
+		b.send(redisio.Result{UID: "m2", AttemptUID: jobs["m2"].AttemptUID, Type: "success"})
+		b.send(redisio.Result{UID: "m3", AttemptUID: jobs["m3"].AttemptUID, Type: "failure", Reason: "HTTP 503"})
+		b.waitEntries("m3", policy.EventFailed, 1)
+		var batches []policy.Entry
+		testenv.EventuallyNil(t, 10*time.Second, "2 routine successes", func() error {
+			var n int
+			if n, batches = b.routineCount(); n != 2 {
+				return fmt.Errorf("%d: %s", n, events(batches))
+			}
+			return nil
+		})
+		for _, e := range batches {
+			require.True(t, e.Whole, "a kind's entry")
+			require.Equal(t, at14.Add(time.Second), e.Dispatched, "the dispatches' second")
+			require.Equal(t, at14.Add(time.Second), e.DispatchedLast)
+		}
+		require.Empty(t, b.ledger("m1"), "a routine cycle has no row entry")
+		require.Empty(t, b.ledger("m2"))
+
+		k := WhyKind{Name: "items", Table: b.kind.Table, Schedule: b.kind.Schedule, Policy: b.kind.Policy}
+		ans, err := NewAdmin(b.store, b.rio).Why(context.Background(), k, "m1", at14, b.clock.Now())
+		require.NoError(t, err)
+		require.Equal(t, "Nov 21 14:00 UTC was planned. It ran as usual: it was dispatched at 14:00:01 and succeeded at 14:00:01 (its last attempt, from the model's columns; routine successes are recorded per batch, not per model).", ans.Sentence)
+		require.NotEmpty(t, ans.Entries, "it cites the batch")
+		ans, err = NewAdmin(b.store, b.rio).Why(context.Background(), k, "m3", at14, b.clock.Now())
+		require.NoError(t, err)
+		require.Equal(t, "Nov 21 14:00 UTC was planned. It was dispatched at 14:00:01 and failed at 14:00:01 (HTTP 503); the retry list planned a retry at 14:05:01.", ans.Sentence)
+
+		// The day before, older than every batch left: it cannot tell.
+		ans, err = NewAdmin(b.store, b.rio).Why(context.Background(), k, "m1", at14.Add(-24*time.Hour), b.clock.Now())
+		require.NoError(t, err)
+		require.Equal(t, "Nov 20 14:00 UTC was planned. A routine cycle leaves no entry of its own, and the kind's oldest batch of routine successes left is from Nov 21 14:00:01, after it (the ledger keeps the last ledger.routine_max_entries of them, and none from before it was on): it cannot tell what happened then.", ans.Sentence)
+
+		// The ledger off since: Why answers from the columns, not from the
+		// entries left.
+		k.LedgerOff = true
+		ans, err = NewAdmin(b.store, b.rio).Why(context.Background(), k, "m3", at14, b.clock.Now())
+		require.NoError(t, err)
+		require.Equal(t, policy.CauseLedgerOff, ans.Cause, ans.Sentence)
+		require.Contains(t, ans.Sentence, "The ledger is off (ledger.enabled: false); its newest entry about this model or its kind is from Nov 21 14:00:01 UTC.")
+	})
+}
+
+// Two instances in batches mode: the counts of their routine entries add
+// up to every success, and no row has an entry.
+func TestLedgerRoutineBatchesTwoInstances(t *testing.T) {
+	t.Parallel()
+	const n = 300
+	b := setup(t, setupOpts{store: teststore.Postgres, timeout: time.Hour})
+	b.start(func(c *Config) { ledgerBatches(c); c.InstanceID, c.BatchSize = "a", 50 })
+	b.start(func(c *Config) { ledgerBatches(c); c.InstanceID, c.BatchSize = "b", 50 })
+	uids := b.insertN(n, t0)
+	jobs := b.popJobs(n)
+	rs := make([]redisio.Result, n)
+	for i, j := range jobs {
+		rs[i] = redisio.Result{UID: j.UID, AttemptUID: j.AttemptUID, Type: "success"}
+	}
+	b.sendAll(rs...)
+	testenv.EventuallyNil(t, 20*time.Second, "every success counted", func() error {
+		if got, es := b.routineCount(); got != n {
+			return fmt.Errorf("%d of %d in %d batches", got, n, len(es))
+		}
+		return nil
+	})
+	for _, uid := range []string{uids[0], uids[n-1]} {
+		require.Empty(t, entries(b.ledger(uid), uid, policy.EventSucceeded), "no row entry for a plain success")
 	}
 }

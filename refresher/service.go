@@ -245,17 +245,18 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 		wake := make(chan struct{}, 1)
 		sched := newSchedules(k) // one parse cache for both
-		on := r.ledger != nil
+		lc := s.cfg.Ledger
+		lc.On = r.ledger != nil
 		d := &dispatcher{kindRunner: r, wake: wake, schedules: sched, watch: watch, claims: claims[k.Store],
-			gate: &dueGate{store: k.Store, table: k.Table, clock: s.cfg.Clock}, entries: newLedgerBatch(k.Name, on)}
+			gate: &dueGate{store: k.Store, table: k.Table, clock: s.cfg.Clock}, entries: newLedgerBatch(k.Name, lc)}
 		p := &poller{kindRunner: r, wake: wake, drain: s.rdb.Drain(k.Lists, s.cfg.InstanceID, s.cfg.Heartbeat),
-			schedules: sched, entries: newLedgerBatch(k.Name, on)}
+			schedules: sched, entries: newLedgerBatch(k.Name, lc)}
 		dispatchers.Go(guard("kind "+k.Name+": dispatcher", func() { d.loop(runCtx) }))
 		if len(k.Lanes) > 0 {
 			d.backlog = newBacklogSignal()
 			// No due gate: it asks Store.UrgentDue before each pass.
 			u := &dispatcher{kindRunner: r, schedules: sched, claims: claims[k.Store], urgent: true, backlog: d.backlog,
-				entries: newLedgerBatch(k.Name, on)}
+				entries: newLedgerBatch(k.Name, lc)}
 			dispatchers.Go(guard("kind "+k.Name+": urgent dispatcher", func() { u.urgentLoop(runCtx) }))
 		}
 		pollers.Go(guard("kind "+k.Name+": poller", func() { p.loop(pollCtx) }))

@@ -24,6 +24,14 @@ type WhyKind struct {
 	// Keep is how long the ledger keeps entries (0: unknown), so that an
 	// answer about a time older than that says the entries are gone.
 	Keep time.Duration
+	// RowMax is how many entries of a row the ledger keeps
+	// (ledger.max_entries; 0: unknown), so that an answer about a time
+	// before the oldest one left says the count bound pruned it.
+	RowMax int
+	// LedgerOff: the ledger is off (ledger.enabled: false). The answer then
+	// rests on the schedule and the row's columns only; entries left from
+	// when it was on are not read as if nothing happened since.
+	LedgerOff bool
 }
 
 // ErrNoLedger is Why's error when the kind's store keeps no ledger (it
@@ -77,6 +85,17 @@ func (a *Admin) Why(ctx context.Context, k WhyKind, key string, at, now time.Tim
 		return WhyAnswer{}, fmt.Errorf("read the ledger: %w", err)
 	}
 	q.To = ans.To
+	if k.LedgerOff {
+		if len(q.Entries) > 0 {
+			q.LedgerLast = q.Entries[len(q.Entries)-1].At
+		}
+		q.LedgerOff, q.Entries = true, nil
+		ans.Why = policy.Explain(q)
+		return ans, nil
+	}
+	if err := readRoutine(ctx, lr, k, key, &q, ans.From, ans.To); err != nil {
+		return WhyAnswer{}, err
+	}
 	ans.Why = policy.Explain(q)
 	if ans.Why.ReadToNow {
 		// A pause still on where the read ends: its resume, and the
@@ -85,10 +104,52 @@ func (a *Admin) Why(ctx context.Context, k WhyKind, key string, at, now time.Tim
 		if q.Entries, err = lr.Ledger(ctx, k.Name, key, ans.From, ans.To, WhyLimit); err != nil {
 			return WhyAnswer{}, fmt.Errorf("read the ledger: %w", err)
 		}
+		if err := readRoutine(ctx, lr, k, key, &q, ans.From, ans.To); err != nil {
+			return WhyAnswer{}, err
+		}
 		ans.Why = policy.Explain(q)
 	}
 	ans.Read = q.Entries
 	return ans, nil
+}
+
+// readRoutine reads what policy.Explain needs beyond the row's entries to
+// tell a routine cycle: the kind's batches of routine successes from the
+// occurrence explained to, the oldest WhyLimit (those nearest it), and
+// the time of the oldest the ledger holds; and, when the row holds as many
+// entries as k.RowMax, its oldest one's time.
+func readRoutine(ctx context.Context, lr models.LedgerReader, k WhyKind, key string, q *policy.WhyQuery, from, to time.Time) error {
+	var err error
+	if q.Schedule != nil {
+		// Batches from the occurrence on: those before it cannot hold its
+		// success.
+		if occ := policy.Nearest(q.Schedule, q.At); !occ.IsZero() && occ.After(from) {
+			from = occ
+		}
+	}
+	if q.Routine, err = lr.LedgerRoutine(ctx, k.Name, from, to, WhyLimit); err != nil {
+		return fmt.Errorf("read the ledger: %w", err)
+	}
+	// Where the kind's batches begin: before it, a routine cycle cannot be
+	// told.
+	first, err := lr.LedgerRoutine(ctx, k.Name, time.Time{}, time.Time{}, 1)
+	if err != nil {
+		return fmt.Errorf("read the ledger: %w", err)
+	}
+	if len(first) == 1 {
+		q.RoutineSince = first[0].At
+	}
+	if k.RowMax <= 0 {
+		return nil
+	}
+	n, oldest, err := lr.LedgerRowSpan(ctx, k.Name, key)
+	if err != nil {
+		return fmt.Errorf("read the ledger: %w", err)
+	}
+	if n >= k.RowMax {
+		q.RowSince, q.RowMax = oldest, k.RowMax
+	}
+	return nil
 }
 
 // WhySchedule is the schedule of the row key whose refresh_rrule is rule
@@ -146,6 +207,11 @@ type LedgerEntry struct {
 	By       string     `json:"by,omitempty"`
 	Note     string     `json:"note,omitempty"`
 	Group    string     `json:"group,omitempty"`
+	// Count, Dispatched and DispatchedLast: a batch of routine successes
+	// (event "routine"): how many, and the range of their dispatches.
+	Count          int        `json:"count,omitempty"`
+	Dispatched     *time.Time `json:"dispatched,omitempty"`
+	DispatchedLast *time.Time `json:"dispatched_last,omitempty"`
 }
 
 // LedgerEntries converts entries to JSON, times in UTC.
@@ -160,8 +226,12 @@ func LedgerEntries(entries []policy.Entry) []LedgerEntry {
 	out := make([]LedgerEntry, 0, len(entries))
 	for _, e := range entries {
 		j := LedgerEntry{At: e.At.UTC(), Event: string(e.Event), Attempt: e.Attempt, Planned: tp(e.Planned), Next: tp(e.Next),
-			Bound: e.Bound, Until: tp(e.Until), Reason: e.Reason, Disabled: e.Disabled, Priority: e.Priority, By: e.By, Note: e.Note, Group: e.Group}
-		if e.Key != "" {
+			Bound: e.Bound, Until: tp(e.Until), Reason: e.Reason, Disabled: e.Disabled, Priority: e.Priority, By: e.By, Note: e.Note, Group: e.Group,
+			Count: e.Count}
+		if e.Event == policy.EventRoutine {
+			j.Dispatched, j.DispatchedLast = tp(e.Dispatched), tp(e.DispatchedLast)
+		}
+		if !e.Whole {
 			k := e.Key
 			j.UID = &k
 		}

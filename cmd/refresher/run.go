@@ -162,8 +162,9 @@ func operatorServer(c *config.Config, dbs *databases, rdb redis.UniversalClient,
 		kinds[i] = c.Kinds[i].Operator()
 		kinds[i].Store = dbs.Of(&c.Kinds[i])
 		if c.Ledger.Enabled { // pruned to ledger.max_age by the service
-			kinds[i].LedgerKeep = c.Ledger.MaxAge.D()
+			kinds[i].LedgerKeep, kinds[i].LedgerMaxEntries = c.Ledger.MaxAge.D(), c.Ledger.MaxEntries
 		}
+		kinds[i].LedgerOff = !c.Ledger.Enabled
 	}
 	return operator.New(c.OperatorAccess(operator.Options{Kinds: kinds, Redis: rdb, Gatherer: svc.Metrics().Registry,
 		Logger: log, SearchBudget: c.SearchScanBudget, Ledger: c.Ledger.Enabled}))

@@ -56,8 +56,9 @@ follow it (--all: every entry read).`,
 			defer store.Close()
 			wk := whyKind(k)
 			if c.Ledger.Enabled { // pruned to ledger.max_age by the service
-				wk.Keep = c.Ledger.MaxAge.D()
+				wk.Keep, wk.RowMax = c.Ledger.MaxAge.D(), c.Ledger.MaxEntries
 			}
+			wk.LedgerOff = !c.Ledger.Enabled
 			ans, err := refresher.NewAdmin(whyStore(store), nil).Why(cmd.Context(), wk, key, when, now)
 			if err != nil {
 				return fmt.Errorf("why: %w", err)
@@ -105,16 +106,21 @@ func printWhy(w io.Writer, ans refresher.WhyAnswer, all bool) {
 		ans.From.In(loc).Format("Jan 2 15:04"), ans.To.In(loc).Format("Jan 2 15:04"), loc)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, e := range entries {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", e.At.In(loc).Format("2006-01-02 15:04:05 MST"), cmpKey(e.Key), e.Event, entryDetail(e, loc))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", e.At.In(loc).Format("2006-01-02 15:04:05 MST"), entryKey(e), e.Event, entryDetail(e, loc))
 	}
 	tw.Flush()
 }
 
-func cmpKey(k string) string {
-	if k == "" {
+// entryKey names whose entry e is: "(kind)" for the whole kind's,
+// "(empty key)" for a row whose key is the empty string.
+func entryKey(e policy.Entry) string {
+	switch {
+	case e.Whole:
 		return "(kind)"
+	case e.Key == "":
+		return "(empty key)"
 	}
-	return k
+	return e.Key
 }
 
 // entryDetail is the fields of an entry its event uses, as words.
@@ -153,6 +159,10 @@ func entryDetail(e policy.Entry, loc *time.Location) string {
 	add("by", e.By)
 	add("note", e.Note)
 	add("group", e.Group)
+	if e.Event == policy.EventRoutine {
+		add("count", fmt.Sprint(e.Count))
+		add("dispatched", tm(e.Dispatched)+"-"+tm(e.DispatchedLast))
+	}
 	return strings.Join(parts, " ")
 }
 

@@ -29,8 +29,8 @@ func TestWhyCommand(t *testing.T) {
 	// The kind's rule is daily at 00:00 UTC (no DTSTART: 2000-01-01).
 	at := func(s string) time.Time { t, _ := time.Parse(time.RFC3339, s); return t }
 	entries := []policy.Entry{
-		{At: at("2026-11-24T23:55:00Z"), Kind: "big_tables", Event: policy.EventPaused, By: "ops", Note: "incident 42"},
-		{At: at("2026-11-25T00:20:00Z"), Kind: "big_tables", Event: policy.EventResumed, By: "ops"},
+		{At: at("2026-11-24T23:55:00Z"), Kind: "big_tables", Whole: true, Event: policy.EventPaused, By: "ops", Note: "incident 42"},
+		{At: at("2026-11-25T00:20:00Z"), Kind: "big_tables", Whole: true, Event: policy.EventResumed, By: "ops"},
 		{At: at("2026-11-25T00:20:00Z"), Kind: "big_tables", Key: "42", Event: policy.EventDispatched, Attempt: "a1", Planned: at("2026-11-25T00:00:00Z")},
 		{At: at("2026-11-25T00:21:00Z"), Kind: "big_tables", Key: "42", Event: policy.EventSucceeded, Attempt: "a1", Next: at("2026-11-26T00:00:00Z")},
 		{At: at("2026-11-25T00:21:00Z"), Kind: "other", Key: "42", Event: policy.EventFailed}, // another kind's
@@ -39,7 +39,14 @@ func TestWhyCommand(t *testing.T) {
 	whyStore = func(s models.Store) models.Store { ledger = ledgertest.New(s, entries...); return ledger }
 	t.Cleanup(func() { whyStore = func(s models.Store) models.Store { return s } })
 
+	// The ledger off (the default): the entries left are not told as if
+	// nothing happened since; the row's columns answer.
 	out, err := b.run(t, "why", "--config", b.path, "--kind", "big_tables", "--key", "42", "--at", "2026-11-25T00:05:00Z")
+	require.NoError(t, err)
+	require.Equal(t, "Nov 25 00:00 UTC was planned. The ledger is off (ledger.enabled: false); its newest entry about this model or its kind is from Nov 25 00:21 UTC. The model's columns record no success.\n", out)
+
+	t.Setenv("REFRESHER_LEDGER", "{enabled: true}")
+	out, err = b.run(t, "why", "--config", b.path, "--kind", "big_tables", "--key", "42", "--at", "2026-11-25T00:05:00Z")
 	require.NoError(t, err)
 	require.Equal(t, `Nov 25 00:00 UTC was planned. It was not dispatched at 00:00: the kind was paused from Nov 24 23:55 to 00:20 by ops ('incident 42'). It was dispatched at 00:20 and succeeded at 00:21.
 
@@ -49,7 +56,7 @@ entries it is built on (the ledger read from Nov 18 00:00 to Nov 26 01:00, times
   2026-11-25 00:20:00 UTC  42      dispatched  attempt=a1 planned=00:00:00
   2026-11-25 00:21:00 UTC  42      succeeded   attempt=a1 next=2026-11-26T00:00:00
 `, out)
-	require.Equal(t, 1, ledger.Reads())
+	require.Equal(t, 1, ledger.Reads(), "one read of the row's entries")
 
 	out, err = b.run(t, "why", "--config", b.path, "--kind", "big_tables", "--key", "42", "--at", "2026-11-25T01:00:00+01:00", "--json")
 	require.NoError(t, err)

@@ -41,14 +41,31 @@ func (s *Store) Reads() int {
 	return s.reads
 }
 
-// Ledger implements models.LedgerReader.
+// Ledger implements models.LedgerReader: the newest limit entries.
 func (s *Store) Ledger(_ context.Context, kind, key string, from, to time.Time, limit int) ([]policy.Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reads++
 	var out []policy.Entry
 	for _, e := range s.entries {
-		if e.Kind != kind || (e.Key != "" && e.Key != key) || e.At.Before(from) || e.At.After(to) {
+		if e.Kind != kind || e.Event == policy.EventRoutine || (!e.Whole && e.Key != key) || e.At.Before(from) || e.At.After(to) {
+			continue
+		}
+		out = append(out, e)
+	}
+	if len(out) > limit {
+		out = out[len(out)-limit:]
+	}
+	return out, nil
+}
+
+// LedgerRoutine implements models.LedgerReader.
+func (s *Store) LedgerRoutine(_ context.Context, kind string, from, to time.Time, limit int) ([]policy.Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []policy.Entry
+	for _, e := range s.entries {
+		if e.Kind != kind || e.Event != policy.EventRoutine || e.At.Before(from) || e.At.After(to) {
 			continue
 		}
 		if len(out) == limit {
@@ -57,6 +74,22 @@ func (s *Store) Ledger(_ context.Context, kind, key string, from, to time.Time, 
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// LedgerRowSpan implements models.LedgerReader.
+func (s *Store) LedgerRowSpan(_ context.Context, kind, key string) (int, time.Time, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, oldest := 0, time.Time{}
+	for _, e := range s.entries {
+		if e.Kind == kind && !e.Whole && e.Key == key {
+			if n == 0 || e.At.Before(oldest) {
+				oldest = e.At
+			}
+			n++
+		}
+	}
+	return n, oldest, nil
 }
 
 var _ models.LedgerReader = (*Store)(nil)

@@ -67,30 +67,38 @@ func (s *Store) AppendLedger(ctx context.Context, entries []policy.Entry) error 
 
 // Ledger implements models.LedgerReader.
 func (s *Store) Ledger(ctx context.Context, kind, key string, from, to time.Time, limit int) ([]policy.Entry, error) {
-	lo, hi := models.LedgerRange(from, to)
-	rows, err := s.pool.Query(ctx, models.LedgerSelect(ledgerTable, dollar), kind, models.LedgerKey(key), lo, hi, limit)
+	out, err := s.readLedger(ctx, kind, models.LedgerReadArgs(kind, key, false, from, to, limit), true)
 	if err != nil {
 		return nil, fmt.Errorf("read the ledger of %s %q: %w", kind, key, err)
 	}
-	defer rows.Close()
-	var out []policy.Entry
-	for rows.Next() {
-		var k, event string
-		var at int64
-		var detail []byte
-		if err := rows.Scan(&k, &at, &event, &detail); err != nil {
-			return nil, fmt.Errorf("read the ledger of %s %q: %w", kind, key, err)
-		}
-		e, err := models.LedgerEntry(kind, k, at, event, detail)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read the ledger of %s %q: %w", kind, key, err)
+	return out, nil
+}
+
+// LedgerRoutine implements models.LedgerReader.
+func (s *Store) LedgerRoutine(ctx context.Context, kind string, from, to time.Time, limit int) ([]policy.Entry, error) {
+	out, err := s.readLedger(ctx, kind, models.LedgerReadArgs(kind, "", true, from, to, limit), false)
+	if err != nil {
+		return nil, fmt.Errorf("read the routine batches of %s in the ledger: %w", kind, err)
 	}
 	return out, nil
+}
+
+func (s *Store) readLedger(ctx context.Context, kind string, args []any, newest bool) ([]policy.Entry, error) {
+	rows, err := s.pool.Query(ctx, models.LedgerSelect(ledgerTable, dollar, newest), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	return models.ScanLedger(rows, kind, newest)
+}
+
+// LedgerRowSpan implements models.LedgerReader.
+func (s *Store) LedgerRowSpan(ctx context.Context, kind, key string) (int, time.Time, error) {
+	var n, oldest int64
+	if err := s.pool.QueryRow(ctx, models.LedgerSpanSelect(ledgerTable, dollar), kind, models.LedgerKey(key)).Scan(&n, &oldest); err != nil {
+		return 0, time.Time{}, fmt.Errorf("count the ledger's entries of %s %q: %w", kind, key, err)
+	}
+	return int(n), models.FromMicros(oldest), nil
 }
 
 // LedgerReady implements models.LedgerStore.

@@ -34,6 +34,16 @@ func (s *Store) Ledger(ctx context.Context, kind, key string, from, to time.Time
 	return s.ledger().Read(ctx, kind, key, from, to, limit)
 }
 
+// LedgerRoutine implements models.LedgerReader.
+func (s *Store) LedgerRoutine(ctx context.Context, kind string, from, to time.Time, limit int) ([]policy.Entry, error) {
+	return s.ledger().Routine(ctx, kind, from, to, limit)
+}
+
+// LedgerRowSpan implements models.LedgerReader.
+func (s *Store) LedgerRowSpan(ctx context.Context, kind, key string) (int, time.Time, error) {
+	return s.ledger().RowSpan(ctx, kind, key)
+}
+
 // LedgerReady implements models.LedgerStore.
 func (s *Store) LedgerReady(ctx context.Context) error { return s.ledger().Ready(ctx) }
 

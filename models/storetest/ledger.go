@@ -50,13 +50,13 @@ func testLedgerRoundTrip(t *testing.T, h Harness) {
 	appendTx(t, env,
 		policy.Entry{At: base, Kind: "items", Key: "42", Event: policy.EventDispatched, Attempt: "a1"},
 		full,
-		policy.Entry{At: base.Add(30 * time.Minute), Kind: "items", Event: policy.EventPaused, By: "cli", Note: "deploy"},
+		policy.Entry{At: base.Add(30 * time.Minute), Kind: "items", Whole: true, Event: policy.EventPaused, By: "cli", Note: "deploy"},
 		policy.Entry{At: base, Kind: "items", Key: "43", Event: policy.EventDispatched},
 		policy.Entry{At: base, Kind: "other", Key: "42", Event: policy.EventDispatched},
-		policy.Entry{At: base, Kind: "other", Event: policy.EventPaused},
+		policy.Entry{At: base, Kind: "other", Whole: true, Event: policy.EventPaused},
 	)
 	// Outside a transaction, as the kind's events are written.
-	must(t, ls.AppendLedger(ctx, []policy.Entry{{At: base.Add(2 * time.Hour), Kind: "items", Event: policy.EventResumed, By: "cli"}}))
+	must(t, ls.AppendLedger(ctx, []policy.Entry{{At: base.Add(2 * time.Hour), Kind: "items", Whole: true, Event: policy.EventResumed, By: "cli"}}))
 
 	got, err := ls.Ledger(ctx, "items", "42", time.Time{}, time.Time{}, 100)
 	must(t, err)
@@ -134,7 +134,7 @@ func testLedgerPrune(t *testing.T, h Harness) {
 	for i := range 12 {
 		entries = append(entries,
 			policy.Entry{At: now.Add(time.Duration(i-20) * time.Minute), Kind: "items", Key: "a", Event: policy.EventSucceeded},
-			policy.Entry{At: now.Add(time.Duration(i-20) * time.Minute), Kind: "items", Event: policy.EventThrottleHold})
+			policy.Entry{At: now.Add(time.Duration(i-20) * time.Minute), Kind: "items", Whole: true, Event: policy.EventThrottleHold})
 	}
 	entries = append(entries, policy.Entry{At: now.Add(-time.Minute), Kind: "items", Key: "b", Event: policy.EventSucceeded})
 	for range 7 { // of the same microsecond: still kept to the count exactly
@@ -166,7 +166,7 @@ func testLedgerPrune(t *testing.T, h Harness) {
 		got, err := ls.Ledger(ctx, "items", key, time.Time{}, time.Time{}, 1000)
 		must(t, err)
 		for _, e := range got {
-			if e.Key == "" {
+			if e.Whole {
 				kind++
 			} else {
 				row++
@@ -189,4 +189,105 @@ func testLedgerPrune(t *testing.T, h Harness) {
 	n, _, err := ls.PruneLedger(ctx, b, now, models.LedgerPrune{})
 	must(t, err)
 	eq(t, n, 0, "nothing more to prune")
+}
+
+// The read returns the newest entries when more than limit fall in the
+// range (the model page and why want the recent past), oldest first.
+func testLedgerReadsTheNewest(t *testing.T, h Harness) {
+	env := h.New(t)
+	ctx := context.Background()
+	ls := ledgerOf(t, env)
+	var es []policy.Entry
+	for i := range 10 {
+		es = append(es, policy.Entry{At: base.Add(time.Duration(i) * time.Minute), Kind: "items", Key: "k", Event: policy.EventStale})
+	}
+	appendTx(t, env, es...)
+	got, err := ls.Ledger(ctx, "items", "k", time.Time{}, time.Time{}, 3)
+	must(t, err)
+	eq(t, len(got), 3, "limit")
+	eq(t, []time.Time{got[0].At, got[1].At, got[2].At}, []time.Time{es[7].At, es[8].At, es[9].At}, "the newest 3, oldest first")
+	got, err = ls.Ledger(ctx, "items", "k", time.Time{}, base.Add(4*time.Minute), 2)
+	must(t, err)
+	eq(t, []time.Time{got[0].At, got[1].At}, []time.Time{es[3].At, es[4].At}, "the newest up to to")
+}
+
+// A row whose key is the empty string, or starts with '!', keeps entries
+// of its own, apart from its kind's (Whole) and its kind's routine
+// batches: read back as the row's, and bounded as a row's.
+func testLedgerOddKeys(t *testing.T, h Harness) {
+	env := h.New(t)
+	ctx := context.Background()
+	ls := ledgerOf(t, env)
+	var es []policy.Entry
+	for i := range 4 {
+		at := base.Add(time.Duration(i) * time.Minute)
+		es = append(es,
+			policy.Entry{At: at, Kind: "items", Key: "", Event: policy.EventStale},
+			policy.Entry{At: at, Kind: "items", Key: "!routine", Event: policy.EventStale},
+			policy.Entry{At: at, Kind: "items", Key: "!", Event: policy.EventStale},
+			policy.Entry{At: at, Kind: "items", Whole: true, Event: policy.EventThrottleHold},
+			policy.Entry{At: at, Kind: "items", Whole: true, Event: policy.EventRoutine, Count: 3})
+	}
+	appendTx(t, env, es...)
+	read := func(key string) (row, kind []policy.Entry) {
+		got, err := ls.Ledger(ctx, "items", key, time.Time{}, time.Time{}, 100)
+		must(t, err)
+		for _, e := range got {
+			if e.Whole {
+				kind = append(kind, e)
+				continue
+			}
+			eq(t, e.Key, key, "a row's entry of another key")
+			row = append(row, e)
+		}
+		return row, kind
+	}
+	for _, key := range []string{"", "!routine", "!"} {
+		row, kind := read(key)
+		eq(t, [2]int{len(row), len(kind)}, [2]int{4, 4}, fmt.Sprintf("key %q: its 4 entries and its kind's 4 (no routine batch)", key))
+		eq(t, kind[0], policy.Entry{At: base, Kind: "items", Whole: true, Event: policy.EventThrottleHold}, "the kind's entry")
+	}
+	row, kind := read("other")
+	eq(t, [2]int{len(row), len(kind)}, [2]int{0, 4}, "another row sees only the kind's")
+
+	b := models.LedgerBounds{MaxEntries: 2, KindMaxEntries: 3, RoutineMaxEntries: 1, MaxAge: 1000 * 24 * time.Hour, Chunk: 100}
+	from := models.LedgerPrune{Counting: true}
+	_, _, err := ls.PruneLedger(ctx, b, base.Add(time.Hour), from)
+	must(t, err)
+	for _, key := range []string{"", "!routine", "!"} {
+		row, kind := read(key)
+		eq(t, [2]int{len(row), len(kind)}, [2]int{2, 3}, fmt.Sprintf("key %q: bounded as a row, its kind's as a kind", key))
+	}
+	rs, err := ls.LedgerRoutine(ctx, "items", time.Time{}, time.Time{}, 100)
+	must(t, err)
+	eq(t, len(rs), 1, "the routine batches' own bound")
+}
+
+// The kind's batches of routine successes: read on their own, oldest
+// first from the range's start; and a row's count of entries and its
+// oldest, for the count bound.
+func testLedgerRoutine(t *testing.T, h Harness) {
+	env := h.New(t)
+	ctx := context.Background()
+	ls := ledgerOf(t, env)
+	var es []policy.Entry
+	for i := range 5 {
+		at := base.Add(time.Duration(i) * time.Minute)
+		es = append(es, policy.Entry{At: at, Kind: "items", Whole: true, Event: policy.EventRoutine, Count: 100 + i,
+			Dispatched: at.Add(-2 * time.Second), DispatchedLast: at.Add(-time.Second)})
+	}
+	es = append(es, policy.Entry{At: base, Kind: "other", Whole: true, Event: policy.EventRoutine, Count: 1},
+		policy.Entry{At: base.Add(time.Minute), Kind: "items", Key: "k", Event: policy.EventStale},
+		policy.Entry{At: base.Add(2 * time.Minute), Kind: "items", Key: "k", Event: policy.EventStale})
+	appendTx(t, env, es...)
+	got, err := ls.LedgerRoutine(ctx, "items", base.Add(time.Minute), time.Time{}, 2)
+	must(t, err)
+	eq(t, got, []policy.Entry{es[1], es[2]}, "the oldest 2 from the range's start, every field")
+	n, oldest, err := ls.LedgerRowSpan(ctx, "items", "k")
+	must(t, err)
+	eq(t, n, 2, "the row's entries")
+	eq(t, oldest, base.Add(time.Minute), "its oldest")
+	n, oldest, err = ls.LedgerRowSpan(ctx, "items", "none")
+	must(t, err)
+	eq(t, [2]any{n, oldest.IsZero()}, [2]any{0, true}, "a row without entries")
 }

@@ -56,6 +56,9 @@ func Run(t *testing.T, h Harness) {
 		{"LedgerRoundTrip", testLedgerRoundTrip},
 		{"LedgerRollsBackWithItsTransaction", testLedgerRollsBack},
 		{"LedgerPruneBounds", testLedgerPrune},
+		{"LedgerReadsTheNewest", testLedgerReadsTheNewest},
+		{"LedgerEmptyAndBangKeys", testLedgerOddKeys},
+		{"LedgerRoutineBatches", testLedgerRoutine},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
