@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/bits"
+	"strconv"
 	"strings"
 	"time"
 
@@ -151,8 +152,12 @@ func jsonUpdate(q compiled, batch models.SaveGroup, succeeded *time.Time) (strin
 		b.WriteString(" AND " + q.table + `."` + models.ColAttemptUID + `" IS j."g"`)
 	}
 	if succeeded != nil {
-		b.WriteString(" AND " + successKey(q) + ` = j."k"` +
-			" AND " + q.table + `."` + models.ColRRule + `" IS NULL` +
+		if !q.meta.intKey {
+			// See intKeyString: for the INTEGER PRIMARY KEY, the match
+			// by value above says as much.
+			b.WriteString(" AND " + successKey(q) + ` = j."k"`)
+		}
+		b.WriteString(" AND " + q.table + `."` + models.ColRRule + `" IS NULL` +
 			" AND (" + q.table + `."` + models.ColTimeoutAt + `" IS NULL OR ` + q.table + `."` + models.ColTimeoutAt + `" > ?)`)
 		args = append(args, dbTime(*succeeded))
 	}
@@ -162,7 +167,9 @@ func jsonUpdate(q compiled, batch models.SaveGroup, succeeded *time.Time) (strin
 // SaveSuccesses implements models.Tx.SaveSuccesses with one UPDATE per up
 // to 1000 rows, Save's json_each join by key with the conditions added
 // (the attempt UID, the key as SQLite returns it, no rule of the row's
-// own, timeout_at NULL or after now). It runs in the transaction that
+// own, timeout_at NULL or after now; for an INTEGER PRIMARY KEY, only the
+// keys SQLite would print are sent, and matched by value: see
+// intKeyString). It runs in the transaction that
 // holds SQLite's write lock, so nothing reads the rows first: one
 // statement instead of a SELECT and an UPDATE.
 //
@@ -180,7 +187,11 @@ func (tx *Tx) SaveSuccesses(ctx context.Context, t models.Table, now time.Time, 
 	if err != nil {
 		return nil, err
 	}
-	groups := models.GroupByID(rows, guard, true, false, nil)
+	var valid func(bool, string) bool
+	if q.meta.intKey {
+		valid = intKeyString
+	}
+	groups := models.GroupByID(rows, guard, true, false, valid)
 	for i := range groups {
 		groups[i].Cols = models.SuccessColumns
 	}
@@ -239,6 +250,22 @@ func (tx *Tx) SaveSuccesses(ctx context.Context, t models.Table, now time.Time, 
 // for an INTEGER key, not "007"), in SaveSuccesses's statement.
 func successKey(q compiled) string {
 	return "CAST(" + q.table + "." + q.key + " AS TEXT)"
+}
+
+// intKeyString reports whether key is a 64-bit integer spelled as SQLite
+// prints one (models.CanonicalInt). SaveSuccesses sends only such keys
+// for an INTEGER PRIMARY KEY, and matches them by value alone: a row
+// whose key equals the number holds that integer, whose text is key, so
+// the comparison of successKey with the key (a conversion and a text
+// comparison per row, about 0.5 ms per 1000 rows) would add nothing. The
+// other keys ("007", "abc", beyond 64 bits) name no row's key as SQLite
+// returns it: they are left to LockByKeys, like a key matched by no row.
+func intKeyString(_ bool, key string) bool {
+	if !models.CanonicalInt(key) {
+		return false
+	}
+	_, err := strconv.ParseInt(key, 10, 64)
+	return err == nil
 }
 
 // successSavepoint names the savepoint of wholeOrUndo.

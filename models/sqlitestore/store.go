@@ -404,6 +404,10 @@ type tableMeta struct {
 	// rowid is set when rows are written by rowid: the table has one, and
 	// the key column is not it.
 	rowid bool
+	// intKey is set when the key column is the INTEGER PRIMARY KEY (the
+	// rowid's alias): every value it holds is a 64-bit integer, which
+	// SQLite prints as models.CanonicalInt spells one.
+	intKey bool
 	// refreshIndex is an index whose first column is refresh_at; "" when
 	// there is none (not migrated yet).
 	refreshIndex string
