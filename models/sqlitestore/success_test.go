@@ -75,3 +75,78 @@ type everyMinuteSchedule struct{}
 func (everyMinuteSchedule) Next(after time.Time) time.Time {
 	return after.Truncate(time.Minute).Add(time.Minute)
 }
+
+// TestSaveSuccessesLeavesFailingSinceAlone: a success clears
+// refresh_failing_since; SaveSuccesses first writes the rows where it is
+// NULL already without setting it (which would rewrite its two indexes'
+// entries for nothing), then the failing rows with it, and says which it
+// wrote in a batch that mixes them with rows it must not write.
+func TestSaveSuccessesLeavesFailingSinceAlone(t *testing.T) {
+	each(t, func(t *testing.T, h harness) {
+		ctx := context.Background()
+		s := h.open(t)
+		tbl := itemsTable(t, s, "INTEGER")
+		keys := []string{"1", "2", "3", "4"}
+		for _, k := range keys {
+			insertItem(t, s, k, base)
+		}
+		now := base.Add(time.Minute)
+		running := make([]models.Row, len(keys))
+		for i, k := range keys {
+			st := policy.Policy{}.Start(policy.State{RefreshAt: base}, base, "d1v5bqh6n88c7389a00"+string(rune('a'+i)))
+			if k == "2" || k == "4" {
+				st.FailingSince, st.LastError, st.AttemptNo = base.Add(-time.Hour), "boom", 3
+			}
+			running[i] = models.Row{Key: k, State: st}
+		}
+		must(t, s.Tx(ctx, func(tx models.Tx) error { return tx.Save(ctx, tbl, running) }))
+
+		w, err := policy.Succeeded(policy.Result{Type: policy.ResultSuccess}, now, everyMinuteSchedule{})
+		must(t, err)
+		q, err := s.compile(ctx, s.DB(), tbl)
+		must(t, err)
+		r := &models.Row{Key: "1", State: w}
+		stmts := successUpdates(q, models.SaveGroup{Cols: models.SuccessColumns, IDs: []string{"1", "2"}, Rows: []*models.Row{r, r}, Guard: []string{"g", "h"}}, now)
+		eq(t, len(stmts), 2, "statements")
+		set := func(query string) string { return query[:strings.Index(query, " FROM ")] }
+		if strings.Contains(set(stmts[0].query), models.ColFailingSince) || !strings.Contains(stmts[0].query, `"`+models.ColFailingSince+`" IS ?`) {
+			t.Fatalf("the first UPDATE should leave %s out of its SET and ask for its value: %s", models.ColFailingSince, stmts[0].query)
+		}
+		if !strings.Contains(set(stmts[1].query), models.ColFailingSince) {
+			t.Fatalf("the second UPDATE should set %s: %s", models.ColFailingSince, stmts[1].query)
+		}
+
+		succ := make([]models.Success, len(keys))
+		for i, k := range keys {
+			succ[i] = models.Success{Key: k, AttemptUID: running[i].State.AttemptUID, State: w}
+		}
+		succ[3].AttemptUID = "d1v5bqh6n88c7389zzzz" // another attempt's: left alone
+		var written []bool
+		must(t, s.Tx(ctx, func(tx models.Tx) (err error) {
+			written, err = tx.SaveSuccesses(ctx, tbl, now, succ)
+			return err
+		}))
+		eq(t, written, []bool{true, true, true, false})
+		got := lockAll(t, s, tbl, keys...)
+		for i, k := range keys[:3] {
+			eq(t, got[k].State, policy.WithSuccess(running[i].State, w), "written:", k)
+		}
+		eq(t, got["4"].State, running[3].State, "left alone: 4")
+
+		// Every row failing: the first UPDATE writes none, the second all.
+		for i := range running[:2] {
+			running[i].State = policy.Policy{}.Start(policy.State{RefreshAt: base, FailingSince: base, LastError: "x"}, base, "d1v5bqh6n88c7389b00"+string(rune('a'+i)))
+			succ[i].AttemptUID = running[i].State.AttemptUID
+		}
+		must(t, s.Tx(ctx, func(tx models.Tx) error { return tx.Save(ctx, tbl, running[:2]) }))
+		must(t, s.Tx(ctx, func(tx models.Tx) (err error) {
+			written, err = tx.SaveSuccesses(ctx, tbl, now, succ[:2])
+			return err
+		}))
+		eq(t, written, []bool{true, true})
+		got = lockAll(t, s, tbl, keys[:2]...)
+		for i, k := range keys[:2] {
+			eq(t, got[k].State, policy.WithSuccess(running[i].State, w), "written:", k)
+		}
+	})
+}
