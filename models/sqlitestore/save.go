@@ -101,6 +101,8 @@ type updateDoc struct {
 	same, perRow models.ColumnSet
 }
 
+// jsonRows builds batch's document: one object per row, with its id, the
+// columns of cols that differ between rows and its guard.
 func jsonRows(batch models.SaveGroup) updateDoc {
 	byRowid, cols, ids, rows, guard := batch.ByID, batch.Cols, batch.IDs, batch.Rows, batch.Guard
 	same := models.Uniform(cols, rows)
