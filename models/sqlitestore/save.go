@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/bits"
+	"strconv"
 	"strings"
 	"time"
 
@@ -88,6 +89,21 @@ func columnValue(col *models.Column, s *policy.State) any {
 //
 // With succeeded it is SaveSuccesses's (see there), now being *succeeded.
 func jsonUpdate(q compiled, batch models.SaveGroup, succeeded *time.Time) (string, []any) {
+	d := jsonRows(batch)
+	return d.update(q, batch, succeeded, 0)
+}
+
+// updateDoc is the JSON array of a batch's rows that jsonUpdate sends,
+// and which of its columns hold one value in every row (same) or not
+// (perRow, the members of the array).
+type updateDoc struct {
+	doc          string
+	same, perRow models.ColumnSet
+}
+
+// jsonRows builds batch's document: one object per row, with its id, the
+// columns of cols that differ between rows and its guard.
+func jsonRows(batch models.SaveGroup) updateDoc {
 	byRowid, cols, ids, rows, guard := batch.ByID, batch.Cols, batch.IDs, batch.Rows, batch.Guard
 	same := models.Uniform(cols, rows)
 	perRow := cols &^ same
@@ -113,7 +129,16 @@ func jsonUpdate(q compiled, batch models.SaveGroup, succeeded *time.Time) (strin
 		doc = append(doc, '}')
 	}
 	doc = append(doc, ']')
+	return updateDoc{doc: string(doc), same: same, perRow: perRow}
+}
 
+// update is jsonUpdate's statement on d. The columns of held (some of
+// d.same) are left out of its SET: it writes only the rows that already
+// hold the batch's value in each of them (SaveSuccesses's first try, see
+// successUpdates).
+func (d updateDoc) update(q compiled, batch models.SaveGroup, succeeded *time.Time, held models.ColumnSet) (string, []any) {
+	first := &batch.Rows[0].State
+	held &= d.same
 	var b strings.Builder
 	b.WriteString("UPDATE " + q.table + " SET ")
 	var args []any
@@ -121,11 +146,11 @@ func jsonUpdate(q compiled, batch models.SaveGroup, succeeded *time.Time) (strin
 	for c := range models.StateColumns {
 		col := &models.StateColumns[c]
 		switch {
-		case perRow.Has(c):
+		case d.perRow.Has(c):
 			fmt.Fprintf(&b, `%s"%s" = j."c%d"`, sep, col.Name, c)
-		case same.Has(c):
+		case d.same.Has(c) && !held.Has(c):
 			fmt.Fprintf(&b, `%s"%s" = ?`, sep, col.Name)
-			args = append(args, columnValue(col, &rows[0].State))
+			args = append(args, columnValue(col, first))
 		default:
 			continue
 		}
@@ -133,28 +158,39 @@ func jsonUpdate(q compiled, batch models.SaveGroup, succeeded *time.Time) (strin
 	}
 	b.WriteString(` FROM (SELECT value ->> 'k' AS "k"`)
 	for c := range models.StateColumns {
-		if perRow.Has(c) {
+		if d.perRow.Has(c) {
 			fmt.Fprintf(&b, `, value ->> 'c%d' AS "c%d"`, c, c)
 		}
 	}
-	if guard != nil {
+	if batch.Guard != nil {
 		b.WriteString(`, value ->> 'g' AS "g"`)
 	}
 	b.WriteString(` FROM json_each(?)) AS j WHERE `)
-	args = append(args, string(doc))
-	if byRowid {
+	args = append(args, d.doc)
+	if batch.ByID {
 		b.WriteString(q.table + `.rowid = j."k"`)
 	} else {
 		b.WriteString(q.table + "." + q.key + ` = j."k"`)
 	}
-	if guard != nil {
+	if batch.Guard != nil {
 		b.WriteString(" AND " + q.table + `."` + models.ColAttemptUID + `" IS j."g"`)
 	}
 	if succeeded != nil {
-		b.WriteString(" AND " + successKey(q) + ` = j."k"` +
-			" AND " + q.table + `."` + models.ColRRule + `" IS NULL` +
+		if !q.meta.intKey {
+			// See intKeyString: for the INTEGER PRIMARY KEY, the match
+			// by value above says as much.
+			b.WriteString(" AND " + successKey(q) + ` = j."k"`)
+		}
+		b.WriteString(" AND " + q.table + `."` + models.ColRRule + `" IS NULL` +
 			" AND (" + q.table + `."` + models.ColTimeoutAt + `" IS NULL OR ` + q.table + `."` + models.ColTimeoutAt + `" > ?)`)
 		args = append(args, dbTime(*succeeded))
+	}
+	for c := range models.StateColumns {
+		if held.Has(c) {
+			col := &models.StateColumns[c]
+			b.WriteString(" AND " + q.table + `."` + col.Name + `" IS ?`)
+			args = append(args, columnValue(col, first))
+		}
 	}
 	return b.String(), args
 }
@@ -162,15 +198,18 @@ func jsonUpdate(q compiled, batch models.SaveGroup, succeeded *time.Time) (strin
 // SaveSuccesses implements models.Tx.SaveSuccesses with one UPDATE per up
 // to 1000 rows, Save's json_each join by key with the conditions added
 // (the attempt UID, the key as SQLite returns it, no rule of the row's
-// own, timeout_at NULL or after now). It runs in the transaction that
+// own, timeout_at NULL or after now; for an INTEGER PRIMARY KEY, only the
+// keys SQLite would print are sent, and matched by value: see
+// intKeyString). It runs in the transaction that
 // holds SQLite's write lock, so nothing reads the rows first: one
 // statement instead of a SELECT and an UPDATE.
 //
 // Which rows it wrote: in the common batch, all of them, which the count
 // of changed rows says. So each UPDATE runs first without RETURNING (the
 // keys it would return cost about a tenth of the statement) inside a
-// savepoint; only when fewer rows changed than it sent does it roll back
-// to the savepoint and run again RETURNING the key of each row it writes.
+// savepoint (successUpdates: one statement, or two that write the same);
+// only when fewer rows changed than it sent does it roll back to the
+// savepoint and run again RETURNING the key of each row it writes.
 func (tx *Tx) SaveSuccesses(ctx context.Context, t models.Table, now time.Time, succ []models.Success) ([]bool, error) {
 	rows, guard, err := models.SuccessRows(t, succ)
 	if err != nil || len(rows) == 0 {
@@ -180,7 +219,11 @@ func (tx *Tx) SaveSuccesses(ctx context.Context, t models.Table, now time.Time, 
 	if err != nil {
 		return nil, err
 	}
-	groups := models.GroupByID(rows, guard, true, false, nil)
+	var valid func(bool, string) bool
+	if q.meta.intKey {
+		valid = intKeyString
+	}
+	groups := models.GroupByID(rows, guard, true, false, valid)
 	for i := range groups {
 		groups[i].Cols = models.SuccessColumns
 	}
@@ -189,8 +232,8 @@ func (tx *Tx) SaveSuccesses(ctx context.Context, t models.Table, now time.Time, 
 	var wrote map[string]bool // the keys written, once a batch was not whole
 	_, err = models.SaveBatches(q.table, groups, func(b models.SaveGroup) (int, error) {
 		sent += len(b.IDs)
-		query, args := jsonUpdate(q, b, &now)
-		all, err := tx.wholeOrUndo(ctx, query, args, len(b.IDs))
+		stmts := successUpdates(q, b, now)
+		all, err := tx.wholeOrUndo(ctx, stmts, len(b.IDs))
 		if err != nil {
 			return 0, err
 		}
@@ -212,7 +255,8 @@ func (tx *Tx) SaveSuccesses(ctx context.Context, t models.Table, now time.Time, 
 			}
 			return 0, nil
 		}
-		res, err := tx.tx.QueryContext(ctx, query+" RETURNING "+successKey(q), args...)
+		whole := stmts[len(stmts)-1] // writes every row it matches
+		res, err := tx.tx.QueryContext(ctx, whole.query+" RETURNING "+successKey(q), whole.args...)
 		if err != nil {
 			return 0, err
 		}
@@ -241,17 +285,84 @@ func successKey(q compiled) string {
 	return "CAST(" + q.table + "." + q.key + " AS TEXT)"
 }
 
+// intKeyString reports whether key is a 64-bit integer spelled as SQLite
+// prints one (models.CanonicalInt). SaveSuccesses sends only such keys
+// for an INTEGER PRIMARY KEY, and matches them by value alone: a row
+// whose key equals the number holds that integer, whose text is key, so
+// the comparison of successKey with the key (a conversion and a text
+// comparison per row, about 0.5 ms per 1000 rows) would add nothing. The
+// other keys ("007", "abc", beyond 64 bits) name no row's key as SQLite
+// returns it: they are left to LockByKeys, like a key matched by no row.
+func intKeyString(_ bool, key string) bool {
+	if !models.CanonicalInt(key) {
+		return false
+	}
+	_, err := strconv.ParseInt(key, 10, 64)
+	return err == nil
+}
+
+// failingSince is refresh_failing_since in a models.ColumnSet.
+var failingSince = func() models.ColumnSet {
+	for c := range models.StateColumns {
+		if models.StateColumns[c].Name == models.ColFailingSince {
+			return 1 << c
+		}
+	}
+	panic("no column " + models.ColFailingSince)
+}()
+
+// statement is one SQL statement and its arguments.
+type statement struct {
+	query string
+	args  []any
+}
+
+// successUpdates are the UPDATEs that write a batch of successes (b),
+// in order; each writes only rows the ones before it left alone (a
+// success clears the attempt UID the guard asks for), so that together
+// they write what the last would alone.
+//
+// A success clears refresh_failing_since, which only a failing row holds.
+// Setting a column rewrites the entries of every index on it, even to the
+// value it holds (the migrations index refresh_failing_since twice: about
+// 2 of a 1000-row statement's 13 ms of CPU). So when the batch clears it
+// in every row, the first UPDATE leaves it out and writes only the rows
+// where it is already NULL; the second, with it, runs only when some rows
+// are left: those that were failing.
+func successUpdates(q compiled, b models.SaveGroup, now time.Time) []statement {
+	d := jsonRows(b)
+	var out []statement
+	if d.same&failingSince != 0 && b.Rows[0].State.FailingSince.IsZero() {
+		query, args := d.update(q, b, &now, failingSince)
+		out = append(out, statement{query, args})
+	}
+	query, args := d.update(q, b, &now, 0)
+	return append(out, statement{query, args})
+}
+
 // successSavepoint names the savepoint of wholeOrUndo.
 const successSavepoint = "refresher_successes"
 
-// wholeOrUndo runs query, an UPDATE meant to change n rows, inside a
-// savepoint. It reports whether it changed all n; when it changed fewer,
-// it rolls back to the savepoint, so that nothing of it stays.
-func (tx *Tx) wholeOrUndo(ctx context.Context, query string, args []any, n int) (bool, error) {
+// wholeOrUndo runs stmts, UPDATEs meant to change n rows together, inside
+// a savepoint, each only while fewer than n rows changed. It reports
+// whether they changed all n; when they changed fewer, it rolls back to
+// the savepoint, so that nothing of them stays.
+func (tx *Tx) wholeOrUndo(ctx context.Context, stmts []statement, n int) (bool, error) {
 	if _, err := tx.tx.ExecContext(ctx, "SAVEPOINT "+successSavepoint); err != nil {
 		return false, err
 	}
-	changed, err := models.RowsAffected(tx.tx.ExecContext(ctx, query, args...))
+	changed := 0
+	var err error
+	for _, st := range stmts {
+		if changed >= n {
+			break
+		}
+		var c int
+		if c, err = models.RowsAffected(tx.tx.ExecContext(ctx, st.query, st.args...)); err != nil {
+			break
+		}
+		changed += c
+	}
 	if err == nil && changed != n {
 		_, err = tx.tx.ExecContext(ctx, "ROLLBACK TO "+successSavepoint)
 	}

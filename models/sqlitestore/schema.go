@@ -111,7 +111,8 @@ func (s tableSchema) uniqueOn(col string) bool {
 func (s tableSchema) meta(key string) tableMeta {
 	m := tableMeta{cols: s.columns}
 	_, m.migrated = s.columns[models.ColAttemptUID]
-	m.rowid = s.rowid && !(s.intPK && s.pk[0] == strings.ToLower(key))
+	m.intKey = s.intPK && s.pk[0] == strings.ToLower(key)
+	m.rowid = s.rowid && !m.intKey
 	for _, shadow := range []string{"rowid", "_rowid_", "oid"} {
 		if _, ok := s.columns[shadow]; ok {
 			m.rowid = false // a column hides the rowid: write by key
