@@ -66,6 +66,13 @@ type Loaded struct {
 	// hand, nor one whose stored values cannot be compared, such as a
 	// zero date, which is then written in full).
 	OK bool
+	// Unread are the state columns the read left out (ClaimDue leaves out
+	// ClaimRest of rows that are not running): their fields in State and
+	// in Loaded.State are zero, not the row's. Save writes such a column
+	// only when State sets it (a value other than zero), and never clears
+	// it: to clear one, read the row whole first (LockByKeys). Zero for
+	// rows read whole and rows built by hand.
+	Unread ColumnSet
 }
 
 // Store is the service's view of one database that holds the kinds'

@@ -213,7 +213,7 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now time.Time, from 
 // from when from is not zero.
 func (tx *Tx) claimScan(ctx context.Context, q compiled, index, filter string, args []any, now, from time.Time, limit int) ([]models.Row, error) {
 	var b strings.Builder
-	b.WriteString(q.selectFrom)
+	b.WriteString(q.selectClaim)
 	if index != "" {
 		// ORDER BY refresh_at alone: with the index forced and its first
 		// column fixed by the filter, MariaDB walks it in order and stops
@@ -234,7 +234,9 @@ func (tx *Tx) claimScan(ctx context.Context, q compiled, index, filter string, a
 		args = append(args, dbTime(from))
 	}
 	fmt.Fprintf(&b, " AND %s IS NOT NULL ORDER BY `refresh_at` LIMIT %d FOR UPDATE SKIP LOCKED", q.key, limit)
-	return tx.query(ctx, q, b.String(), args, limit, true)
+	rows, err := tx.query(ctx, q, b.String(), args, limit, true)
+	models.MarkClaimed(rows)
+	return rows, err
 }
 
 // probe returns the smallest value of the priority column col above after
@@ -463,6 +465,9 @@ type compiled struct {
 	selectFrom string   // SELECT key, refresh_rrule, state..., payload... [, id] FROM table
 	// selectState is selectFrom without the payload columns.
 	selectState string
+	// selectClaim is selectFrom with models.ClaimRest of running rows only
+	// (models.ClaimColumn): ClaimDue's.
+	selectClaim string
 }
 
 // compile quotes t's names and builds its SELECT; pk is the table's
@@ -479,7 +484,7 @@ func compileTable(t models.Table, pk string) (compiled, error) {
 			return c, fmt.Errorf("primary key of table %s: %w", c.table, err)
 		}
 	}
-	c.selectFrom, c.selectState = names.Selects(c.key, c.id, quoteIdent)
+	c.selectFrom, c.selectState, c.selectClaim = names.Selects(c.key, c.id, quoteIdent)
 	return c, nil
 }
 

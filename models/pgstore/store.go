@@ -170,7 +170,7 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now time.Time, from 
 // refresh_at >= from when from is not zero.
 func (tx *Tx) claimScan(ctx context.Context, q compiled, lead, filter string, args []any, now, from time.Time, limit int) ([]models.Row, error) {
 	var b strings.Builder
-	b.WriteString(q.selectFrom)
+	b.WriteString(q.selectClaim)
 	at := dueAt(lead == models.ColPriorityOnce)
 	args = append(args, now.UTC())
 	fmt.Fprintf(&b, ` WHERE %s%s <= $%d`, filter, at, len(args))
@@ -179,7 +179,9 @@ func (tx *Tx) claimScan(ctx context.Context, q compiled, lead, filter string, ar
 		fmt.Fprintf(&b, ` AND %s >= $%d`, at, len(args))
 	}
 	fmt.Fprintf(&b, ` AND %s IS NOT NULL ORDER BY %s%s LIMIT %d FOR UPDATE SKIP LOCKED`, q.key, leadOrder(lead), at, limit)
-	return tx.query(ctx, q, b.String(), args, limit, true)
+	rows, err := tx.query(ctx, q, b.String(), args, limit, true)
+	models.MarkClaimed(rows)
+	return rows, err
 }
 
 // dueAt is the refresh_at term of a scan's conditions and order; once
@@ -437,6 +439,9 @@ type compiled struct {
 	selectFrom string   // SELECT key::text, refresh_rrule, state..., payload... [, id::text] FROM table
 	// selectState is selectFrom without the payload columns.
 	selectState string
+	// selectClaim is selectFrom with models.ClaimRest of running rows only
+	// (models.ClaimColumn): ClaimDue's.
+	selectClaim string
 }
 
 // compileTable quotes t's names and builds its SELECTs with the table's
@@ -459,7 +464,7 @@ func compileTable(t models.Table, m tableMeta) (compiled, error) {
 	if c.id != "" {
 		id = c.id + "::text"
 	}
-	c.selectFrom, c.selectState = names.Selects(c.key+"::text", id, quoteIdent)
+	c.selectFrom, c.selectState, c.selectClaim = names.Selects(c.key+"::text", id, quoteIdent)
 	return c, nil
 }
 

@@ -175,7 +175,7 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now time.Time, from 
 // from when from is not zero.
 func (tx *Tx) claimScan(ctx context.Context, q compiled, index, lead, filter string, args []any, now, from time.Time, limit int) ([]models.Row, error) {
 	var b strings.Builder
-	b.WriteString(q.selectFrom)
+	b.WriteString(q.selectClaim)
 	if index != "" {
 		// The planner would do the same; saying so keeps it from a full
 		// scan and a sort when most of the table is due.
@@ -188,7 +188,9 @@ func (tx *Tx) claimScan(ctx context.Context, q compiled, index, lead, filter str
 		args = append(args, fromBound(from))
 	}
 	fmt.Fprintf(&b, ` AND %s IS NOT NULL ORDER BY %s"refresh_at" LIMIT %d`, q.key, leadOrder(lead), limit)
-	return query(ctx, tx.tx, q, b.String(), args, limit, true)
+	rows, err := query(ctx, tx.tx, q, b.String(), args, limit, true)
+	models.MarkClaimed(rows)
+	return rows, err
 }
 
 // leadOrder is the ORDER BY term of a scan's leading index column ("" for
@@ -430,6 +432,9 @@ type compiled struct {
 	selectFrom  string // SELECT key, refresh_rrule, state..., payload... [, rowid] FROM table
 	// selectState is selectFrom without the payload columns.
 	selectState string
+	// selectClaim is selectFrom with models.ClaimRest of running rows only
+	// (models.ClaimColumn): ClaimDue's.
+	selectClaim string
 }
 
 func compileTable(t models.Table, meta tableMeta) (compiled, error) {
@@ -448,7 +453,7 @@ func compileTable(t models.Table, meta tableMeta) (compiled, error) {
 		typ := meta.cols[strings.ToLower(p)]
 		c.payloadTime[i] = strings.HasPrefix(typ, "date") || strings.HasPrefix(typ, "time")
 	}
-	c.selectFrom, c.selectState = names.Selects(c.key, id, noDeclType)
+	c.selectFrom, c.selectState, c.selectClaim = names.Selects(c.key, id, noDeclType)
 	return c, nil
 }
 
