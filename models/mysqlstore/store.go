@@ -191,6 +191,9 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now time.Time, from 
 	} else {
 		rows, err = models.ClaimByPriority(t.Priority, from, limit, models.PriorityScans{
 			Probe: func(col string, after int, first bool) (int, bool, error) { return tx.probe(ctx, q, col, after, first) },
+			First: func() (models.FirstLevels, error) {
+				return models.ScanFirstLevels(tx.tx.QueryRowContext(ctx, q.firstLevels))
+			},
 			Claim: func(s models.Priority, start time.Time, n int) ([]models.Row, error) {
 				index := q.meta.priorityIndex
 				if s.Source == models.PriorityOnce {
@@ -468,6 +471,8 @@ type compiled struct {
 	// selectClaim is selectFrom with models.ClaimRest of running rows only
 	// (models.ClaimColumn): ClaimDue's.
 	selectClaim string
+	// firstLevels is models.FirstLevelsQuery on the table.
+	firstLevels string
 }
 
 // compile quotes t's names and builds its SELECT; pk is the table's
@@ -485,6 +490,7 @@ func compileTable(t models.Table, pk string) (compiled, error) {
 		}
 	}
 	c.selectFrom, c.selectState, c.selectClaim = names.Selects(c.key, c.id, quoteIdent)
+	c.firstLevels = models.FirstLevelsQuery(c.table, backquote)
 	return c, nil
 }
 

@@ -148,6 +148,7 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now time.Time, from 
 	} else {
 		rows, err = models.ClaimByPriority(t.Priority, from, limit, models.PriorityScans{
 			Probe: func(col string, after int, first bool) (int, bool, error) { return tx.probe(ctx, q, col, after, first) },
+			First: func() (models.FirstLevels, error) { return tx.firstLevels(ctx, q) },
 			Claim: func(s models.Priority, start time.Time, n int) ([]models.Row, error) {
 				lead := models.ColPriority
 				if s.Source == models.PriorityOnce {
@@ -221,6 +222,16 @@ func leadOrder(lead string) string {
 // (any value when first): one lookup in its index.
 func (tx *Tx) probe(ctx context.Context, q compiled, col string, after int, first bool) (level int, ok bool, err error) {
 	return probeLevel(ctx, tx.tx, q, col, after, first)
+}
+
+// firstLevels asks the smallest value of both priority columns in one
+// statement (models.FirstLevelsQuery).
+func (tx *Tx) firstLevels(ctx context.Context, q compiled) (models.FirstLevels, error) {
+	var once, own pgtype.Int8
+	if err := tx.tx.QueryRow(ctx, q.firstLevels).Scan(&once, &own); err != nil {
+		return models.FirstLevels{}, fmt.Errorf("find the first priority levels: %w", err)
+	}
+	return models.FirstLevels{Once: int(once.Int64), OnceOK: once.Valid, Row: int(own.Int64), RowOK: own.Valid}, nil
 }
 
 func probeLevel(ctx context.Context, qr querier, q compiled, col string, after int, first bool) (level int, ok bool, err error) {
@@ -442,6 +453,8 @@ type compiled struct {
 	// selectClaim is selectFrom with models.ClaimRest of running rows only
 	// (models.ClaimColumn): ClaimDue's.
 	selectClaim string
+	// firstLevels is models.FirstLevelsQuery on the table.
+	firstLevels string
 }
 
 // compileTable quotes t's names and builds its SELECTs with the table's
@@ -465,6 +478,7 @@ func compileTable(t models.Table, m tableMeta) (compiled, error) {
 		id = c.id + "::text"
 	}
 	c.selectFrom, c.selectState, c.selectClaim = names.Selects(c.key+"::text", id, quoteIdent)
+	c.firstLevels = models.FirstLevelsQuery(c.table, doubleQuote)
 	return c, nil
 }
 

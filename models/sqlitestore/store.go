@@ -153,6 +153,9 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now time.Time, from 
 	} else {
 		rows, err = models.ClaimByPriority(t.Priority, from, limit, models.PriorityScans{
 			Probe: func(col string, after int, first bool) (int, bool, error) { return tx.probe(ctx, q, col, after, first) },
+			First: func() (models.FirstLevels, error) {
+				return models.ScanFirstLevels(tx.tx.QueryRowContext(ctx, q.firstLevels))
+			},
 			Claim: func(s models.Priority, start time.Time, n int) ([]models.Row, error) {
 				index, lead := q.meta.priorityIndex, models.ColPriority
 				if s.Source == models.PriorityOnce {
@@ -435,6 +438,8 @@ type compiled struct {
 	// selectClaim is selectFrom with models.ClaimRest of running rows only
 	// (models.ClaimColumn): ClaimDue's.
 	selectClaim string
+	// firstLevels is models.FirstLevelsQuery on the table.
+	firstLevels string
 }
 
 func compileTable(t models.Table, meta tableMeta) (compiled, error) {
@@ -454,6 +459,7 @@ func compileTable(t models.Table, meta tableMeta) (compiled, error) {
 		c.payloadTime[i] = strings.HasPrefix(typ, "date") || strings.HasPrefix(typ, "time")
 	}
 	c.selectFrom, c.selectState, c.selectClaim = names.Selects(c.key, id, noDeclType)
+	c.firstLevels = models.FirstLevelsQuery(c.table, quoteName)
 	return c, nil
 }
 
