@@ -626,7 +626,12 @@ func (tx *Tx) query(ctx context.Context, q compiled, query string, args []any, s
 		return nil, err
 	}
 	defer rs.Close()
-	out := make([]models.Row, 0, min(sizeHint, 1024))
+	var out []models.Row
+	if withPayload {
+		out = models.ClaimRows(min(sizeHint, 1024)) // the claim's (Get reads one row)
+	} else {
+		out = make([]models.Row, 0, min(sizeHint, 1024))
+	}
 	var (
 		key, id models.KeyDest
 		rule    sql.NullString

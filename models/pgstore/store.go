@@ -534,7 +534,12 @@ func queryRows(ctx context.Context, qr querier, q compiled, query string, args [
 		return nil, err
 	}
 	defer rs.Close()
-	out := make([]models.Row, 0, min(sizeHint, 1024))
+	var out []models.Row
+	if withPayload {
+		out = models.ClaimRows(min(sizeHint, 1024)) // the claim's (Get reads one row)
+	} else {
+		out = make([]models.Row, 0, min(sizeHint, 1024))
+	}
 	var (
 		key                                  string
 		id, rule, uid, reason, lastErr, st   pgtype.Text

@@ -516,7 +516,12 @@ func query(ctx context.Context, db queryer, q compiled, query string, args []any
 		return nil, err
 	}
 	defer rs.Close()
-	out := make([]models.Row, 0, min(sizeHint, 1024))
+	var out []models.Row
+	if withPayload {
+		out = models.ClaimRows(min(sizeHint, 1024)) // the claim's (Get reads one row)
+	} else {
+		out = make([]models.Row, 0, min(sizeHint, 1024))
+	}
 	var (
 		key, id                            any
 		rule, uid, reason, lastErr, status sql.NullString
