@@ -143,7 +143,9 @@ type Tx interface {
 	// row's Priority says the scan it came from. from is a cursor the
 	// caller resets regularly (see Cursor, CursorAfter). Rows claimed by a
 	// one-shot priority have it cleared. Rows whose key is NULL are never
-	// returned.
+	// returned. Of rows that are not running it leaves ClaimRest unread
+	// (Loaded.Unread): what starting an attempt needs is read, the rest
+	// only where a timeout needs it.
 	ClaimDue(ctx context.Context, t Table, now time.Time, from Cursor, limit int) ([]Row, error)
 	// SetPriorityOnce sets refresh_priority_once of the rows with these keys
 	// to level, or to NULL when level is nil: the operator's trigger gives
@@ -160,7 +162,8 @@ type Tx interface {
 	LockByKeys(ctx context.Context, t Table, keys []string) (map[string]Row, error)
 	// Save writes the 11 state columns of rows (never refresh_rrule nor
 	// any other column). Of rows that ClaimDue or LockByKeys returned it
-	// writes only what changed since. Keys naming no row, or that the key
+	// writes only what changed since, and of a column the read left out
+	// (Loaded.Unread) only a value State sets. Keys naming no row, or that the key
 	// column cannot hold (see LockByKeys), are ignored; when a key occurs
 	// twice the last row wins. Texts longer than their column are cut by
 	// Truncate's rule.
