@@ -1,6 +1,7 @@
 package models
 
 import (
+	"database/sql"
 	"fmt"
 	"slices"
 	"time"
@@ -99,6 +100,9 @@ type PriorityScans struct {
 	// ColPriorityOnce) greater than after (any value when first), with ok
 	// false when there is none: one index lookup.
 	Probe func(col string, after int, first bool) (level int, ok bool, err error)
+	// First is Probe of both columns with first set, in one statement (see
+	// FirstLevelsQuery): the claim asks it before every batch.
+	First func() (FirstLevels, error)
 	// Claim locks and returns up to limit due rows of scan s, earliest
 	// refresh_at first, from refresh_at >= from when from is not zero: one
 	// index range scan. For PriorityRow it leaves out rows whose
@@ -109,25 +113,53 @@ type PriorityScans struct {
 	ClearOnce func(keys []string) error
 }
 
+// FirstLevels are the smallest values of the two priority columns:
+// PriorityScans.First's answer. OnceOK (RowOK) is false when no row has
+// refresh_priority_once (refresh_priority) set.
+type FirstLevels struct {
+	Once, Row     int
+	OnceOK, RowOK bool
+}
+
+// FirstLevelsQuery is the statement of PriorityScans.First on table (quoted)
+// in every dialect, quote quoting a column name: two scalar subqueries,
+// each Probe's first lookup in its column's index, so that a claim asks
+// both in one round trip. Each answer is NULL when its column holds none.
+func FirstLevelsQuery(table string, quote func(col string) string) string {
+	probe := func(col string) string {
+		c := quote(col)
+		return "(SELECT " + c + " FROM " + table + " WHERE " + c + " IS NOT NULL ORDER BY " + c + " LIMIT 1)"
+	}
+	return "SELECT " + probe(ColPriorityOnce) + ", " + probe(ColPriority)
+}
+
+// ScanFirstLevels reads the answer of FirstLevelsQuery from row, for the
+// drivers over database/sql.
+func ScanFirstLevels(row *sql.Row) (FirstLevels, error) {
+	var once, own sql.NullInt64
+	if err := row.Scan(&once, &own); err != nil {
+		return FirstLevels{}, fmt.Errorf("find the first priority levels: %w", err)
+	}
+	return FirstLevels{Once: int(once.Int64), OnceOK: once.Valid, Row: int(own.Int64), RowOK: own.Valid}, nil
+}
+
 // ClaimByPriority claims up to limit due rows by priority, then refresh_at:
 // scan by scan in the order of their level (lower first; within one level
 // the one-shot priorities, then the rows' own, then the rows without any,
 // which have level def), until limit rows are claimed or no scan is left.
-// The levels present are found by index lookups (Probe), so a pass costs
-// two lookups per distinct level up to the one that fills the batch, and
+// The levels present are found by index lookups (First, then Probe), so a
+// pass costs two lookups per distinct level up to the one that fills the
+// batch (the first two in one statement), and
 // each scan is an index range scan from its cursor: nothing grows with the
 // table or the backlog. The one-shot priority of every row claimed by it is
 // cleared in the same transaction: it served this attempt.
 func ClaimByPriority(def int, from Cursor, limit int, sc PriorityScans) ([]Row, error) {
 	var out []Row
-	onceLevel, onceOK, err := sc.Probe(ColPriorityOnce, 0, true)
+	first, err := sc.First()
 	if err != nil {
 		return nil, err
 	}
-	rowLevel, rowOK, err := sc.Probe(ColPriority, 0, true)
-	if err != nil {
-		return nil, err
-	}
+	onceLevel, onceOK, rowLevel, rowOK := first.Once, first.OnceOK, first.Row, first.RowOK
 	kindDone := false
 	var once []string // cleared after the last scan: a later scan would see the row again
 	for len(out) < limit {

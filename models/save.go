@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/refresher/refresher/internal/jsontext"
@@ -24,14 +25,20 @@ func (s ColumnSet) Has(c int) bool { return s&(1<<c) != 0 }
 
 // Changed returns the state columns whose value in r.State differs from the
 // one read (r.Loaded.State), as the columns store them (Column.Same); all of
-// them for a row that was not read from the database. It does not allocate.
+// them for a row that was not read from the database. A column the read
+// left out (Loaded.Unread) counts as changed when State sets it, and never
+// when it is still zero (see Unknown). It does not allocate.
 func Changed(r *Row) ColumnSet {
+	unknown := Unknown(r)
 	if !r.Loaded.OK {
-		return AllColumns
+		return AllColumns &^ unknown
 	}
 	var s ColumnSet
 	for c := range StateColumns {
-		if !StateColumns[c].Same(&r.Loaded.State, &r.State) {
+		if unknown.Has(c) {
+			continue
+		}
+		if r.Loaded.Unread.Has(c) || !StateColumns[c].Same(&r.Loaded.State, &r.State) {
 			s |= 1 << c
 		}
 	}
@@ -101,34 +108,49 @@ type SaveGroup struct {
 }
 
 // GroupByID splits rows into those written by the ID they were read with
-// (when byID allows it and Loaded.ID is set) and the others (by Key),
-// dropping empty groups; the by-ID group comes first. Unless all, it leaves
-// out rows that did not change since they were read. valid, when not nil,
-// drops rows whose id cannot name a row (an id that is not of the column's
-// type). guard, when not nil, holds one attempt UID per row.
+// (when byID allows it and Loaded.ID is set) and the others (by Key), and
+// each of those by the columns their State does not know (Unknown: a bulk
+// write sets every column of its group in every row of it), dropping
+// empty groups; the by-ID groups come first. Unless all, it leaves out
+// rows that did not change since they were read; with all, a row's group
+// writes every column it knows. valid, when not nil, drops rows whose id
+// cannot name a row (an id that is not of the column's type). guard, when
+// not nil, holds one attempt UID per row.
 func GroupByID(rows []Row, guard []string, all, byID bool, valid func(byID bool, id string) bool) []SaveGroup {
-	groups := [2]SaveGroup{{ByID: true}, {}}
+	var groups []SaveGroup
+	var unknowns []ColumnSet // of groups[i]
 	for i := range rows {
 		r := &rows[i]
-		cols := AllColumns
+		unknown := Unknown(r)
+		cols := AllColumns &^ unknown
 		if !all {
 			if cols = Changed(r); cols == 0 {
 				continue
 			}
 		}
-		g, id := &groups[1], r.Key
-		if byID && r.Loaded.ID != "" {
-			g, id = &groups[0], r.Loaded.ID
+		id, viaID := r.Key, byID && r.Loaded.ID != ""
+		if viaID {
+			id = r.Loaded.ID
 		}
-		if valid != nil && !valid(g.ByID, id) {
+		if valid != nil && !valid(viaID, id) {
 			continue // names no row
 		}
-		if g.Rows == nil {
-			g.IDs, g.Rows = make([]string, 0, len(rows)-i), make([]*Row, 0, len(rows)-i)
-			if guard != nil {
-				g.Guard = make([]string, 0, len(rows)-i)
+		gi := -1
+		for j := range groups {
+			if groups[j].ByID == viaID && unknowns[j] == unknown {
+				gi = j
+				break
 			}
 		}
+		if gi < 0 {
+			gi = len(groups)
+			groups = append(groups, SaveGroup{ByID: viaID, IDs: make([]string, 0, len(rows)-i), Rows: make([]*Row, 0, len(rows)-i)})
+			unknowns = append(unknowns, unknown)
+			if guard != nil {
+				groups[gi].Guard = make([]string, 0, len(rows)-i)
+			}
+		}
+		g := &groups[gi]
 		g.Cols |= cols
 		g.IDs = append(g.IDs, id)
 		g.Rows = append(g.Rows, r)
@@ -136,13 +158,17 @@ func GroupByID(rows []Row, guard []string, all, byID bool, valid func(byID bool,
 			g.Guard = append(g.Guard, guard[i])
 		}
 	}
-	out := make([]SaveGroup, 0, 2)
-	for _, g := range groups {
-		if len(g.Rows) > 0 {
-			out = append(out, g)
+	// By ID first, each side in the order of its first row.
+	slices.SortStableFunc(groups, func(a, b SaveGroup) int {
+		switch {
+		case a.ByID == b.ByID:
+			return 0
+		case a.ByID:
+			return -1
 		}
-	}
-	return out
+		return 1
+	})
+	return groups
 }
 
 // StateColumn returns the column of StateColumns named name, or nil.

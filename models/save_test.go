@@ -110,3 +110,54 @@ func TestIdentifiersQuoteName(t *testing.T) {
 		errContains(t, err, want)
 	}
 }
+
+// TestGroupByIDUnread: a claimed row's unread columns (Loaded.Unread) are
+// written only where its State sets them, and a bulk write never sets a
+// column of a row that does not know it: such rows get groups of their own.
+func TestGroupByIDUnread(t *testing.T) {
+	t.Parallel()
+	lean := func(key string) Row {
+		s := fullState(1)
+		for c := range StateColumns {
+			if ClaimRest.Has(c) {
+				col := &StateColumns[c]
+				switch col.Kind {
+				case TimeColumn:
+					*col.Time(&s) = time.Time{}
+				case TextColumn:
+					*col.Text(&s) = ""
+				}
+			}
+		}
+		s.AttemptUID = ""
+		rows := []Row{{Key: key, State: s, Loaded: Loaded{OK: true, State: s}}}
+		MarkClaimed(rows)
+		return rows[0]
+	}
+	whole := fullState(1)
+	full := Row{Key: "full", State: whole, Loaded: Loaded{OK: true, State: whole}}
+	full.State.LastError = "timed out"
+	started := lean("started")
+	started.State.AttemptUID, started.State.Status = "u", ""
+	invalid := lean("invalid")
+	invalid.State.DisabledReason, invalid.State.LastError = "bad rule", "bad rule"
+
+	eq(t, started.Loaded.Unread, ClaimRest, "not running: the rest unread")
+	eq(t, Unknown(&started), ClaimRest, "not set since")
+	eq(t, Changed(&started), ColumnSet(1<<1|1<<10), "attempt uid and status; no unread column")
+	eq(t, Unknown(&invalid), ClaimRest&^(1<<6|1<<9), "the reason and the error set")
+	eq(t, Changed(&invalid), ColumnSet(1<<6|1<<9), "set unread columns are written")
+
+	gs := GroupByID([]Row{started, full, invalid}, nil, false, false, nil)
+	eq(t, len(gs), 3, "one group per set of unknown columns")
+	eq(t, gs[0].IDs, []string{"started"})
+	eq(t, gs[0].Cols, ColumnSet(1<<1|1<<10))
+	eq(t, gs[1].IDs, []string{"full"})
+	eq(t, gs[2].IDs, []string{"invalid"})
+
+	all := GroupByID([]Row{started}, []string{"u"}, true, false, nil)
+	eq(t, all[0].Cols, AllColumns&^ClaimRest, "with all, what the row knows")
+	zero := started
+	zero.Loaded.OK = false
+	eq(t, Changed(&zero), AllColumns&^ClaimRest, "a row whose read cannot be compared: all it knows")
+}

@@ -172,3 +172,31 @@ func TestColumnFit(t *testing.T) {
 		t.Fatalf("Same allocates %v times", n)
 	}
 }
+
+// TestSameTimeAsTruncated: SameTime agrees with comparing the times
+// truncated to microseconds, in any zone, before 1970 and across second
+// boundaries.
+func TestSameTimeAsTruncated(t *testing.T) {
+	t.Parallel()
+	east := time.FixedZone("east", 5*3600+1800)
+	bases := []time.Time{
+		time.Date(2026, 3, 4, 5, 6, 7, 123456789, time.UTC),
+		time.Date(1969, 12, 31, 23, 59, 59, 999999500, time.UTC),
+		time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC),
+		time.Date(2026, 3, 4, 5, 6, 7, 999999999, east),
+	}
+	deltas := []time.Duration{0, 1, 499, 500, 999, 1000, 1001, time.Second - 1, time.Second, -1, -1000, -time.Second}
+	for _, a := range bases {
+		for _, d := range deltas {
+			for _, b := range []time.Time{a.Add(d), a.Add(d).In(east), a.Add(d).UTC()} {
+				if b.IsZero() {
+					continue // NULL: SameTime's own case
+				}
+				want := a.Truncate(time.Microsecond).Equal(b.Truncate(time.Microsecond))
+				if got := SameTime(a, b); got != want {
+					t.Errorf("SameTime(%v, %v) = %v, want %v", a, b, got, want)
+				}
+			}
+		}
+	}
+}

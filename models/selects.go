@@ -33,22 +33,28 @@ func QuoteNames(t Table, quote func(string) (string, error)) (TableNames, error)
 	return n, nil
 }
 
-// Selects returns the two SELECTs a driver reads rows of n's table with:
+// Selects returns the SELECTs a driver reads rows of n's table with:
 // key (the key column as selected, n.Key or an expression of it),
 // refresh_rrule and the state columns in StateColumns' order (quoted by
-// quote), then in from only the payload columns, then id unless it is ""
-// (the column rows are written back by, as selected).
-func (n TableNames) Selects(key, id string, quote func(string) (string, error)) (from, state string) {
+// quote), then in from and claim only the payload columns, then id unless
+// it is "" (the column rows are written back by, as selected). claim is
+// from with ClaimRest read of running rows only (ClaimColumn): ClaimDue's,
+// whose rows the driver passes to MarkClaimed.
+func (n TableNames) Selects(key, id string, quote func(string) (string, error)) (from, state, claim string) {
 	rrule, _ := quote(ColRRule)
+	uid, _ := quote(ColAttemptUID)
 	cols := []string{key, rrule}
-	for _, c := range StateColumns {
-		q, _ := quote(c.Name)
+	lean := []string{key, rrule}
+	for c, col := range StateColumns {
+		q, _ := quote(col.Name)
 		cols = append(cols, q)
+		lean = append(lean, ClaimColumn(c, uid, q))
 	}
 	var ids []string
 	if id != "" {
 		ids = []string{id}
 	}
 	return "SELECT " + strings.Join(slices.Concat(cols, n.Payload, ids), ", ") + " FROM " + n.Table,
-		"SELECT " + strings.Join(slices.Concat(cols, ids), ", ") + " FROM " + n.Table
+		"SELECT " + strings.Join(slices.Concat(cols, ids), ", ") + " FROM " + n.Table,
+		"SELECT " + strings.Join(slices.Concat(lean, n.Payload, ids), ", ") + " FROM " + n.Table
 }

@@ -66,6 +66,13 @@ type Loaded struct {
 	// hand, nor one whose stored values cannot be compared, such as a
 	// zero date, which is then written in full).
 	OK bool
+	// Unread are the state columns the read left out (ClaimDue leaves out
+	// ClaimRest of rows that are not running): their fields in State and
+	// in Loaded.State are zero, not the row's. Save writes such a column
+	// only when State sets it (a value other than zero), and never clears
+	// it: to clear one, read the row whole first (LockByKeys). Zero for
+	// rows read whole and rows built by hand.
+	Unread ColumnSet
 }
 
 // Store is the service's view of one database that holds the kinds'
@@ -136,7 +143,9 @@ type Tx interface {
 	// row's Priority says the scan it came from. from is a cursor the
 	// caller resets regularly (see Cursor, CursorAfter). Rows claimed by a
 	// one-shot priority have it cleared. Rows whose key is NULL are never
-	// returned.
+	// returned. Of rows that are not running it leaves ClaimRest unread
+	// (Loaded.Unread): what starting an attempt needs is read, the rest
+	// only where a timeout needs it.
 	ClaimDue(ctx context.Context, t Table, now time.Time, from Cursor, limit int) ([]Row, error)
 	// SetPriorityOnce sets refresh_priority_once of the rows with these keys
 	// to level, or to NULL when level is nil: the operator's trigger gives
@@ -153,7 +162,8 @@ type Tx interface {
 	LockByKeys(ctx context.Context, t Table, keys []string) (map[string]Row, error)
 	// Save writes the 11 state columns of rows (never refresh_rrule nor
 	// any other column). Of rows that ClaimDue or LockByKeys returned it
-	// writes only what changed since. Keys naming no row, or that the key
+	// writes only what changed since, and of a column the read left out
+	// (Loaded.Unread) only a value State sets. Keys naming no row, or that the key
 	// column cannot hold (see LockByKeys), are ignored; when a key occurs
 	// twice the last row wins. Texts longer than their column are cut by
 	// Truncate's rule.

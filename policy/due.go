@@ -114,7 +114,7 @@ func (p Policy) Due(s State, now time.Time, sched Nexter, schedErr error, uid st
 		return s, d
 	}
 	d.BeforeStart = s
-	s = p.Start(s, now, uid)
+	s = p.start(s, now, uid) // p has its defaults
 	d.Action, d.AttemptUID = DueStarted, uid
 	return s, d
 }

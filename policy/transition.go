@@ -196,7 +196,11 @@ type Decision struct {
 // the status is cleared. So a running attempt is noticed at timeout_at if
 // its worker never answers.
 func (p Policy) Start(s State, now time.Time, uid string) State {
-	p = p.WithDefaults()
+	return p.WithDefaults().start(s, now, uid)
+}
+
+// start is Start under p with its defaults already set (Due's).
+func (p Policy) start(s State, now time.Time, uid string) State {
 	s.AttemptUID = uid
 	s.AttemptNo++
 	s.AttemptAt = now

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -365,4 +366,24 @@ func TestPushEncodesAsAppendJob(t *testing.T) {
 		require.Error(t, want)
 		require.EqualError(t, e.add("l", []Job{job("6", bad)}), `push 1 jobs to "l": `+want.Error())
 	}
+}
+
+// TestEncodedReused: a push's buffer, handed back, serves the next push,
+// from any goroutine and across garbage collections (a sync.Pool dropped
+// it at the second, and hid it from other processors), cleared.
+func TestEncodedReused(t *testing.T) {
+	e := newEncoded()
+	require.NoError(t, e.add("l", []Job{{Kind: "k", UID: "1", AttemptUID: "d4n0q4a5n1p0bb6b6h20", AttemptNo: 1,
+		TimeoutAt: time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC)}}))
+	e.free()
+	runtime.GC()
+	runtime.GC()
+	got := make(chan *encoded)
+	go func() { got <- newEncoded() }()
+	again := <-got
+	defer again.free()
+	require.Same(t, e, again, "the buffer handed back")
+	require.Empty(t, again.buf)
+	require.Empty(t, again.vals)
+	require.NotZero(t, cap(again.buf), "its capacity kept")
 }

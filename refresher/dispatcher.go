@@ -285,11 +285,13 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	}
 	for round := 1; ; round++ {
 		var pending []keyRule
+		var claimed []models.Row
 		err = d.inClaimTx(bctx, func(tx models.Tx) error {
 			rows, err := tx.ClaimDue(bctx, k.Table, now, from, d.cfg.BatchSize)
 			if err != nil {
 				return err
 			}
+			claimed = rows
 			if round < maxPrepareRounds {
 				if pending = d.schedules.unprepared(rows, now, d.asksSchedule(now)); len(pending) > 0 {
 					return errUnprepared
@@ -297,6 +299,9 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 			}
 			return d.claimTx(bctx, tx, rows, now, from.UrgentOnly)
 		})
+		// Nothing refers to the claimed rows any more: the starts, the
+		// jobs and the cursor hold copies (and the payload maps).
+		models.ReleaseRows(claimed)
 		if !errors.Is(err, errUnprepared) {
 			break
 		}

@@ -195,6 +195,9 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now time.Time, from 
 	} else {
 		rows, err = models.ClaimByPriority(t.Priority, from, limit, models.PriorityScans{
 			Probe: func(col string, after int, first bool) (int, bool, error) { return tx.probe(ctx, q, col, after, first) },
+			First: func() (models.FirstLevels, error) {
+				return models.ScanFirstLevels(tx.tx.QueryRowContext(ctx, q.firstLevels))
+			},
 			Claim: func(s models.Priority, start time.Time, n int) ([]models.Row, error) {
 				index := q.meta.priorityIndex
 				if s.Source == models.PriorityOnce {
@@ -217,7 +220,7 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now time.Time, from 
 // from when from is not zero.
 func (tx *Tx) claimScan(ctx context.Context, q compiled, index, filter string, args []any, now, from time.Time, limit int) ([]models.Row, error) {
 	var b strings.Builder
-	b.WriteString(q.selectFrom)
+	b.WriteString(q.selectClaim)
 	if index != "" {
 		// ORDER BY refresh_at alone: with the index forced and its first
 		// column fixed by the filter, MariaDB walks it in order and stops
@@ -238,7 +241,9 @@ func (tx *Tx) claimScan(ctx context.Context, q compiled, index, filter string, a
 		args = append(args, dbTime(from))
 	}
 	fmt.Fprintf(&b, " AND %s IS NOT NULL ORDER BY `refresh_at` LIMIT %d FOR UPDATE SKIP LOCKED", q.key, limit)
-	return tx.query(ctx, q, b.String(), args, limit, true)
+	rows, err := tx.query(ctx, q, b.String(), args, limit, true)
+	models.MarkClaimed(rows)
+	return rows, err
 }
 
 // probe returns the smallest value of the priority column col above after
@@ -456,6 +461,11 @@ type compiled struct {
 	selectFrom string   // SELECT key, refresh_rrule, state..., payload... [, id] FROM table
 	// selectState is selectFrom without the payload columns.
 	selectState string
+	// selectClaim is selectFrom with models.ClaimRest of running rows only
+	// (models.ClaimColumn): ClaimDue's.
+	selectClaim string
+	// firstLevels is models.FirstLevelsQuery on the table.
+	firstLevels string
 }
 
 // compile quotes t's names and builds its SELECT; pk is the table's
@@ -472,7 +482,8 @@ func compileTable(t models.Table, pk string) (compiled, error) {
 			return c, fmt.Errorf("primary key of table %s: %w", c.table, err)
 		}
 	}
-	c.selectFrom, c.selectState = names.Selects(c.key, c.id, quoteIdent)
+	c.selectFrom, c.selectState, c.selectClaim = names.Selects(c.key, c.id, quoteIdent)
+	c.firstLevels = models.FirstLevelsQuery(c.table, backquote)
 	return c, nil
 }
 
@@ -608,7 +619,12 @@ func (tx *Tx) query(ctx context.Context, q compiled, query string, args []any, s
 		return nil, err
 	}
 	defer rs.Close()
-	out := make([]models.Row, 0, min(sizeHint, 1024))
+	var out []models.Row
+	if withPayload {
+		out = models.ClaimRows(min(sizeHint, 1024)) // the claim's (Get reads one row)
+	} else {
+		out = make([]models.Row, 0, min(sizeHint, 1024))
+	}
 	var (
 		key, id models.KeyDest
 		rule    sql.NullString

@@ -149,6 +149,7 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now time.Time, from 
 	} else {
 		rows, err = models.ClaimByPriority(t.Priority, from, limit, models.PriorityScans{
 			Probe: func(col string, after int, first bool) (int, bool, error) { return tx.probe(ctx, q, col, after, first) },
+			First: func() (models.FirstLevels, error) { return tx.firstLevels(ctx, q) },
 			Claim: func(s models.Priority, start time.Time, n int) ([]models.Row, error) {
 				lead := models.ColPriority
 				if s.Source == models.PriorityOnce {
@@ -171,7 +172,7 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now time.Time, from 
 // refresh_at >= from when from is not zero.
 func (tx *Tx) claimScan(ctx context.Context, q compiled, lead, filter string, args []any, now, from time.Time, limit int) ([]models.Row, error) {
 	var b strings.Builder
-	b.WriteString(q.selectFrom)
+	b.WriteString(q.selectClaim)
 	at := dueAt(lead == models.ColPriorityOnce)
 	args = append(args, now.UTC())
 	fmt.Fprintf(&b, ` WHERE %s%s <= $%d`, filter, at, len(args))
@@ -180,7 +181,9 @@ func (tx *Tx) claimScan(ctx context.Context, q compiled, lead, filter string, ar
 		fmt.Fprintf(&b, ` AND %s >= $%d`, at, len(args))
 	}
 	fmt.Fprintf(&b, ` AND %s IS NOT NULL ORDER BY %s%s LIMIT %d FOR UPDATE SKIP LOCKED`, q.key, leadOrder(lead), at, limit)
-	return tx.query(ctx, q, b.String(), args, limit, true)
+	rows, err := tx.query(ctx, q, b.String(), args, limit, true)
+	models.MarkClaimed(rows)
+	return rows, err
 }
 
 // dueAt is the refresh_at term of a scan's conditions and order; once
@@ -220,6 +223,16 @@ func leadOrder(lead string) string {
 // (any value when first): one lookup in its index.
 func (tx *Tx) probe(ctx context.Context, q compiled, col string, after int, first bool) (level int, ok bool, err error) {
 	return probeLevel(ctx, tx.tx, q, col, after, first)
+}
+
+// firstLevels asks the smallest value of both priority columns in one
+// statement (models.FirstLevelsQuery).
+func (tx *Tx) firstLevels(ctx context.Context, q compiled) (models.FirstLevels, error) {
+	var once, own pgtype.Int8
+	if err := tx.tx.QueryRow(ctx, q.firstLevels).Scan(&once, &own); err != nil {
+		return models.FirstLevels{}, fmt.Errorf("find the first priority levels: %w", err)
+	}
+	return models.FirstLevels{Once: int(once.Int64), OnceOK: once.Valid, Row: int(own.Int64), RowOK: own.Valid}, nil
 }
 
 func probeLevel(ctx context.Context, qr querier, q compiled, col string, after int, first bool) (level int, ok bool, err error) {
@@ -427,6 +440,11 @@ type compiled struct {
 	selectFrom string   // SELECT key::text, refresh_rrule, state..., payload... [, id::text] FROM table
 	// selectState is selectFrom without the payload columns.
 	selectState string
+	// selectClaim is selectFrom with models.ClaimRest of running rows only
+	// (models.ClaimColumn): ClaimDue's.
+	selectClaim string
+	// firstLevels is models.FirstLevelsQuery on the table.
+	firstLevels string
 }
 
 // compileTable quotes t's names and builds its SELECTs with the table's
@@ -449,7 +467,8 @@ func compileTable(t models.Table, m tableMeta) (compiled, error) {
 	if c.id != "" {
 		id = c.id + "::text"
 	}
-	c.selectFrom, c.selectState = names.Selects(c.key+"::text", id, quoteIdent)
+	c.selectFrom, c.selectState, c.selectClaim = names.Selects(c.key+"::text", id, quoteIdent)
+	c.firstLevels = models.FirstLevelsQuery(c.table, doubleQuote)
 	return c, nil
 }
 
@@ -505,7 +524,12 @@ func queryRows(ctx context.Context, qr querier, q compiled, query string, args [
 		return nil, err
 	}
 	defer rs.Close()
-	out := make([]models.Row, 0, min(sizeHint, 1024))
+	var out []models.Row
+	if withPayload {
+		out = models.ClaimRows(min(sizeHint, 1024)) // the claim's (Get reads one row)
+	} else {
+		out = make([]models.Row, 0, min(sizeHint, 1024))
+	}
 	var (
 		key                                  string
 		id, rule, uid, reason, lastErr, st   pgtype.Text

@@ -162,6 +162,9 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now time.Time, from 
 	} else {
 		rows, err = models.ClaimByPriority(t.Priority, from, limit, models.PriorityScans{
 			Probe: func(col string, after int, first bool) (int, bool, error) { return tx.probe(ctx, q, col, after, first) },
+			First: func() (models.FirstLevels, error) {
+				return models.ScanFirstLevels(tx.tx.QueryRowContext(ctx, q.firstLevels))
+			},
 			Claim: func(s models.Priority, start time.Time, n int) ([]models.Row, error) {
 				index, lead := q.meta.priorityIndex, models.ColPriority
 				if s.Source == models.PriorityOnce {
@@ -184,7 +187,7 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now time.Time, from 
 // from when from is not zero.
 func (tx *Tx) claimScan(ctx context.Context, q compiled, index, lead, filter string, args []any, now, from time.Time, limit int) ([]models.Row, error) {
 	var b strings.Builder
-	b.WriteString(q.selectFrom)
+	b.WriteString(q.selectClaim)
 	if index != "" {
 		// The planner would do the same; saying so keeps it from a full
 		// scan and a sort when most of the table is due.
@@ -197,7 +200,9 @@ func (tx *Tx) claimScan(ctx context.Context, q compiled, index, lead, filter str
 		args = append(args, fromBound(from))
 	}
 	fmt.Fprintf(&b, ` AND %s IS NOT NULL ORDER BY %s"refresh_at" LIMIT %d`, q.key, leadOrder(lead), limit)
-	return query(ctx, tx.tx, q, b.String(), args, limit, true)
+	rows, err := query(ctx, tx.tx, q, b.String(), args, limit, true)
+	models.MarkClaimed(rows)
+	return rows, err
 }
 
 // leadOrder is the ORDER BY term of a scan's leading index column ("" for
@@ -432,6 +437,11 @@ type compiled struct {
 	selectFrom  string // SELECT key, refresh_rrule, state..., payload... [, rowid] FROM table
 	// selectState is selectFrom without the payload columns.
 	selectState string
+	// selectClaim is selectFrom with models.ClaimRest of running rows only
+	// (models.ClaimColumn): ClaimDue's.
+	selectClaim string
+	// firstLevels is models.FirstLevelsQuery on the table.
+	firstLevels string
 }
 
 func compileTable(t models.Table, meta tableMeta) (compiled, error) {
@@ -450,7 +460,8 @@ func compileTable(t models.Table, meta tableMeta) (compiled, error) {
 		typ := meta.cols[strings.ToLower(p)]
 		c.payloadTime[i] = strings.HasPrefix(typ, "date") || strings.HasPrefix(typ, "time")
 	}
-	c.selectFrom, c.selectState = names.Selects(c.key, id, noDeclType)
+	c.selectFrom, c.selectState, c.selectClaim = names.Selects(c.key, id, noDeclType)
+	c.firstLevels = models.FirstLevelsQuery(c.table, quoteName)
 	return c, nil
 }
 
@@ -507,7 +518,12 @@ func query(ctx context.Context, db queryer, q compiled, query string, args []any
 		return nil, err
 	}
 	defer rs.Close()
-	out := make([]models.Row, 0, min(sizeHint, 1024))
+	var out []models.Row
+	if withPayload {
+		out = models.ClaimRows(min(sizeHint, 1024)) // the claim's (Get reads one row)
+	} else {
+		out = make([]models.Row, 0, min(sizeHint, 1024))
+	}
 	var (
 		key, id                            any
 		rule, uid, reason, lastErr, status sql.NullString

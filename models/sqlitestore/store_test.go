@@ -256,7 +256,9 @@ func TestSaveReplacesUnreadableTime(t *testing.T) {
 		ctx := context.Background()
 		s := h.open(t)
 		tbl := itemsTable(t, s, "TEXT")
-		exec(t, s, "INSERT INTO items (k, refresh_at, refresh_failing_since) VALUES ('a', ?, 'yesterday')", dbTime(base))
+		// Running: the claim reads refresh_failing_since of running rows
+		// only (models.ClaimRest).
+		exec(t, s, "INSERT INTO items (k, refresh_at, refresh_attempt_uid, refresh_failing_since) VALUES ('a', ?, 'u0', 'yesterday')", dbTime(base))
 		must(t, s.Tx(ctx, func(tx models.Tx) error {
 			rows, err := tx.ClaimDue(ctx, tbl, base, models.Cursor{}, 10)
 			if err != nil {

@@ -29,6 +29,7 @@ func Run(t *testing.T, h Harness) {
 		{"AlertsByLevel", testAlertsByLevel},
 		{"UrgentDue", testUrgentDue},
 		{"ConcurrentClaimersNeverShareARow", testConcurrentClaimers},
+		{"ClaimReadsTheRestOfRunningRowsOnly", testClaimLean},
 		{"SaveEveryColumnRoundTrip", testSaveRoundTrip},
 		{"SaveLimitsAndDuplicates", testSaveLimits},
 		{"SaveWritesOnlyWhatChanged", testSaveOnlyChanged},
