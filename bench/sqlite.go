@@ -9,8 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
+	"strings"
 	"time"
 
 	"github.com/refresher/refresher/models"
