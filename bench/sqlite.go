@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"strings"
 	"time"
 
@@ -198,15 +197,8 @@ func (s *sqliteStore) openService(ctx context.Context) (models.Store, error) {
 
 // sqliteBaseline's transactions start with BEGIN IMMEDIATE (SQLite's one
 // write lock stands for SKIP LOCKED); its bulk UPDATEs take the per-row
-// values (id, attempt UID) from one JSON array through json_each. Its
-// claim and its UPDATE of results take turns through write, as the
-// service's transactions do (sqlitestore's write lock): without it the
-// second of two writers waits in SQLite's busy handler, which sleeps
-// milliseconds between its tries, and the comparison would measure that.
-type sqliteBaseline struct {
-	db    *sql.DB
-	write sync.Mutex
-}
+// values (id, attempt UID) from one JSON array through json_each.
+type sqliteBaseline struct{ db *sql.DB }
 
 func (s *sqliteStore) openBaseline(ctx context.Context) (baselineDB, error) {
 	db, err := openSQLiteDB(s.o.sqliteFile)
@@ -219,8 +211,6 @@ func (s *sqliteStore) openBaseline(ctx context.Context) (baselineDB, error) {
 func (b *sqliteBaseline) close() { b.db.Close() }
 
 func (b *sqliteBaseline) claim(ctx context.Context, now, cursor, timeoutAt time.Time, limit int) ([]claimed, time.Time, error) {
-	b.write.Lock()
-	defer b.write.Unlock()
 	tx, err := b.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock)
 	if err != nil {
 		return nil, time.Time{}, err
@@ -287,8 +277,6 @@ func (b *sqliteBaseline) finish(ctx context.Context, now, next time.Time, done [
 		" refresh_attempt_no = 0, refresh_failing_since = NULL, refresh_last_error = NULL," +
 		" refresh_last_success_at = ?, refresh_at = ?" +
 		" FROM (SELECT value ->> 0 AS id, value ->> 1 AS g FROM json_each(?)) AS j WHERE t.id = j.id AND t.refresh_attempt_uid = j.g"
-	b.write.Lock()
-	defer b.write.Unlock()
 	_, err := b.db.ExecContext(ctx, q, sqliteTime(now), sqliteTime(next),
 		pairsJSON(len(done), func(i int) (int64, string) { return done[i].id, done[i].uid }))
 	return err
