@@ -76,6 +76,39 @@ type SQLLedger struct {
 	RowValues bool
 }
 
+// SQLLedgerStore is LedgerStore over a SQLLedger: the database/sql
+// drivers' Store embeds it, so that each driver gives only its dialect
+// (SQLLedger's fields) and its LedgerTx.
+type SQLLedgerStore struct{ L SQLLedger }
+
+// AppendLedger implements LedgerStore.
+func (s SQLLedgerStore) AppendLedger(ctx context.Context, entries []policy.Entry) error {
+	return s.L.Append(ctx, s.L.DB, entries)
+}
+
+// Ledger implements LedgerReader.
+func (s SQLLedgerStore) Ledger(ctx context.Context, kind, key string, from, to time.Time, limit int) ([]policy.Entry, error) {
+	return s.L.Read(ctx, kind, key, from, to, limit)
+}
+
+// LedgerRoutine implements LedgerReader.
+func (s SQLLedgerStore) LedgerRoutine(ctx context.Context, kind string, from, to time.Time, limit int) ([]policy.Entry, error) {
+	return s.L.Routine(ctx, kind, from, to, limit)
+}
+
+// LedgerRowSpan implements LedgerReader.
+func (s SQLLedgerStore) LedgerRowSpan(ctx context.Context, kind, key string) (int, time.Time, error) {
+	return s.L.RowSpan(ctx, kind, key)
+}
+
+// LedgerReady implements LedgerStore.
+func (s SQLLedgerStore) LedgerReady(ctx context.Context) error { return s.L.Ready(ctx) }
+
+// PruneLedger implements LedgerStore.
+func (s SQLLedgerStore) PruneLedger(ctx context.Context, b LedgerBounds, now time.Time, from LedgerPrune) (int, LedgerPrune, error) {
+	return s.L.Pruner().Prune(ctx, b, now, from)
+}
+
 // SQLExecer is a *sql.DB or *sql.Tx.
 type SQLExecer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)

@@ -20,6 +20,9 @@ import (
 // Store runs the service's queries on one database. It is safe for
 // concurrent use. The database should come from Open (UTC, parseTime).
 type Store struct {
+	// SQLLedgerStore: the ledger's reads, appends and pruning.
+	models.SQLLedgerStore
+
 	db *sql.DB
 
 	mu    sync.Mutex
@@ -63,7 +66,7 @@ type colMeta struct {
 
 // New returns a Store on db, which should come from Open.
 func New(db *sql.DB) *Store {
-	return &Store{db: db, metas: map[string]tableMeta{}, compiled: map[string]compiled{}, exactTotalUpTo: models.ExactTotalUpTo, exactStateUpTo: models.ExactStateUpTo}
+	return &Store{SQLLedgerStore: newLedger(db), db: db, metas: map[string]tableMeta{}, compiled: map[string]compiled{}, exactTotalUpTo: models.ExactTotalUpTo, exactStateUpTo: models.ExactStateUpTo}
 }
 
 var _ models.Store = (*Store)(nil)

@@ -18,6 +18,9 @@ import (
 // Store runs the service's queries on one SQLite database. It is safe for
 // concurrent use. Get one from Open.
 type Store struct {
+	// SQLLedgerStore: the ledger's reads, appends and pruning.
+	models.SQLLedgerStore
+
 	db     *sql.DB
 	path   string       // absolute file path; "" in memory
 	unlock func() error // releases the instance lock; nil in memory
@@ -37,7 +40,7 @@ var (
 // New returns a Store on db, which must use the "sqlite" driver with
 // _txlock=immediate (Open sets it up); it takes no instance lock.
 func New(db *sql.DB) *Store {
-	return &Store{db: db, metas: map[string]tableMeta{}, compiled: map[string]compiled{}}
+	return &Store{SQLLedgerStore: newLedger(db), db: db, metas: map[string]tableMeta{}, compiled: map[string]compiled{}}
 }
 
 // DB returns the database the Store uses.
