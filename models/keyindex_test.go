@@ -44,7 +44,9 @@ func TestLastWinsNoAllocation(t *testing.T) {
 		rows[i].Key = string(rune(0x100 + i))
 	}
 	LastWins(rows, nil) // the pool's first map
-	if allocs := testing.AllocsPerRun(20, func() { LastWins(rows, nil) }); allocs != 0 {
+	if raceEnabled {
+		t.Log("race detector on: a sync.Pool drops what it is given at random; allocations not counted")
+	} else if allocs := testing.AllocsPerRun(20, func() { LastWins(rows, nil) }); allocs != 0 {
 		t.Errorf("LastWins of 1000 distinct keys: %v allocations, want 0", allocs)
 	}
 	got, _ := LastWins(append(rows[:3:3], Row{Key: rows[0].Key, Rule: "last"}), nil)

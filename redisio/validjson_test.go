@@ -91,6 +91,9 @@ func TestDecodeSuccessAllocs(t *testing.T) {
 	if r.UID != "42" || r.AttemptUID != "d4n0q4a5n1p0bb6b6h20" || r.Type != ResultSuccess {
 		t.Fatalf("decoded %+v", r)
 	}
+	if raceEnabled {
+		t.Skip("race detector on: the parsers' sync.Pool drops what it is given at random")
+	}
 	if allocs > 1 {
 		t.Errorf("DecodeResult of a success: %v allocations, want 1", allocs)
 	}
