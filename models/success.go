@@ -68,8 +68,10 @@ func SuccessRows(t Table, succ []Success) ([]Row, []string, error) {
 	rows := ClaimRows(len(succ))[:len(succ)]
 	guard := make([]string, len(succ))
 	for i := range succ {
-		s := &succ[i]
-		rows[i] = Row{Key: s.Key, State: s.State}
+		// ClaimRows's rows are zero (new, or cleared by ReleaseRows): the
+		// two fields are all there is to write.
+		s, r := &succ[i], &rows[i]
+		r.Key, r.State = s.Key, s.State
 		guard[i] = s.AttemptUID
 	}
 	return rows, guard, nil
