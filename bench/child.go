@@ -179,7 +179,11 @@ func runChild(opts options) error {
 		return nil
 	}
 	if opts.profileDir != "" {
-		runtime.MemProfileRate = 4096
+		if opts.profileMem {
+			// Fine-grained allocation samples; each costs a stack
+			// unwind, which then shows in the CPU profile.
+			runtime.MemProfileRate = 4096
+		}
 		if err := os.MkdirAll(opts.profileDir, 0o755); err != nil {
 			return err
 		}

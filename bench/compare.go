@@ -107,6 +107,9 @@ func (e *env) compare(ctx context.Context) error {
 				// Each variant's profiles in a directory of its own (the
 				// last repeat's), so that two variants can be compared.
 				cv.args = append(slices.Clone(cv.args), "--profile", filepath.Join(o.profileDir, profileDirName(cv.name)))
+				if o.profileMem {
+					cv.args = append(cv.args, "--profile-mem")
+				}
 			}
 			r, err := e.cycle(ctx, cv, modeFull, p, false)
 			if err != nil {

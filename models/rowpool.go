@@ -50,8 +50,8 @@ func ClaimRows(n int) []Row {
 	return make([]Row, 0, n)
 }
 
-// ReleaseRows hands back the slice of a claim that nothing refers to any
-// more (copies of its rows, their payload maps and texts may live on): the
+// ReleaseRows hands back the slice of a claim (or of SuccessRows) that
+// nothing refers to any more (copies of its rows, their payload maps and texts may live on): the
 // next ClaimRows may reuse it. The rows are cleared, so that the slice
 // keeps nothing they referred to alive.
 func ReleaseRows(rows []Row) {

@@ -72,20 +72,24 @@ func Uniform(cols ColumnSet, rows []*Row) ColumnSet {
 // keeps guard (nil, or one entry per row) aligned with rows. It returns rows
 // and guard themselves when no key repeats.
 func LastWins(rows []Row, guard []string) ([]Row, []string) {
-	last := make(map[string]int, len(rows))
-	for i, r := range rows {
-		last[r.Key] = i
+	if len(rows) < 2 {
+		return rows, guard
+	}
+	last := borrowKeyIndex()
+	defer returnKeyIndex(last)
+	for i := range rows {
+		last[rows[i].Key] = i
 	}
 	if len(last) == len(rows) {
 		return rows, guard
 	}
 	outRows := make([]Row, 0, len(last))
 	var outGuard []string
-	for i, r := range rows {
-		if last[r.Key] != i {
+	for i := range rows {
+		if last[rows[i].Key] != i {
 			continue
 		}
-		outRows = append(outRows, r)
+		outRows = append(outRows, rows[i])
 		if guard != nil {
 			outGuard = append(outGuard, guard[i])
 		}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -283,10 +284,11 @@ func DecodeResultLimit(raw []byte, maxBytes int) (Result, error) {
 		}
 		return Result{}, invalid("message is a JSON %s, not an object", jsonType(trimmed))
 	}
-	// encoding/json decides what is JSON (so that garbage is refused
-	// exactly as before, with its error text); fastjson then splits the
-	// object without reflection or a map (the hot path: every result).
-	if !json.Valid(raw) {
+	// What is JSON is what encoding/json says (validJSON), so that garbage
+	// is refused exactly as before, with its error text; fastjson then
+	// splits the object without reflection or a map (the hot path: every
+	// result).
+	if !validJSON(raw) {
 		return Result{}, notJSON()
 	}
 	p := parsers.Get()
@@ -305,25 +307,20 @@ func DecodeResultLimit(raw []byte, maxBytes int) (Result, error) {
 		// Invalid UTF-8 or a surrogate escape (perhaps a lone one): rare, and
 		// where fastjson's strings differ from encoding/json's (which turns
 		// each invalid byte and lone surrogate into U+FFFD); strings are
-		// taken from encoding/json then.
-		if err := json.Unmarshal(raw, &f.exact); err != nil {
+		// taken from encoding/json then. (Into a variable of its own: &f
+		// handed to json.Unmarshal would put f on the heap on every call.)
+		var exact map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &exact); err != nil {
 			return Result{}, invalid("message is not a JSON object: %v", err)
 		}
+		f.exact = exact
 	}
 	var r Result
-	if r.UID, err = f.requiredString(fieldUID); err != nil {
+	if r.UID, r.AttemptUID, err = f.uids(); err != nil {
 		return Result{}, err
 	}
-	if r.AttemptUID, err = f.requiredString(fieldAttemptUID); err != nil {
+	if r.Type, err = f.resultType(); err != nil {
 		return Result{}, err
-	}
-	if r.Type, err = f.requiredString(fieldType); err != nil {
-		return Result{}, err
-	}
-	switch r.Type {
-	case ResultSuccess, ResultFailure, ResultStatus, ResultExtend:
-	default:
-		return Result{}, invalid(`"type" is %q, want "success", "failure", "status" or "extend"`, r.Type)
 	}
 	if r.Reason, _, err = f.optionalString(fieldReason); err != nil {
 		return Result{}, err
@@ -449,6 +446,81 @@ type resultFields struct {
 	exact map[string]json.RawMessage
 }
 
+// uids returns the required fields uid and attempt_uid, both in one
+// allocation on the hot path (two strings per result otherwise).
+func (f *resultFields) uids() (uid, attemptUID string, err error) {
+	if f.exact != nil {
+		if uid, err = f.requiredString(fieldUID); err != nil {
+			return "", "", err
+		}
+		attemptUID, err = f.requiredString(fieldAttemptUID)
+		return uid, attemptUID, err
+	}
+	u, err := f.requiredBytes(fieldUID)
+	if err != nil {
+		return "", "", err
+	}
+	a, err := f.requiredBytes(fieldAttemptUID)
+	if err != nil {
+		return "", "", err
+	}
+	var b strings.Builder
+	b.Grow(len(u) + len(a))
+	b.Write(u)
+	b.Write(a)
+	both := b.String()
+	return both[:len(u)], both[len(u):], nil
+}
+
+// resultType returns the required field type, one of the Result*
+// constants: the constant itself, with nothing allocated.
+func (f *resultFields) resultType() (string, error) {
+	var t []byte
+	if f.exact != nil {
+		s, err := f.requiredString(fieldType)
+		if err != nil {
+			return "", err
+		}
+		t = []byte(s)
+	} else {
+		var err error
+		if t, err = f.requiredBytes(fieldType); err != nil {
+			return "", err
+		}
+	}
+	switch string(t) {
+	case ResultSuccess:
+		return ResultSuccess, nil
+	case ResultFailure:
+		return ResultFailure, nil
+	case ResultStatus:
+		return ResultStatus, nil
+	case ResultExtend:
+		return ResultExtend, nil
+	}
+	return "", invalid(`"type" is %q, want "success", "failure", "status" or "extend"`, t)
+}
+
+// requiredBytes is requiredString's text as fastjson holds it (valid until
+// the parser is reused); not for f.exact's rare path.
+func (f *resultFields) requiredBytes(i int) ([]byte, error) {
+	v := f.vals[i]
+	if v == nil || v.Type() == fastjson.TypeNull {
+		return nil, invalid("%q is missing", resultFieldNames[i])
+	}
+	if v.Type() != fastjson.TypeString {
+		return nil, invalid("%q is a %s, want a string", resultFieldNames[i], typeName(v))
+	}
+	b, err := v.StringBytes()
+	if err != nil {
+		return nil, invalid("%q: %v", resultFieldNames[i], err)
+	}
+	if len(b) == 0 {
+		return nil, invalid("%q is empty", resultFieldNames[i])
+	}
+	return b, nil
+}
+
 func (f *resultFields) requiredString(i int) (string, error) {
 	s, ok, err := f.optionalString(i)
 	if err != nil {
@@ -529,3 +601,31 @@ func jsonType(v []byte) string {
 		return "number"
 	}
 }
+
+// validJSON reports whether raw is JSON as json.Valid decides it, at a
+// fraction of its cost for the messages workers send: fastjson.Validate
+// checks the same grammar (objects, arrays, numbers, literals, string
+// escapes, whitespace; neither checks UTF-8) with two differences, and
+// the messages where they could matter go to json.Valid itself: it misses
+// a control character inside a string before its last escape (so: a
+// message holding any byte below 0x20, a raw tab or newline inside a
+// string or as whitespace), and it has no depth limit where json.Valid
+// stops at 10000 levels (so: a message with more than 10000 '[' and '{').
+// TestValidJSONMatchesEncodingJSON compares the two.
+func validJSON(raw []byte) bool {
+	opens := 0
+	for _, c := range raw {
+		switch {
+		case c < 0x20:
+			return json.Valid(raw)
+		case c == '[' || c == '{':
+			if opens++; opens > maxJSONDepth {
+				return json.Valid(raw)
+			}
+		}
+	}
+	return fastjson.ValidateBytes(raw) == nil
+}
+
+// maxJSONDepth is encoding/json's nesting limit.
+const maxJSONDepth = 10000

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -44,6 +45,7 @@ type Message struct {
 	// is longer than the size limit, only its first ExcerptBytes (and a
 	// byte more, so that a cut character can be recognised): such a message
 	// is never copied whole out of Redis, and Err says it is too long.
+	// Read it, do not modify it: it is the reply's own memory (replyBytes).
 	Raw []byte
 	// Size is the length of the whole message in bytes (len(Raw) unless the
 	// message is over the limit).
@@ -497,13 +499,21 @@ func (d *Drain) fetchOnce(ctx context.Context, most int) ([]Message, error) {
 			m.Raw, m.Size, m.sha1 = []byte(excerpt), size, sum
 			m.Err = invalid("message is %d bytes, the limit is %d", size, d.limit)
 		} else {
-			m.Raw, m.Size = []byte(s), len(s)
+			m.Raw, m.Size = replyBytes(s), len(s)
 			m.Result, m.Err = DecodeResultLimit(m.Raw, d.limit)
 		}
 		msgs[i] = m
 	}
 	d.flight = append(d.flight, flight{seq: d.seq, n: len(msgs)})
 	return msgs, nil
+}
+
+// replyBytes returns the bytes of s, a string of a fetch's reply, without
+// copying them (one allocation and copy per result less): go-redis reads
+// each reply string into a buffer of its own, and fetchOnce drops the
+// reply once its messages are built, so nothing else refers to them.
+func replyBytes(s string) []byte {
+	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
 func (d *Drain) batchToken() string {

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/refresher/refresher/models"
 
@@ -97,6 +98,9 @@ func (q compiled) update(b models.SaveGroup) (string, []any) {
 func groupByID(ctx context.Context, db metaQueryer, q compiled, rows []models.Row, guard []string, all bool) ([]models.SaveGroup, error) {
 	byID := q.id != ""
 	var byKey []string
+	if !byID {
+		byKey = make([]string, 0, len(rows))
+	}
 	for i := range rows {
 		if !byID || rows[i].Loaded.ID == "" {
 			byKey = append(byKey, rows[i].Key)
@@ -200,7 +204,10 @@ func jsonUpdate(q compiled, by string, byMeta, uidMeta colMeta, cols models.Colu
 	if guard != nil {
 		b.WriteString(" AND t.`" + models.ColAttemptUID + "` <=> " + guardExpr)
 	}
-	args := []any{string(doc)}
+	// The document as a string without a copy (about 100 kB per 1000
+	// rows): doc is not written after this, and the driver copies the
+	// statement's text into its own buffer.
+	args := []any{unsafe.String(unsafe.SliceData(doc), len(doc))}
 	if succeeded != nil {
 		// The key as the server sends it, byte for byte: a key that
 		// LockByKeys would return spelled otherwise is left to it (for an
@@ -280,6 +287,7 @@ func (tx *Tx) SaveSuccesses(ctx context.Context, t models.Table, now time.Time, 
 	if err != nil || len(rows) == 0 {
 		return make([]bool, len(succ)), err
 	}
+	defer models.ReleaseRows(rows) // the statements hold copies of what they need
 	q, err := tx.s.compileOn(ctx, tx.tx, t)
 	if err != nil {
 		return nil, err

@@ -215,6 +215,7 @@ func (tx *Tx) SaveSuccesses(ctx context.Context, t models.Table, now time.Time, 
 	if err != nil || len(rows) == 0 {
 		return make([]bool, len(succ)), err
 	}
+	defer models.ReleaseRows(rows) // the statements hold copies of what they need
 	q, err := tx.s.compile(ctx, tx.tx, t)
 	if err != nil {
 		return nil, err
