@@ -68,6 +68,7 @@ type options struct {
 	dashboardEvery time.Duration
 	guard          bool
 	ledger         bool // --ledger: on against off
+	pgStats        bool // --pg-stats: PostgreSQL's counters under each run (pgstat.go)
 	// --priority (priority.go)
 	priority bool
 	triggers int
@@ -107,6 +108,7 @@ func main() {
 	fs.BoolVar(&o.guard, "guard", false, "compare the full cycle with the incident guard and a throttle_group against with neither (instead of the standard table)")
 	fs.BoolVar(&o.ledger, "ledger", false, "compare the full cycle with the ledger on against off, the default (instead of the standard table)")
 	fs.BoolVar(&o.priority, "priority", false, "compare the full cycle of a kind with a priority lane, while --triggers rows are triggered \"refresh now\" at priority 0 one by one, against the plain service; reports when a worker received each triggered job (instead of the standard table)")
+	fs.BoolVar(&o.pgStats, "pg-stats", false, "--store postgres: print under each full-cycle run the bench database's commits, rows and blocks, the server's WAL records and syncs, and the bench table's index scans and entries read")
 	fs.IntVar(&o.triggers, "triggers", 100, "--priority: rows triggered during each run")
 	fs.BoolVar(&o.child.lanes, "child-lanes", false, "internal: the service child's kind has priority 10 and a lane for level 0")
 	fs.DurationVar(&o.child.gauges, "child-gauges", 0, "internal: the service child runs the alert gauges at this interval")

@@ -8,10 +8,11 @@ import (
 	"time"
 )
 
-// pgCounters are PostgreSQL's counters of the bench database and of each
-// index of the bench table, read before and after a run of --priority, so
-// that two variants' statements can be compared without
-// pg_stat_statements.
+// pgCounters are PostgreSQL's counters of the bench database, of its WAL
+// (pg_stat_wal: the whole server's, other users included) and of each
+// index of the bench table, read before and after a run of --priority or
+// with --pg-stats, so that two variants' statements can be compared
+// without pg_stat_statements.
 type pgCounters struct {
 	db  map[string]int64 // pg_stat_database of the bench database
 	idx map[string]int64 // "index scans" and "index tuples read" by index
@@ -21,7 +22,7 @@ type pgCounters struct {
 // (backends report when they end or up to 10 s after a transaction).
 func (e *env) readPGCounters(ctx context.Context) *pgCounters {
 	s, ok := e.st.(*pgStore)
-	if !ok || !e.o.priority {
+	if !ok || (!e.o.priority && !e.o.pgStats) {
 		return nil
 	}
 	s.pool.Reset()
@@ -34,6 +35,10 @@ func (e *env) readPGCounters(ctx context.Context) *pgCounters {
 	}
 	c.db = map[string]int64{"commits": commit, "rollbacks": rollback, "tup_fetched": fetched, "tup_returned": returned,
 		"tup_updated": updated, "blks_hit": hit, "blks_read": read}
+	var walRecords, walSyncs, walBytes int64
+	if err := s.pool.QueryRow(ctx, `SELECT wal_records, wal_sync, wal_bytes::int8 FROM pg_stat_wal`).Scan(&walRecords, &walSyncs, &walBytes); err == nil {
+		c.db["wal_records(server)"], c.db["wal_syncs(server)"], c.db["wal_bytes(server)"] = walRecords, walSyncs, walBytes
+	}
 	rows, err := s.pool.Query(ctx, `SELECT indexrelname, idx_scan, idx_tup_read FROM pg_stat_user_indexes WHERE relname = $1`, benchTable)
 	if err != nil {
 		return nil

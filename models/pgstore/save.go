@@ -128,7 +128,7 @@ func unnestUpdate(q compiled, g models.SaveGroup, succeeded *time.Time) (string,
 		for i, u := range g.Guard {
 			guard[i] = text(attemptUIDColumn, u)
 		}
-		args = append(args, guard)
+		args = append(args, array[pgtype.Text](guard))
 		from = append(from, "$"+strconv.Itoa(len(args))+"::text[]")
 		names = append(names, "g")
 	}
@@ -137,7 +137,7 @@ func unnestUpdate(q compiled, g models.SaveGroup, succeeded *time.Time) (string,
 	// sends an integer key only in the spelling PostgreSQL prints.
 	keyText := succeeded != nil && byType.kind != kindInt
 	if keyText {
-		args = append(args, g.IDs)
+		args = append(args, array[string](g.IDs))
 		from = append(from, "$"+strconv.Itoa(len(args))+"::text[]")
 		names = append(names, "s")
 	}
@@ -171,17 +171,17 @@ func unnestUpdate(q compiled, g models.SaveGroup, succeeded *time.Time) (string,
 // element; else the strings.
 func idsArg(t keyType, ids []string) any {
 	if t.kind != kindInt {
-		return ids
+		return array[string](ids)
 	}
 	a := make([]int64, len(ids))
 	for i, id := range ids {
 		n, err := strconv.ParseInt(strings.TrimSpace(id), 10, t.bits)
 		if err != nil {
-			return ids // not checked: let the server say what is wrong
+			return array[string](ids) // not checked: let the server say what is wrong
 		}
 		a[i] = n
 	}
-	return a
+	return array[int64](a)
 }
 
 // SaveSuccesses implements models.Tx.SaveSuccesses with one UPDATE per up
@@ -230,7 +230,8 @@ func (tx *Tx) SaveSuccesses(ctx context.Context, t models.Table, now time.Time, 
 	return models.Written(succ, wrote), nil
 }
 
-// columnArray is col's value in each of rows, as an array parameter.
+// columnArray is col's value in each of rows, as an array parameter (see
+// array).
 func columnArray(col *models.Column, rows []*models.Row) any {
 	switch col.Kind {
 	case models.TimeColumn:
@@ -238,19 +239,19 @@ func columnArray(col *models.Column, rows []*models.Row) any {
 		for i, r := range rows {
 			a[i] = timestamp(*col.Time(&r.State))
 		}
-		return a
+		return array[pgtype.Timestamptz](a)
 	case models.IntColumn:
 		a := make([]int32, len(rows))
 		for i, r := range rows {
 			a[i] = int32(*col.Int(&r.State))
 		}
-		return a
+		return array[int32](a)
 	}
 	a := make([]pgtype.Text, len(rows))
 	for i, r := range rows {
 		a[i] = text(col, *col.Text(&r.State))
 	}
-	return a
+	return array[pgtype.Text](a)
 }
 
 // columnValue is col's value in s as a scalar parameter.

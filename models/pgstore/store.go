@@ -207,6 +207,34 @@ func dueAt(once bool) string {
 	return `"refresh_at"`
 }
 
+// claimSettings are terms of the first statement of a claim in a table
+// with the priority columns (firstLevels): two settings until the
+// transaction ends (SET LOCAL, in the same round trip).
+//
+// enable_sort off: each scan of the claim is ordered by its composite
+// index's columns (see leadOrder), which that index returns in order, so
+// the claim reads its LIMIT and stops. With a sort allowed, PostgreSQL may
+// instead walk the refresh_at index over every due row, filter them on the
+// level and sort them all for the LIMIT: it does when its statistics say
+// almost nothing is due (they were gathered before the backlog came due,
+// and the refresh_at range asked lies past their histogram), and then
+// every claim of a drain reads and sorts the whole rest of the backlog
+// (100,000 due rows: 3 million index entries read and 70 ms per claim
+// instead of 0.1 million and a few ms). A sort is only made costly, not
+// forbidden: a table without the index still sorts.
+//
+// plan_cache_mode force_generic_plan: the claim's statements (its scans
+// and probes, the Save of the started attempts) run on the plan their
+// prepared statement keeps, not one planned again for each batch's
+// values. Planned for a batch's 1000 keys, the Save joined them to the
+// whole table by hash (a sequential scan of it, 150-450 ms on 100,000
+// rows) in the first executions on each connection, until PostgreSQL
+// settled on the generic plan (an index lookup per key, a few ms); the
+// scans' plans, with sorts off, walk their index whatever the values; and
+// no claim pays its planning (0.1-0.5 ms, and looking up the actual
+// bounds of the refresh_at index through the dead entries a drain leaves).
+const claimSettings = `set_config('enable_sort', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)`
+
 // leadOrder is the ORDER BY term of a scan's leading index column ("" for
 // none). PostgreSQL has no index hint: with "refresh_priority IS NULL"
 // and ORDER BY refresh_at alone it may walk the refresh_at index and filter
@@ -226,10 +254,11 @@ func (tx *Tx) probe(ctx context.Context, q compiled, col string, after int, firs
 }
 
 // firstLevels asks the smallest value of both priority columns in one
-// statement (models.FirstLevelsQuery).
+// statement (models.FirstLevelsQuery), and sets claimSettings for the rest
+// of the claim's transaction.
 func (tx *Tx) firstLevels(ctx context.Context, q compiled) (models.FirstLevels, error) {
 	var once, own pgtype.Int8
-	if err := tx.tx.QueryRow(ctx, q.firstLevels).Scan(&once, &own); err != nil {
+	if err := tx.tx.QueryRow(ctx, q.firstLevels).Scan(&once, &own, nil, nil); err != nil {
 		return models.FirstLevels{}, fmt.Errorf("find the first priority levels: %w", err)
 	}
 	return models.FirstLevels{Once: int(once.Int64), OnceOK: once.Valid, Row: int(own.Int64), RowOK: own.Valid}, nil
@@ -443,7 +472,7 @@ type compiled struct {
 	// selectClaim is selectFrom with models.ClaimRest of running rows only
 	// (models.ClaimColumn): ClaimDue's.
 	selectClaim string
-	// firstLevels is models.FirstLevelsQuery on the table.
+	// firstLevels is models.FirstLevelsQuery on the table, with claimSettings.
 	firstLevels string
 }
 
@@ -468,7 +497,7 @@ func compileTable(t models.Table, m tableMeta) (compiled, error) {
 		id = c.id + "::text"
 	}
 	c.selectFrom, c.selectState, c.selectClaim = names.Selects(c.key+"::text", id, quoteIdent)
-	c.firstLevels = models.FirstLevelsQuery(c.table, doubleQuote)
+	c.firstLevels = models.FirstLevelsQuery(c.table, doubleQuote) + ", " + claimSettings
 	return c, nil
 }
 
