@@ -7,17 +7,19 @@ import (
 )
 
 // The Store's transactions hand SQLite's write lock over among themselves
-// for at most turnRun, then leave it free for turnGap (see writeLock).
+// for at most TurnRun, then leave it free for TurnGap (see writeLock). They
+// are exported for the bench's hand-written baseline, which takes the same
+// turns.
 const (
-	// turnRun is how long the Store's transactions may follow one another
+	// TurnRun is how long the Store's transactions may follow one another
 	// on SQLite's write lock, each handed it in the process, before they
 	// leave it free for writers outside the Store.
-	turnRun = 750 * time.Millisecond
-	// turnGap is how long they then leave it free: longer than the
+	TurnRun = 750 * time.Millisecond
+	// TurnGap is how long they then leave it free: longer than the
 	// longest sleep of SQLite's default busy handler (100 ms, which
 	// busy_timeout installs in every binding that sets a timeout), so
 	// that a writer waiting there tries at least once within it.
-	turnGap = 120 * time.Millisecond
+	TurnGap = 120 * time.Millisecond
 )
 
 // writeLock lets the Store's own writers take SQLite's write lock one
@@ -37,16 +39,17 @@ const (
 // a writer waited out its whole busy_timeout and failed with "database is
 // locked". No writer can see another wait in the busy handler (it holds no
 // lock while it sleeps), so the turn is by the clock: once a run of
-// handovers has lasted turnRun, the next writer of the Store waits until
-// the lock has been free for turnGap before it begins. A run ends, and a
+// handovers has lasted TurnRun, the next writer of the Store waits until
+// the lock has been free for TurnGap before it begins. A run ends, and a
 // new one starts, whenever the lock has been free that long anyway.
 //
 // An outside writer using SQLite's default busy handler (which
-// busy_timeout installs) therefore gets the lock within turnRun + the
-// longest transaction of the Store + turnGap of starting to wait, about
-// 0.9 s with the service's batches, unless another outside writer takes
-// that turn. During a sustained backlog the turn costs the Store at most
-// turnGap / (turnRun + turnGap) of the lock's time (14%).
+// busy_timeout installs; it tries at least every 100 ms) therefore gets
+// the lock within TurnRun + the Store's longest transaction + 100 ms of
+// starting to wait, about 0.9 s with the service's batches, unless
+// another outside writer takes that turn. During a sustained backlog the
+// turn costs the Store at most TurnGap / (TurnRun + TurnGap) of the lock's
+// time (14%).
 type writeLock struct {
 	slot     chan struct{} // one token, held by the writer that may begin
 	run, gap time.Duration
@@ -61,7 +64,7 @@ type writeLock struct {
 }
 
 func newWriteLock() *writeLock {
-	return &writeLock{slot: make(chan struct{}, 1), run: turnRun, gap: turnGap, now: time.Now, sleep: sleepCtx}
+	return &writeLock{slot: make(chan struct{}, 1), run: TurnRun, gap: TurnGap, now: time.Now, sleep: sleepCtx}
 }
 
 // acquire waits for the lock (and, at the end of a run, for the outside

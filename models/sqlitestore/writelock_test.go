@@ -88,8 +88,8 @@ func (c *fakeClock) sleep(_ context.Context, d time.Duration) error {
 }
 
 // TestWriteLockGivesOutsideWritersATurn: the Store's writers hand the lock
-// over at once until a run has lasted turnRun; the next one then waits
-// until the lock has been free for turnGap, and a new run begins. A lock
+// over at once until a run has lasted TurnRun; the next one then waits
+// until the lock has been free for TurnGap, and a new run begins. A lock
 // left free that long anyway starts a new run without a wait.
 func TestWriteLockGivesOutsideWritersATurn(t *testing.T) {
 	t.Parallel()
@@ -115,7 +115,7 @@ func TestWriteLockGivesOutsideWritersATurn(t *testing.T) {
 	hold(tx)
 	eq(t, c.slept, []time.Duration{l.gap}, "the wait after a run of ", held)
 
-	// The turn started a new run: handed over again until it has lasted turnRun.
+	// The turn started a new run: handed over again until it has lasted TurnRun.
 	c.slept = nil
 	for held = tx; held < l.run; held += tx { // the hold after the turn was the run's first
 		hold(tx)
@@ -260,7 +260,7 @@ func parseWaits(t *testing.T, out string) []time.Duration {
 // the database alone (BEGIN IMMEDIATE and SQLite's busy handler, as
 // Store.Tx was before writeLock). It reports how long after the first's
 // commit the second began: the median and the 90th percentile (a turn for
-// outside writers, every turnRun of handovers, is a wait of turnGap).
+// outside writers, every TurnRun of handovers, is a wait of TurnGap).
 //
 //	go test ./models/sqlitestore -run '^$' -bench TxHandover -benchtime 100x
 func BenchmarkTxHandover(b *testing.B) {
