@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/refresher/refresher/models"
@@ -197,8 +198,40 @@ func (s *sqliteStore) openService(ctx context.Context) (models.Store, error) {
 
 // sqliteBaseline's transactions start with BEGIN IMMEDIATE (SQLite's one
 // write lock stands for SKIP LOCKED); its bulk UPDATEs take the per-row
-// values (id, attempt UID) from one JSON array through json_each.
-type sqliteBaseline struct{ db *sql.DB }
+// values (id, attempt UID) from one JSON array through json_each. Its
+// claim and its UPDATE of results take turns through write, as the
+// service's writers do (sqlitestore's write lock): without it the second
+// of two writers waits in SQLite's busy handler, which sleeps milliseconds
+// between its tries, and the comparison would measure that.
+type sqliteBaseline struct {
+	db    *sql.DB
+	write sqliteWriter
+}
+
+// sqliteWriter is a mutex that, like sqlitestore's, leaves SQLite's write
+// lock free for sqlitestore.TurnGap after every sqlitestore.TurnRun of
+// handovers, so that the loop does not starve other writers of its file.
+type sqliteWriter struct {
+	mu              sync.Mutex
+	runStart, freed time.Time
+}
+
+func (w *sqliteWriter) lock() {
+	w.mu.Lock()
+	now := time.Now()
+	switch {
+	case w.freed.IsZero() || now.Sub(w.freed) >= sqlitestore.TurnGap:
+		w.runStart = now
+	case now.Sub(w.runStart) >= sqlitestore.TurnRun:
+		time.Sleep(sqlitestore.TurnGap - now.Sub(w.freed))
+		w.runStart = time.Now()
+	}
+}
+
+func (w *sqliteWriter) unlock() {
+	w.freed = time.Now()
+	w.mu.Unlock()
+}
 
 func (s *sqliteStore) openBaseline(ctx context.Context) (baselineDB, error) {
 	db, err := openSQLiteDB(s.o.sqliteFile)
@@ -211,6 +244,8 @@ func (s *sqliteStore) openBaseline(ctx context.Context) (baselineDB, error) {
 func (b *sqliteBaseline) close() { b.db.Close() }
 
 func (b *sqliteBaseline) claim(ctx context.Context, now, cursor, timeoutAt time.Time, limit int) ([]claimed, time.Time, error) {
+	b.write.lock()
+	defer b.write.unlock()
 	tx, err := b.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock)
 	if err != nil {
 		return nil, time.Time{}, err
@@ -277,6 +312,8 @@ func (b *sqliteBaseline) finish(ctx context.Context, now, next time.Time, done [
 		" refresh_attempt_no = 0, refresh_failing_since = NULL, refresh_last_error = NULL," +
 		" refresh_last_success_at = ?, refresh_at = ?" +
 		" FROM (SELECT value ->> 0 AS id, value ->> 1 AS g FROM json_each(?)) AS j WHERE t.id = j.id AND t.refresh_attempt_uid = j.g"
+	b.write.lock()
+	defer b.write.unlock()
 	_, err := b.db.ExecContext(ctx, q, sqliteTime(now), sqliteTime(next),
 		pairsJSON(len(done), func(i int) (int64, string) { return done[i].id, done[i].uid }))
 	return err

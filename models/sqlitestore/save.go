@@ -46,6 +46,11 @@ func (s *Store) SaveIfAttempt(ctx context.Context, t models.Table, rows []models
 	if err != nil {
 		return 0, err
 	}
+	release, err := s.writer.acquire(ctx) // it writes as a transaction does
+	if err != nil {
+		return 0, err
+	}
+	defer release()
 	rows, attemptUIDs = models.LastWins(rows, attemptUIDs)
 	return models.SaveBatches(q.table, models.GroupByID(rows, attemptUIDs, true, q.meta.rowid, nil), func(b models.SaveGroup) (int, error) {
 		query, args := jsonUpdate(q, b, nil)

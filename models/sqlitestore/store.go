@@ -25,6 +25,10 @@ type Store struct {
 	path   string       // absolute file path; "" in memory
 	unlock func() error // releases the instance lock; nil in memory
 
+	// writer orders the Store's writes and gives outside writers their
+	// turn (see writeLock).
+	writer *writeLock
+
 	mu    sync.Mutex
 	metas map[string]tableMeta // by table name, loaded once migrated
 	// compiled caches compile's result by Table.CacheKey once the
@@ -40,7 +44,7 @@ var (
 // New returns a Store on db, which must use the "sqlite" driver with
 // _txlock=immediate (Open sets it up); it takes no instance lock.
 func New(db *sql.DB) *Store {
-	return &Store{SQLLedgerStore: newLedger(db), db: db, metas: map[string]tableMeta{}, compiled: map[string]compiled{}}
+	return &Store{SQLLedgerStore: newLedger(db), db: db, writer: newWriteLock(), metas: map[string]tableMeta{}, compiled: map[string]compiled{}}
 }
 
 // DB returns the database the Store uses.
@@ -82,11 +86,18 @@ type Tx struct {
 
 // Tx runs fn in a transaction begun with BEGIN IMMEDIATE: it holds SQLite's
 // write lock from the start, so transactions run one at a time (each waits
-// up to BusyTimeout for the previous one) and what a transaction reads
-// stays as read until it commits. That is what FOR UPDATE SKIP LOCKED gives
-// on a server, for a single instance. It commits when fn returns nil;
-// otherwise (or when fn panics) it rolls back and returns fn's error.
+// up to BusyTimeout for the previous one; the Store's own hand the lock
+// over in the process and leave outside writers a turn, see writeLock)
+// and what a transaction reads stays as read until it commits. That is
+// what FOR UPDATE SKIP LOCKED gives on a server, for a single instance. It
+// commits when fn returns nil; otherwise (or when fn panics) it rolls back
+// and returns fn's error.
 func (s *Store) Tx(ctx context.Context, fn func(tx models.Tx) error) error {
+	release, err := s.writer.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	return models.InSQLTx(ctx, s.db, nil, func(tx *sql.Tx) error {
 		return withSchemaHint(fn(&Tx{s: s, tx: tx}))
 	})
