@@ -148,7 +148,7 @@ func TestWriteLockGivesOutsideWritersATurn(t *testing.T) {
 }
 
 // TestOutsideWriterGetsInDuringBacklog: another process writes the file
-// (autocommit INSERTs, busy_timeout 2 s, SQLite's default busy handler, as
+// (autocommit INSERTs, busy_timeout 5 s, SQLite's default busy handler, as
 // an application would) while two of the Store's writers keep SQLite's
 // write lock busy, handing it over to each other. Each of its writes gets
 // in: the Store leaves it a turn. Handed over without turns, the lock was
@@ -221,14 +221,14 @@ const outsideWrites = 8
 
 // TestHelperOutsideWriter is TestOutsideWriterGetsInDuringBacklog's
 // outside writer: it inserts outsideWrites rows into $SQLITESTORE_OUTSIDE_DB,
-// 30 ms apart, each in autocommit with busy_timeout 2 s, and prints each
+// 30 ms apart, each in autocommit with busy_timeout 5 s, and prints each
 // one's wait ("wait <µs>"); it fails at the first error.
 func TestHelperOutsideWriter(t *testing.T) {
 	path := os.Getenv("SQLITESTORE_OUTSIDE_DB")
 	if path == "" {
 		t.Skip("helper process only")
 	}
-	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(2000)")
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)")
 	must(t, err)
 	defer db.Close()
 	for i := range outsideWrites {
