@@ -45,6 +45,9 @@ type pushInFlight struct {
 	batch  pushBatch
 	queued int64 // the input list's length after the push
 	err    error
+	// panicked is what the push panicked with: joinPush panics with it
+	// in the dispatcher's goroutine, where Run makes it fatal as before.
+	panicked any
 }
 
 // takeBatch moves the batch in hand out of d, giving d the buffers of the
@@ -106,6 +109,7 @@ func (d *dispatcher) pushBehind(ctx context.Context, b pushBatch, start time.Tim
 	d.inFlight = f
 	go func() {
 		defer close(f.done)
+		defer func() { f.panicked = recover() }()
 		// Not cut short by shutdown: the attempts are committed.
 		bctx, cancel := d.batchContext(ctx)
 		defer cancel()
@@ -122,6 +126,9 @@ func (d *dispatcher) joinPush() {
 	}
 	<-f.done
 	d.inFlight = nil
+	if f.panicked != nil {
+		panic(f.panicked)
+	}
 	n, err := d.pushed(f.batch, f.queued, f.err)
 	d.joined, d.joinErr = d.joined+n, errors.Join(d.joinErr, err)
 }
