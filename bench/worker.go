@@ -90,15 +90,15 @@ func (w *workerPool) loop(ctx context.Context) {
 			results = append(results, successResult(uid, attempt))
 		}
 		w.popped.Add(int64(len(jobs)))
+		// hold is read under mu, where release turns it off and takes
+		// held: a batch is either in what release pushes or pushed here.
+		w.mu.Lock()
+		w.lastPop = now
 		if w.hold.Load() {
-			w.mu.Lock()
 			w.held = append(w.held, results...)
-			w.lastPop = now
 			w.mu.Unlock()
 			continue
 		}
-		w.mu.Lock()
-		w.lastPop = now
 		w.mu.Unlock()
 		for ctx.Err() == nil {
 			if err := w.rdb.RPush(ctx, w.output, results...).Err(); err == nil {
@@ -114,8 +114,8 @@ func (w *workerPool) release(ctx context.Context, n int) error {
 	w.mu.Lock()
 	held := w.held
 	w.held = nil
-	w.mu.Unlock()
 	w.hold.Store(false)
+	w.mu.Unlock()
 	pipe := w.rdb.Pipeline()
 	for start := 0; start < len(held); start += n {
 		pipe.RPush(ctx, w.output, held[start:min(start+n, len(held))]...)
