@@ -3,6 +3,7 @@ package redisio
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -96,5 +97,32 @@ func TestDecodeSuccessAllocs(t *testing.T) {
 	}
 	if allocs > 1 {
 		t.Errorf("DecodeResult of a success: %v allocations, want 1", allocs)
+	}
+}
+
+// TestValidJSONDeepGarbageIsLinear: a message nested deep with garbage at
+// the bottom (within the size limit) is judged at about json.Valid's
+// cost. fastjson.Validate wraps each level's error in the next, so on
+// such a message its allocations (and time) grow with the square of the
+// depth: 2000 levels, 12 kB, allocated about 300 MB and took about a
+// second. Allocated bytes, not time, are what the test compares.
+func TestValidJSONDeepGarbageIsLinear(t *testing.T) {
+	const depth = 2000
+	for _, in := range []string{
+		strings.Repeat(`{"a":`, depth) + "x" + strings.Repeat("}", depth),
+		strings.Repeat("[", depth) + "x" + strings.Repeat("]", depth),
+	} {
+		raw := []byte(in)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		got := validJSON(raw)
+		runtime.ReadMemStats(&after)
+		if got {
+			t.Fatalf("validJSON(%.20q...) = true", in)
+		}
+		// json.Valid's scanner stack: a few kB per thousand levels.
+		if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+			t.Errorf("validJSON of %d bytes nested %d deep allocated %d bytes, want at most 1 MB (json.Valid's order)", len(raw), depth, n)
+		}
 	}
 }

@@ -33,7 +33,7 @@ func (tx *Tx) Save(ctx context.Context, t models.Table, rows []models.Row) error
 	rows, _ = models.LastWins(rows, nil)
 	_, err = models.SaveBatches(q.table, groupByID(q, rows, nil, false), func(b models.SaveGroup) (int, error) {
 		query, args := unnestUpdate(q, b, nil)
-		_, err := tx.tx.Exec(ctx, query, args...)
+		_, err := tx.tx.Exec(ctx, query, tx.s.encodable(args)...)
 		return 0, err
 	})
 	return err
@@ -55,7 +55,7 @@ func (s *Store) SaveIfAttempt(ctx context.Context, t models.Table, rows []models
 	rows, attemptUIDs = models.LastWins(rows, attemptUIDs)
 	return models.SaveBatches(q.table, groupByID(q, rows, attemptUIDs, true), func(b models.SaveGroup) (int, error) {
 		query, args := unnestUpdate(q, b, nil)
-		tag, err := s.pool.Exec(ctx, query, args...)
+		tag, err := s.pool.Exec(ctx, query, s.encodable(args)...)
 		return int(tag.RowsAffected()), withSchemaHint(err)
 	})
 }
@@ -210,7 +210,7 @@ func (tx *Tx) SaveSuccesses(ctx context.Context, t models.Table, now time.Time, 
 	}
 	_, err = models.SaveBatches(q.table, groups, func(b models.SaveGroup) (int, error) {
 		query, args := unnestUpdate(q, b, &now)
-		res, err := tx.tx.Query(ctx, query, args...)
+		res, err := tx.tx.Query(ctx, query, tx.s.encodable(args)...)
 		if err != nil {
 			return 0, err
 		}

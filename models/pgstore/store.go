@@ -31,11 +31,15 @@ type Store struct {
 	// exactTotalUpTo is models.ExactTotalUpTo, exactStateUpTo
 	// models.ExactStateUpTo (lowered by tests).
 	exactTotalUpTo, exactStateUpTo int64
+	// textArrays: the pool's exec mode cannot encode array (see
+	// encodable).
+	textArrays bool
 }
 
 // New returns a Store on pool, which should come from Open.
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool, metas: map[string]tableMeta{}, compiled: map[string]compiled{}, exactTotalUpTo: models.ExactTotalUpTo, exactStateUpTo: models.ExactStateUpTo}
+	return &Store{pool: pool, metas: map[string]tableMeta{}, compiled: map[string]compiled{}, exactTotalUpTo: models.ExactTotalUpTo, exactStateUpTo: models.ExactStateUpTo,
+		textArrays: textArrays(pool.Config().ConnConfig.DefaultQueryExecMode)}
 }
 
 var (

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/policy"
 )
 
 // TestTxWaitsForTheStoresWriterInProcess: while one of the Store's
@@ -67,6 +68,49 @@ func TestTxWaitsForTheStoresWriterInProcess(t *testing.T) {
 	var n int
 	must(t, s.DB().QueryRow("SELECT COUNT(*) FROM x").Scan(&n))
 	eq(t, n, 2, "rows written by the two transactions")
+}
+
+// TestLedgerAppendWaitsInProcess: the Store's ledger entries written
+// outside a row's transaction (AppendLedger) wait for the Store's running
+// transaction in the process, as its other writers do, holding no
+// connection: through SQLite's busy handler they would be an outside
+// writer, left to the outside writers' turn during a backlog.
+func TestLedgerAppendWaitsInProcess(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := harnesses[0].open(t)
+	for _, ddl := range (dialect{}).LedgerDDL() {
+		exec(t, s, ddl)
+	}
+	inFirst, endFirst := make(chan struct{}), make(chan struct{})
+	firstDone := make(chan error, 1)
+	go func() {
+		firstDone <- s.Tx(ctx, func(tx models.Tx) error {
+			close(inFirst)
+			<-endFirst
+			return tx.(*Tx).AppendLedger(ctx, []policy.Entry{{At: time.Now(), Kind: "k", Key: "1", Event: policy.EventUndone}})
+		})
+	}()
+	<-inFirst
+	appendDone := make(chan error, 1)
+	go func() {
+		appendDone <- s.AppendLedger(ctx, []policy.Entry{{At: time.Now(), Kind: "k", Key: "2", Event: policy.EventUndone}})
+	}()
+	for i := 0; i < 20; i++ {
+		if n := s.DB().Stats().InUse; n != 1 {
+			close(endFirst)
+			<-firstDone
+			<-appendDone
+			t.Fatalf("%d connections in use while the Store's transaction runs, want 1: AppendLedger waits on SQLite's lock", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(endFirst)
+	must(t, <-firstDone)
+	must(t, <-appendDone)
+	var n int
+	must(t, s.DB().QueryRow(`SELECT COUNT(*) FROM "`+models.LedgerTable+`"`).Scan(&n))
+	eq(t, n, 2, "ledger entries")
 }
 
 // fakeClock drives a writeLock's now and sleep.
