@@ -296,11 +296,7 @@ func catchInFlight(t *testing.T, b *testBundle, w *failoverWorker, master, repli
 	for _, j := range queued() {
 		before[j.AttemptUID] = true
 	}
-	// The newest of those jobs are answered: the oldest waited in the list
-	// while the worker was held (up to a period, more under load) and
-	// could reach their timeout before their results are applied, which
-	// would rightly end them as timed out.
-	applied := w.answerNewest(ctx, answer, before)
+	applied := w.answer(ctx, answer)
 	require.Len(t, applied, answer, "jobs answered after the replica stopped")
 	attempts := make([]any, len(applied))
 	for i, j := range applied {
@@ -426,7 +422,7 @@ func loseLastWrites(t *testing.T, master, replica *testenv.RedisNode, junkKey st
 // retried. A job the worker popped just before the kill can come back with
 // the promoted replica (its LPOP was not replicated): it is answered again
 // (counted in redelivered), and that second result is stale. hold stops it
-// between two steps until release; meanwhile answerNewest takes a step of the
+// between two steps until release; meanwhile answer takes a step of the
 // test's own.
 type failoverWorker struct {
 	rdb         redis.UniversalClient
@@ -480,26 +476,14 @@ func (w *failoverWorker) release() {
 	}
 }
 
-// answerNewest takes the n jobs nearest the input list's tail whose
-// attempts are in among, out of the list (LREM), answers them and returns
-// them; for a held worker.
-func (w *failoverWorker) answerNewest(ctx context.Context, n int, among map[string]bool) []redisio.Job {
-	raws, err := w.rdb.LRange(ctx, w.lists.Input, 0, -1).Result()
+// answer pops up to n jobs at once, without waiting, answers them and
+// returns them; for a held worker.
+func (w *failoverWorker) answer(ctx context.Context, n int) []redisio.Job {
+	raws, err := w.rdb.LPopCount(ctx, w.lists.Input, n).Result()
 	if err != nil {
 		return nil
 	}
-	var picked []string
-	for i := len(raws) - 1; i >= 0 && len(picked) < n; i-- {
-		var j redisio.Job
-		if json.Unmarshal([]byte(raws[i]), &j) != nil || !among[j.AttemptUID] {
-			continue
-		}
-		if removed, err := w.rdb.LRem(ctx, w.lists.Input, 1, raws[i]).Result(); err != nil || removed != 1 {
-			continue
-		}
-		picked = append(picked, raws[i])
-	}
-	jobs, err := w.reply(ctx, picked)
+	jobs, err := w.reply(ctx, raws)
 	if err != nil {
 		return nil
 	}
