@@ -44,6 +44,15 @@ type dispatcher struct {
 	starts []started
 	// spans are the dispatch spans of jobs, with a Tracer (trace.go).
 	spans []tracing.Span
+	// inFlight is the push of the last full batch while the next pass
+	// claims (push_behind.go); nil when none is in flight. spare holds the
+	// buffers of the batch pushed last, for a later claim.
+	inFlight *pushInFlight
+	spare    pushBatch
+	// joined and joinErr are what the pushes joined in the pass in hand
+	// did (joinPush): jobs pushed, and the error of one that failed.
+	joined  int
+	joinErr error
 	// claimed is how many rows the pass in hand claimed.
 	claimed int
 	// holds are the throttle groups held in the pass in hand (see throttle),
@@ -116,6 +125,7 @@ const minSleep = 20 * time.Millisecond
 // which then looks for it (see dueWatch) and wakes it in time.
 func (d *dispatcher) loop(ctx context.Context) {
 	retry := backoff{limit: 5 * d.cfg.MaxSleep}
+	defer d.finishPush()
 	for {
 		started, full, throttled, err := d.runOnce(ctx)
 		d.backlog.set(err == nil && (full || throttled))
@@ -212,6 +222,20 @@ func (d *dispatcher) urgentLoop(ctx context.Context) {
 	}
 }
 
+// finishPush waits for the push behind the last pass when the dispatcher
+// stops (see pushBehind): its attempts are committed, so its jobs are pushed
+// (or undone) before Run returns.
+func (d *dispatcher) finishPush() {
+	n, err := d.settlePush()
+	if err != nil {
+		d.metrics.Errors.WithLabelValues(d.kind.Name, "dispatch").Inc()
+		d.log.Error("dispatch pass failed", "err", err)
+	}
+	if n > 0 && d.observer.AfterDispatch != nil {
+		d.observer.AfterDispatch(d.kind.Name, n)
+	}
+}
+
 // sleepFor returns how long to wait until the earliest planned refresh_at,
 // at most MaxSleep, or park when nothing is due within MaxSleep and the
 // dispatcher has a watch to park at.
@@ -238,10 +262,25 @@ type started struct {
 }
 
 // runOnce claims one batch of due rows, applies timeouts, starts attempts,
-// commits, then pushes the jobs. full reports a full batch (more may be
+// commits, then pushes the jobs: after a full batch, behind the next pass
+// (see pushBehind). n counts the jobs pushed during the pass, those of the
+// push behind the last pass included. full reports a full batch (more may be
 // due); throttled reports that nothing was claimed because the input list
 // holds MaxQueued jobs or more.
 func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, err error) {
+	n, full, throttled, err = d.pass(ctx)
+	if !full || err != nil {
+		// The push behind the last pass ends within this one, unless the
+		// pass started one of its own (after waiting for the last).
+		d.joinPush()
+	}
+	m, jerr := d.takeJoined()
+	return n + m, full, throttled, errors.Join(jerr, err)
+}
+
+// pass is runOnce but for what the push behind the last pass did: it waits
+// for it (joinPush) before it pushes its own jobs.
+func (d *dispatcher) pass(ctx context.Context) (n int, full, throttled bool, err error) {
 	k := d.kind
 	start := d.traceStart()
 	bctx, cancel := d.batchContext(ctx)
@@ -324,32 +363,22 @@ func (d *dispatcher) runOnce(ctx context.Context) (n int, full, throttled bool, 
 	if d.gate != nil {
 		d.gate.full = full
 	}
-	jobs := d.jobs
-	if len(jobs) == 0 {
+	// The jobs of the last pass go to the input list before this one's.
+	d.joinPush()
+	if len(d.jobs) == 0 {
 		return 0, full, false, nil
 	}
-	if d.faults.beforePush != nil {
-		d.faults.beforePush(k.Name)
+	b := d.takeBatch()
+	if full && !d.urgent && d.joinErr == nil {
+		d.pushBehind(ctx, b, start)
+		return 0, true, false, nil
 	}
-	d.traceJobs(start)
-	// Counted for the charts in the push's round trip.
-	queued, err := d.rdb.PushCounting(bctx, k.Lists, d.lists, jobs, d.clock.Now())
-	d.endJobSpans(err)
+	queued, err := d.pushJobs(bctx, &b, start)
+	n, err = d.pushed(b, queued, err)
 	if err != nil {
-		d.metrics.PushFailures.WithLabelValues(k.Name).Inc()
-		// The undo gets its own time: the failed push may have used up the
-		// batch's.
-		uctx, ucancel := d.batchContext(ctx)
-		undone, uerr := d.undo(uctx, d.starts)
-		ucancel()
-		return 0, false, false, errors.Join(fmt.Errorf("%w (undid %d attempts)", err, undone), uerr)
+		return 0, false, false, err
 	}
-	if queued > 0 { // 0: no job went to the input list
-		d.setQueued(queued)
-	}
-	d.metrics.Started.WithLabelValues(k.Name).Add(float64(len(jobs)))
-	d.activity.addStarted(len(jobs))
-	return len(jobs), full, false, nil
+	return n, full, false, nil
 }
 
 // inClaimTx runs fn on the pass's claim transaction: through the due gate,
@@ -414,6 +443,10 @@ func (d *dispatcher) claimTx(ctx context.Context, tx models.Tx, rows []models.Ro
 // NextDue and no Redis round trip.
 func (d *dispatcher) throttled(ctx context.Context) (bool, error) {
 	k := d.kind
+	if f := d.inFlight; f != nil && d.queued+int64(len(f.batch.jobs)) >= int64(k.MaxQueued-d.cfg.BatchSize) {
+		// Near the limit the length counts the push behind: wait for it.
+		d.joinPush()
+	}
 	if time.Since(d.queuedAt) >= queuedRecheck || d.queued >= int64(k.MaxQueued-d.cfg.BatchSize) {
 		n, err := d.rdb.Len(ctx, k.Lists.Input)
 		if err != nil {

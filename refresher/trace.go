@@ -24,33 +24,33 @@ func (d *dispatcher) traceStart() time.Time {
 	return time.Now()
 }
 
-// traceJobs starts the dispatch span of each job of the pass in hand
-// (d.jobs, just committed) and writes its trace context into the job.
-func (d *dispatcher) traceJobs(start time.Time) {
+// traceJobs starts the dispatch span of each job of b (a pass's, just
+// committed) and writes its trace context into the job.
+func (d *dispatcher) traceJobs(start time.Time, b *pushBatch) {
 	t := d.cfg.Tracer
 	if t == nil {
 		return
 	}
-	d.spans = d.spans[:0]
-	for i := range d.jobs {
-		j := &d.jobs[i]
-		s, c := t.Dispatch(start, tracing.Job{Kind: j.Kind, Key: j.UID, AttemptUID: j.AttemptUID, AttemptNo: j.AttemptNo}, d.lists[i])
+	b.spans = b.spans[:0]
+	for i := range b.jobs {
+		j := &b.jobs[i]
+		s, c := t.Dispatch(start, tracing.Job{Kind: j.Kind, Key: j.UID, AttemptUID: j.AttemptUID, AttemptNo: j.AttemptNo}, b.lists[i])
 		j.TraceParent, j.TraceState = c.Parent, c.State
-		d.spans = append(d.spans, s)
+		b.spans = append(b.spans, s)
 	}
 }
 
-// endJobSpans ends the spans of traceJobs once the push is done; err is
+// endJobSpans ends the spans of traceJobs once b's push is done; err is
 // the push's error (the attempts are undone).
-func (d *dispatcher) endJobSpans(err error) {
-	for _, s := range d.spans {
+func (d *dispatcher) endJobSpans(b *pushBatch, err error) {
+	for _, s := range b.spans {
 		if err != nil {
 			s.Fail("push failed; the attempt is undone")
 		}
 		s.End()
 	}
-	clear(d.spans)
-	d.spans = d.spans[:0]
+	clear(b.spans)
+	b.spans = b.spans[:0]
 }
 
 // traceKey names a result of a batch for its apply span's outcome.

@@ -36,18 +36,19 @@ func BenchmarkTraceBatch(b *testing.B) {
 			r := &kindRunner{cfg: Config{Tracer: tr}, kind: Kind{Name: "items"}}
 			d := &dispatcher{kindRunner: r}
 			p := &poller{kindRunner: r}
+			var batch pushBatch
 			msgs := make([]redisio.Message, n)
 			at := time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC)
 			for i := range n {
 				uid := strconv.Itoa(i)
-				d.jobs = append(d.jobs, redisio.Job{Kind: "items", UID: uid, AttemptUID: "d4n0q4a5n1p0bb6b6h2" + uid, AttemptNo: 1, TimeoutAt: at})
-				d.lists = append(d.lists, "items-input")
+				batch.jobs = append(batch.jobs, redisio.Job{Kind: "items", UID: uid, AttemptUID: "d4n0q4a5n1p0bb6b6h2" + uid, AttemptNo: 1, TimeoutAt: at})
+				batch.lists = append(batch.lists, "items-input")
 				msgs[i].Result = redisio.Result{UID: uid, AttemptUID: "d4n0q4a5n1p0bb6b6h2" + uid, Type: redisio.ResultSuccess}
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				d.traceJobs(d.traceStart())
-				d.endJobSpans(nil)
+				d.traceJobs(d.traceStart(), &batch)
+				d.endJobSpans(&batch, nil)
 				start := p.traceStart()
 				for _, m := range msgs {
 					p.note(m.Result, "applied")

@@ -1,0 +1,68 @@
+package refresher
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/refresher/refresher/internal/testenv"
+)
+
+// After a full batch the next pass claims while the batch's jobs are
+// being pushed (pushBehind): with the first push held up, the second batch
+// is claimed and committed. The jobs still reach the input list in the
+// order their attempts started, and each once.
+func TestFullBatchIsPushedWhileTheNextPassClaims(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{timeout: time.Hour})
+	uids := b.insertN(5, t0)
+	held, release := make(chan struct{}), make(chan struct{})
+	first := true
+	b.start(func(c *Config) {
+		c.BatchSize = 2
+		c.faults.beforePush = func(string) {
+			if first { // pushes are one at a time: no race on first
+				first = false
+				close(held)
+				<-release
+			}
+		}
+	})
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no push within 10s")
+	}
+	testenv.EventuallyNil(t, 10*time.Second, "the second batch claimed while the first is being pushed", func() error {
+		// Read without locking: the claim skips locked rows.
+		var running int
+		if err := b.d.QueryRow("SELECT COUNT(*) FROM items WHERE refresh_attempt_no = 1").Scan(&running); err != nil {
+			return err
+		}
+		if running < 4 {
+			return fmt.Errorf("%d of 5 rows running", running)
+		}
+		return nil
+	})
+	n, err := b.rdb.LLen(context.Background(), b.kind.Lists.Input).Result()
+	require.NoError(t, err)
+	require.Zero(t, n, "no job pushed while the first push is held up")
+	close(release)
+
+	var attempts []string
+	seen := map[string]bool{}
+	for range uids {
+		j := b.popJob()
+		require.False(t, seen[j.UID], "%s pushed twice", j.UID)
+		seen[j.UID] = true
+		require.Equal(t, b.state(j.UID).AttemptUID, j.AttemptUID, "%s", j.UID)
+		attempts = append(attempts, j.AttemptUID)
+	}
+	// Attempt UIDs are xids, which sort in the order they were made.
+	require.True(t, slices.IsSorted(attempts), "jobs in the order their attempts started: %v", attempts)
+	b.noJob()
+}
