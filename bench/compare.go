@@ -61,7 +61,7 @@ func (e *env) comparisons() ([]compared, error) {
 			args: []string{"--child-lanes"}, triggers: e.o.triggers}, ref: "service"})
 	}
 	if e.o.operator {
-		ref := "service"
+		ref := "service, no gauges, no dashboard"
 		if e.o.guard {
 			ref = "service (guard on: the default)"
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/refresher/refresher/internal/testenv"
 	"github.com/refresher/refresher/models"
+	"github.com/refresher/refresher/refresher"
 	"github.com/refresher/refresher/schedule"
 )
 
@@ -101,8 +102,8 @@ func TestComparisons(t *testing.T) {
 
 	e.o.guard = false
 	vs, _ = e.comparisons()
-	if vs[0].name != "service" || vs[0].ref != "" || len(vs) != 3 {
-		t.Errorf("--operator alone: want the plain service as the reference of 2 variants, got %+v", vs)
+	if vs[0].name != "service, no gauges, no dashboard" || vs[0].ref != "" || len(vs[0].args) != 0 || len(vs) != 3 {
+		t.Errorf("--operator alone: want the service without gauges or dashboard as the reference of 2 variants, got %+v", vs)
 	}
 	e.o.operatorGauges = "1s,soon"
 	if _, err := e.comparisons(); err == nil || !strings.Contains(err.Error(), `"soon" is not a positive duration`) {
@@ -187,5 +188,18 @@ func TestProfileDirName(t *testing.T) {
 		if got := profileDirName(name); got != want {
 			t.Errorf("profileDirName(%q) = %q, want %q", name, got, want)
 		}
+	}
+}
+
+// The standard table's service runs as `refresher run` does by default:
+// the gauges at their default interval and the dashboard open.
+func TestPlainServiceRunsTheDefaults(t *testing.T) {
+	got := strings.Join(plain("service").args, " ")
+	want := "--child-gauges " + refresher.DefaultGaugeInterval.String() + " --child-dashboard"
+	if got != want {
+		t.Errorf("plain(service).args = %q, want %q", got, want)
+	}
+	if b := plain("baseline"); len(b.args) != 0 {
+		t.Errorf("plain(baseline).args = %q, want none", b.args)
 	}
 }

@@ -353,8 +353,18 @@ type variant struct {
 }
 
 // plain is the implementation impl (service or baseline) as configured by
-// default.
-func plain(impl string) variant { return variant{name: impl, role: impl} }
+// default. The service runs as `refresher run` runs by default, with its
+// operator server on: the alert gauges every refresher.DefaultGaugeInterval
+// and the dashboard, which the bench keeps open (polled every
+// --dashboard-every, as the page refreshes itself), so that the standard
+// table measures what a default deployment costs, counts included.
+func plain(impl string) variant {
+	v := variant{name: impl, role: impl}
+	if impl == "service" {
+		v.args = []string{"--child-gauges", refresher.DefaultGaugeInterval.String(), "--child-dashboard"}
+	}
+	return v
+}
 
 // runResult is one cycle run of one implementation.
 type runResult struct {
