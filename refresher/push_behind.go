@@ -62,8 +62,8 @@ func (d *dispatcher) takeBatch() pushBatch {
 	return b
 }
 
-// pushJobs pushes b's jobs, counted for the charts, and undoes their
-// attempts when the push fails. It returns the input list's length after
+// pushJobs pushes b's jobs, counted for the charts and in the Started
+// metric, and undoes their attempts when the push fails. It returns the input list's length after
 // the push. It touches nothing of d but what is safe to share with the
 // dispatcher's goroutine (see pushBehind).
 func (d *dispatcher) pushJobs(ctx context.Context, b *pushBatch, start time.Time) (int64, error) {
@@ -83,11 +83,15 @@ func (d *dispatcher) pushJobs(ctx context.Context, b *pushBatch, start time.Time
 		ucancel()
 		return 0, errors.Join(fmt.Errorf("%w (undid %d attempts)", err, undone), uerr)
 	}
+	// Counted as soon as the jobs are in the list, not when the next pass
+	// joins the push: a worker may answer them before that.
+	d.metrics.Started.WithLabelValues(d.kind.Name).Add(float64(len(b.jobs)))
+	d.activity.addStarted(len(b.jobs))
 	return queued, nil
 }
 
-// pushed counts the jobs of b once its push returned, in the dispatcher's
-// goroutine, and keeps b's buffers for a later claim. It returns how many
+// pushed takes the input list's length after b's push, in the
+// dispatcher's goroutine, and keeps b's buffers for a later claim. It returns how many
 // jobs were pushed.
 func (d *dispatcher) pushed(b pushBatch, queued int64, err error) (int, error) {
 	d.spare = b
@@ -97,8 +101,6 @@ func (d *dispatcher) pushed(b pushBatch, queued int64, err error) (int, error) {
 	if queued > 0 { // 0: no job went to the input list
 		d.setQueued(queued)
 	}
-	d.metrics.Started.WithLabelValues(d.kind.Name).Add(float64(len(b.jobs)))
-	d.activity.addStarted(len(b.jobs))
 	return len(b.jobs), nil
 }
 
