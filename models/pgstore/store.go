@@ -668,8 +668,8 @@ func readRows(rs pgx.Rows, q compiled, sizeHint int, withPayload bool) ([]models
 	var (
 		key                                  string
 		id, rule, uid, reason, lastErr, st   pgtype.Text
-		at, attemptAt, timeoutAt, disabledAt *time.Time
-		failingSince, lastSuccess            *time.Time
+		at, attemptAt, timeoutAt, disabledAt nullTime
+		failingSince, lastSuccess            nullTime
 		attemptNo                            pgtype.Int8
 		payload                              []any
 		dest                                 = []any{&key, &rule, &at, &uid, &attemptAt, &attemptNo, &timeoutAt, &disabledAt, &reason, &failingSince, &lastSuccess, &lastErr, &st}
@@ -691,15 +691,15 @@ func readRows(rs pgx.Rows, q compiled, sizeHint int, withPayload bool) ([]models
 			Key:  key,
 			Rule: rule.String,
 			State: policy.State{
-				RefreshAt:      utc(at),
+				RefreshAt:      at.utc(),
 				AttemptUID:     strings.TrimRight(uid.String, " "), // char(20) pads
-				AttemptAt:      utc(attemptAt),
+				AttemptAt:      attemptAt.utc(),
 				AttemptNo:      int(attemptNo.Int64),
-				TimeoutAt:      utc(timeoutAt),
-				DisabledAt:     utc(disabledAt),
+				TimeoutAt:      timeoutAt.utc(),
+				DisabledAt:     disabledAt.utc(),
 				DisabledReason: reason.String,
-				FailingSince:   utc(failingSince),
-				LastSuccessAt:  utc(lastSuccess),
+				FailingSince:   failingSince.utc(),
+				LastSuccessAt:  lastSuccess.utc(),
 				LastError:      lastErr.String,
 				Status:         st.String,
 			},
@@ -717,6 +717,41 @@ func readRows(rs pgx.Rows, q compiled, sizeHint int, withPayload bool) ([]models
 		out = append(out, r)
 	}
 	return out, rs.Err()
+}
+
+// nullTime is the scan destination of a timestamp or timestamptz column
+// that may be NULL. pgx scans it through its own interfaces, where a
+// *time.Time destination cost a reflect.New (an allocation) per value.
+type nullTime struct {
+	t     time.Time
+	valid bool
+}
+
+// ScanTimestamptz implements pgtype.TimestamptzScanner.
+func (n *nullTime) ScanTimestamptz(v pgtype.Timestamptz) error {
+	return n.set(v.Time, v.InfinityModifier, v.Valid)
+}
+
+// ScanTimestamp implements pgtype.TimestampScanner.
+func (n *nullTime) ScanTimestamp(v pgtype.Timestamp) error {
+	return n.set(v.Time, v.InfinityModifier, v.Valid)
+}
+
+// set refuses infinity, as scanning into a time.Time does.
+func (n *nullTime) set(t time.Time, inf pgtype.InfinityModifier, valid bool) error {
+	if valid && inf != pgtype.Finite {
+		return fmt.Errorf("cannot scan %v into a time", inf)
+	}
+	n.t, n.valid = t, valid
+	return nil
+}
+
+// utc is the time in UTC, or the zero time for NULL.
+func (n nullTime) utc() time.Time {
+	if !n.valid {
+		return time.Time{}
+	}
+	return n.t.UTC()
 }
 
 func utc(t *time.Time) time.Time {
