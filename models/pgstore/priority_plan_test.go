@@ -35,6 +35,19 @@ func (s *statements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.Tra
 
 func (s *statements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
+// The statements of a batch (a pipeline) are recorded too.
+func (s *statements) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (s *statements) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seen = append(s.seen, traced{d.SQL, d.Args})
+}
+
+func (s *statements) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
 // TestOneShotScansWalkTheirIndex: the claim's scan of a one-shot level
 // (refresh_priority_once), the urgent probe, the backlog's count and the
 // alerts of such a level read that column's index, never another index

@@ -151,10 +151,26 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now time.Time, from 
 			rows[i].Priority = models.Priority{Level: t.Priority}
 		}
 	} else {
+		// The kind's scan rides with the first levels' lookup (see
+		// kindAhead) unless the claim is of urgent rows only.
+		var ahead *kindAhead
+		kind := models.Priority{Level: t.Priority, Source: models.PriorityKind}
 		rows, err = models.ClaimByPriority(t.Priority, from, limit, models.PriorityScans{
 			Probe: func(col string, after int, first bool) (int, bool, error) { return tx.probe(ctx, q, col, after, first) },
-			First: func() (models.FirstLevels, error) { return tx.firstLevels(ctx, q) },
+			First: func() (models.FirstLevels, error) {
+				if from.UrgentOnly {
+					return tx.firstLevels(ctx, q)
+				}
+				ahead = &kindAhead{limit: limit}
+				if from.Scan == kind {
+					ahead.from = from.At
+				}
+				return tx.firstLevelsAndKind(ctx, q, t.Priority, now, ahead)
+			},
 			Claim: func(s models.Priority, start time.Time, n int) ([]models.Row, error) {
+				if rows, ok := ahead.take(s, start, n); ok {
+					return rows, nil
+				}
 				lead := models.ColPriority
 				if s.Source == models.PriorityOnce {
 					lead = models.ColPriorityOnce
@@ -175,6 +191,14 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now time.Time, from 
 // (conditions on $1..$len(args), followed by " AND ", or ""), from
 // refresh_at >= from when from is not zero.
 func (tx *Tx) claimScan(ctx context.Context, q compiled, lead, filter string, args []any, now, from time.Time, limit int) ([]models.Row, error) {
+	query, args := claimQuery(q, lead, filter, args, now, from, limit)
+	rows, err := tx.query(ctx, q, query, args, limit, true)
+	models.MarkClaimed(rows)
+	return rows, err
+}
+
+// claimQuery is the statement of claimScan and its arguments.
+func claimQuery(q compiled, lead, filter string, args []any, now, from time.Time, limit int) (string, []any) {
 	var b strings.Builder
 	b.WriteString(q.selectClaim)
 	at := dueAt(lead == models.ColPriorityOnce)
@@ -185,9 +209,7 @@ func (tx *Tx) claimScan(ctx context.Context, q compiled, lead, filter string, ar
 		fmt.Fprintf(&b, ` AND %s >= $%d`, at, len(args))
 	}
 	fmt.Fprintf(&b, ` AND %s IS NOT NULL ORDER BY %s%s LIMIT %d FOR UPDATE SKIP LOCKED`, q.key, leadOrder(lead), at, limit)
-	rows, err := tx.query(ctx, q, b.String(), args, limit, true)
-	models.MarkClaimed(rows)
-	return rows, err
+	return b.String(), args
 }
 
 // dueAt is the refresh_at term of a scan's conditions and order; once
@@ -261,11 +283,85 @@ func (tx *Tx) probe(ctx context.Context, q compiled, col string, after int, firs
 // statement (models.FirstLevelsQuery), and sets claimSettings for the rest
 // of the claim's transaction.
 func (tx *Tx) firstLevels(ctx context.Context, q compiled) (models.FirstLevels, error) {
+	return scanFirstLevels(tx.tx.QueryRow(ctx, q.firstLevels))
+}
+
+// scanFirstLevels reads the answer of q.firstLevels.
+func scanFirstLevels(row pgx.Row) (models.FirstLevels, error) {
 	var once, own pgtype.Int8
-	if err := tx.tx.QueryRow(ctx, q.firstLevels).Scan(&once, &own, nil, nil); err != nil {
+	if err := row.Scan(&once, &own, nil, nil); err != nil {
 		return models.FirstLevels{}, fmt.Errorf("find the first priority levels: %w", err)
 	}
 	return models.FirstLevels{Once: int(once.Int64), OnceOK: once.Valid, Row: int(own.Int64), RowOK: own.Valid}, nil
+}
+
+// kindAhead is the scan of the kind's level sent with the first levels'
+// lookup, in one round trip (firstLevelsAndKind): most claims are of the
+// kind's level alone, and the lookup only tells that they are. The scan is
+// guarded in SQL by the condition under which models.ClaimByPriority
+// starts with it: no row holds a one-shot priority or a priority of its
+// own at the kind's level or below (more urgent; see models.Priority). It
+// claims nothing otherwise, and the claim then scans as before.
+//
+// The two statements read two snapshots (READ COMMITTED): a row triggered
+// or claimed in between can make the lookup and the guard disagree. The
+// rows claimed ahead are used only when the claim asks the kind's scan
+// with the same start and limit (take) and the guard let rows through;
+// otherwise the claim scans again, and finds the rows it locked ahead
+// among the others (SKIP LOCKED skips only other transactions' locks).
+type kindAhead struct {
+	from  time.Time // the scan's start, as the cursor gives it
+	limit int
+	rows  []models.Row
+	used  bool
+}
+
+// take returns the rows claimed ahead when scan s from start for n rows is
+// the one claimed ahead and claimed any, once.
+func (a *kindAhead) take(s models.Priority, start time.Time, n int) ([]models.Row, bool) {
+	if a == nil || a.used || s.Source != models.PriorityKind || !start.Equal(a.from) || n != a.limit || len(a.rows) == 0 {
+		return nil, false
+	}
+	a.used = true
+	return a.rows, true
+}
+
+// firstLevelsAndKind is firstLevels with the kind's guarded scan (see
+// kindAhead) in the same round trip: a pipeline of the two statements,
+// the lookup (and its claimSettings) first.
+func (tx *Tx) firstLevelsAndKind(ctx context.Context, q compiled, level int, now time.Time, a *kindAhead) (models.FirstLevels, error) {
+	// Each level as q.firstLevels finds it, a walk of its column's index
+	// that stops at the first entry (a comparison with the parameter in
+	// the subquery could be a sequential scan of the table in the generic
+	// plan).
+	var guard strings.Builder
+	for _, col := range []string{models.ColPriorityOnce, models.ColPriority} {
+		c := doubleQuote(col)
+		guard.WriteString("COALESCE((SELECT " + c + " FROM " + q.table + " WHERE " + c + " IS NOT NULL ORDER BY " + c + " LIMIT 1) > $1, true) AND ")
+	}
+	kind, _ := models.Priority{Level: level, Source: models.PriorityKind}.Filter(doubleQuote, "", true)
+	query, args := claimQuery(q, models.ColPriority, guard.String()+kind, []any{level}, now, a.from, a.limit)
+	var batch pgx.Batch
+	batch.Queue(q.firstLevels)
+	batch.Queue(query, args...)
+	br := tx.tx.SendBatch(ctx, &batch)
+	first, err := scanFirstLevels(br.QueryRow())
+	if err == nil {
+		var rs pgx.Rows
+		if rs, err = br.Query(); err == nil {
+			a.rows, err = readRows(rs, q, a.limit, true)
+			rs.Close()
+			models.MarkClaimed(a.rows)
+		}
+		if len(a.rows) == 0 {
+			models.ReleaseRows(a.rows) // for the claim's scans
+			a.rows = nil
+		}
+	}
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("claim due rows: %w", cerr)
+	}
+	return first, err
 }
 
 func probeLevel(ctx context.Context, qr querier, q compiled, col string, after int, first bool) (level int, ok bool, err error) {
@@ -557,6 +653,12 @@ func queryRows(ctx context.Context, qr querier, q compiled, query string, args [
 		return nil, err
 	}
 	defer rs.Close()
+	return readRows(rs, q, sizeHint, withPayload)
+}
+
+// readRows reads the rows of rs, a query built on q.selectFrom
+// (withPayload) or q.selectState.
+func readRows(rs pgx.Rows, q compiled, sizeHint int, withPayload bool) ([]models.Row, error) {
 	var out []models.Row
 	if withPayload {
 		out = models.ClaimRows(min(sizeHint, 1024)) // the claim's (Get reads one row)
@@ -566,8 +668,8 @@ func queryRows(ctx context.Context, qr querier, q compiled, query string, args [
 	var (
 		key                                  string
 		id, rule, uid, reason, lastErr, st   pgtype.Text
-		at, attemptAt, timeoutAt, disabledAt *time.Time
-		failingSince, lastSuccess            *time.Time
+		at, attemptAt, timeoutAt, disabledAt nullTime
+		failingSince, lastSuccess            nullTime
 		attemptNo                            pgtype.Int8
 		payload                              []any
 		dest                                 = []any{&key, &rule, &at, &uid, &attemptAt, &attemptNo, &timeoutAt, &disabledAt, &reason, &failingSince, &lastSuccess, &lastErr, &st}
@@ -589,15 +691,15 @@ func queryRows(ctx context.Context, qr querier, q compiled, query string, args [
 			Key:  key,
 			Rule: rule.String,
 			State: policy.State{
-				RefreshAt:      utc(at),
+				RefreshAt:      at.utc(),
 				AttemptUID:     strings.TrimRight(uid.String, " "), // char(20) pads
-				AttemptAt:      utc(attemptAt),
+				AttemptAt:      attemptAt.utc(),
 				AttemptNo:      int(attemptNo.Int64),
-				TimeoutAt:      utc(timeoutAt),
-				DisabledAt:     utc(disabledAt),
+				TimeoutAt:      timeoutAt.utc(),
+				DisabledAt:     disabledAt.utc(),
 				DisabledReason: reason.String,
-				FailingSince:   utc(failingSince),
-				LastSuccessAt:  utc(lastSuccess),
+				FailingSince:   failingSince.utc(),
+				LastSuccessAt:  lastSuccess.utc(),
 				LastError:      lastErr.String,
 				Status:         st.String,
 			},
@@ -615,6 +717,41 @@ func queryRows(ctx context.Context, qr querier, q compiled, query string, args [
 		out = append(out, r)
 	}
 	return out, rs.Err()
+}
+
+// nullTime is the scan destination of a timestamp or timestamptz column
+// that may be NULL. pgx scans it through its own interfaces, where a
+// *time.Time destination cost a reflect.New (an allocation) per value.
+type nullTime struct {
+	t     time.Time
+	valid bool
+}
+
+// ScanTimestamptz implements pgtype.TimestamptzScanner.
+func (n *nullTime) ScanTimestamptz(v pgtype.Timestamptz) error {
+	return n.set(v.Time, v.InfinityModifier, v.Valid)
+}
+
+// ScanTimestamp implements pgtype.TimestampScanner.
+func (n *nullTime) ScanTimestamp(v pgtype.Timestamp) error {
+	return n.set(v.Time, v.InfinityModifier, v.Valid)
+}
+
+// set refuses infinity, as scanning into a time.Time does.
+func (n *nullTime) set(t time.Time, inf pgtype.InfinityModifier, valid bool) error {
+	if valid && inf != pgtype.Finite {
+		return fmt.Errorf("cannot scan %v into a time", inf)
+	}
+	n.t, n.valid = t, valid
+	return nil
+}
+
+// utc is the time in UTC, or the zero time for NULL.
+func (n nullTime) utc() time.Time {
+	if !n.valid {
+		return time.Time{}
+	}
+	return n.t.UTC()
 }
 
 func utc(t *time.Time) time.Time {

@@ -109,6 +109,38 @@ func TestTimestampWithoutTimeZone(t *testing.T) {
 	eq(t, next, base.Add(time.Hour))
 }
 
+// TestInfiniteTimeRefused: a state column holding infinity fails the
+// read with an error naming it, as scanning it into a *time.Time did,
+// rather than reading as a zero (NULL) time: the claim and the read of
+// rows by key scan the times into nullTime, which must refuse it too.
+func TestInfiniteTimeRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := testStore(t)
+	exec(t, s, `CREATE TABLE items (k bigint PRIMARY KEY)`)
+	_, err := s.Migrate(ctx, []string{"items"}, io.Discard, false)
+	must(t, err)
+	exec(t, s, `INSERT INTO items (k, refresh_at, refresh_attempt_uid, refresh_timeout_at) VALUES (1, $1, 'u', 'infinity')`, base)
+	exec(t, s, `INSERT INTO items (k, refresh_at, refresh_last_success_at) VALUES (2, $1, '-infinity')`, base)
+	tbl := models.Table{Name: "items", Key: "k"}
+	for _, k := range []string{"1", "2"} {
+		err := s.Tx(ctx, func(tx models.Tx) error {
+			_, err := tx.LockByKeys(ctx, tbl, []string{k})
+			return err
+		})
+		if err == nil || !strings.Contains(strings.ToLower(err.Error()), "infinity") {
+			t.Errorf("row %s: read with an infinite time: %v, want an error", k, err)
+		}
+	}
+	err = s.Tx(ctx, func(tx models.Tx) error {
+		_, err := tx.ClaimDue(ctx, tbl, base.Add(time.Hour), models.Cursor{}, 10)
+		return err
+	})
+	if err == nil || !strings.Contains(strings.ToLower(err.Error()), "infinity") {
+		t.Errorf("claim of a running row with an infinite timeout: %v, want an error", err)
+	}
+}
+
 // TestMigrateConcurrently: runs that overlap wait for each other; one
 // applies, the other finds the table up to date.
 func TestMigrateConcurrently(t *testing.T) {
