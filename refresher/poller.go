@@ -252,9 +252,8 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 	// The incident guard decides on the window with this batch in it, so a
 	// batch of failures can start an incident for itself.
 	batch := window(msgs)
-	if _, err := p.incident.decide(bctx, p.clock.Now(), batch); err != nil {
-		p.log.Warn("cannot read the incident window; keeping the last decision", "err", err)
-	}
+	decided := p.decideIncident(bctx, batch)
+	defer func() { <-decided }()
 	clear(p.holds)
 	p.leases = p.leases[:0]
 	p.counted = redisio.StatsCount{}
@@ -276,7 +275,7 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 	}
 	defer func() { <-ahead }() // on an error, Recover takes it back with the batch
 
-	dead, earliest, err := p.applyBatch(bctx, msgs)
+	dead, earliest, err := p.applyBatch(bctx, msgs, decided)
 	if err != nil && p.class(err) == models.ValueRefused {
 		// A value the database cannot hold (a uid the key column's
 		// character set cannot compare, a reason its charset cannot
@@ -284,8 +283,9 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 		// applied one by one, the others go through and the results that
 		// carry such values go to the dead letters (see applyEach).
 		p.log.Warn("the database refused a value in a batch of results; applying them one by one", "err", err)
-		dead, earliest, err = p.applyEach(bctx, msgs)
+		dead, earliest, err = p.applyEach(bctx, msgs, decided)
 	}
+	<-decided // made with the window as it was before this batch's counts
 	if err != nil {
 		return 0, fmt.Errorf("apply %d results: %w", len(msgs), err)
 	}
@@ -338,6 +338,36 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 		}
 	}
 	return len(msgs), nil
+}
+
+// decideIncident makes the incident guard's decision with batch in the
+// window (incident.decide) and returns a channel closed once it is made.
+// The window's read, a round trip to Redis, runs in a goroutine of its
+// own while the batch's transaction begins and writes its plain successes
+// (Tx.SaveSuccesses), which do not depend on the decision: applyTx waits
+// for it only before it decides other results (policy.Policy.Apply with
+// the incident's policy), and a batch of plain successes commits without
+// waiting for it (runOnce waits before the ack). With the ledger on, a decision that opens
+// or closes an incident writes an entry to the database, which on SQLite
+// would wait for the poller's own transaction: the decision is then made
+// before the transaction begins, as a batch's reads of Redis were.
+func (p *poller) decideIncident(ctx context.Context, batch policy.Window) <-chan struct{} {
+	done := make(chan struct{})
+	decide := func() {
+		defer close(done)
+		if p.faults.beforeIncidentRead != nil {
+			p.faults.beforeIncidentRead(p.kind.Name)
+		}
+		if _, err := p.incident.decide(ctx, p.clock.Now(), batch); err != nil {
+			p.log.Warn("cannot read the incident window; keeping the last decision", "err", err)
+		}
+	}
+	if p.ledger != nil {
+		decide()
+	} else {
+		go decide()
+	}
+	return done
 }
 
 // maxBatchMessages bounds the messages of one batch, garbage included
@@ -414,13 +444,13 @@ func countValid(msgs []redisio.Message) int {
 // The successes among msgs (see fastSuccesses) are written first without
 // reading their rows (Tx.SaveSuccesses); only the results it did not write
 // are locked, read and decided one by one.
-func (p *poller) applyBatch(ctx context.Context, msgs []redisio.Message) (dead []redisio.Message, earliest time.Time, err error) {
+func (p *poller) applyBatch(ctx context.Context, msgs []redisio.Message, decided <-chan struct{}) (dead []redisio.Message, earliest time.Time, err error) {
 	now := p.clock.Now()
 	fast := p.fastSuccesses(msgs, now)
 	p.schedules.prepare(p.knownRules(msgs), now)
 	for round := 1; ; round++ {
 		var pending []keyRule
-		dead, earliest, pending, err = p.applyTx(ctx, msgs, now, round < maxPrepareRounds, fast)
+		dead, earliest, pending, err = p.applyTx(ctx, msgs, now, round < maxPrepareRounds, fast, decided)
 		if errors.Is(err, models.ErrUnmatched) {
 			// The store cannot tell which rows took their success: the
 			// transaction rolled back, and the batch is read and decided.
@@ -538,7 +568,7 @@ func (p *poller) fastMissed() {
 // applyTx is one transaction of applyBatch. With prepared, it rolls back
 // with errUnprepared, returning the rows to prepare, as soon as it has
 // locked rows whose rules are not parsed yet.
-func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.Time, prepared bool, fast fastBatch) (dead []redisio.Message, earliest time.Time, pending []keyRule, err error) {
+func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.Time, prepared bool, fast fastBatch, decided <-chan struct{}) (dead []redisio.Message, earliest time.Time, pending []keyRule, err error) {
 	var holds map[string]time.Time // allocated for the first hold only
 	var leases []redisio.LeaseAnswer
 	err = p.store.Tx(ctx, func(tx models.Tx) error {
@@ -571,7 +601,11 @@ func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.T
 				return errUnprepared
 			}
 		}
-		pol := p.incident.policy(p.kind.Policy)
+		pol := p.kind.Policy // not used: every result was written or is dead
+		if len(keys) > 0 {
+			<-decided // see decideIncident
+			pol = p.incident.policy(p.kind.Policy)
+		}
 		holds, leases = nil, leases[:0]
 		changed := make(map[string]struct{}, len(rows))
 		for i, m := range msgs {
@@ -671,9 +705,9 @@ func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.T
 // error, even when every message of the batch is like that. Any other error
 // (an outage, a missing table or privilege, a read-only server) stops at
 // once: the batch waits in Redis to be tried again.
-func (p *poller) applyEach(ctx context.Context, msgs []redisio.Message) (dead []redisio.Message, earliest time.Time, err error) {
+func (p *poller) applyEach(ctx context.Context, msgs []redisio.Message, decided <-chan struct{}) (dead []redisio.Message, earliest time.Time, err error) {
 	for _, m := range msgs {
-		d, e, err := p.applyBatch(ctx, []redisio.Message{m})
+		d, e, err := p.applyBatch(ctx, []redisio.Message{m}, decided)
 		if err != nil {
 			if p.class(err) != models.ValueRefused {
 				return nil, time.Time{}, err
