@@ -195,8 +195,9 @@ func (p *poller) fail(ctx context.Context, what string, err error, retry *backof
 	sleep(ctx, retry.failed())
 }
 
-// runOnce takes one batch of results (the one fetched ahead, or a new
-// fetch, topped up to BatchSize results: see topUp), applies it in one
+// runOnce takes one batch of results (the one fetched ahead, with what
+// arrived since when it came short: see catchUp; or a new fetch), topped
+// up to BatchSize results (see topUp), applies it in one
 // transaction and only then removes it from Redis. After a full batch it
 // fetches the next one (Drain.Next) while the database applies this one, so
 // that Redis's part of a batch (reading it, and stubbing its oversized
@@ -206,6 +207,7 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 	msgs := p.next
 	p.next = nil
 	asked := p.asked
+	ahead := msgs != nil
 	if msgs == nil {
 		asked = p.cfg.BatchSize
 		block := p.cfg.FetchBlock
@@ -242,6 +244,12 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 	defer cancel()
 	p.requeue = true // until acknowledged, the batch sits in the processing list
 	full := len(msgs) >= asked
+	if ahead && !full {
+		var err error
+		if msgs, full, err = p.catchUp(bctx, msgs, asked); err != nil {
+			return 0, err
+		}
+	}
 	if full {
 		var err error
 		if msgs, full, err = p.topUp(bctx, msgs); err != nil {
@@ -260,20 +268,20 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 
 	// A full batch suggests more are queued: fetch the next one, as large
 	// as this one, meanwhile. The drain is not used by this goroutine
-	// until ahead is closed.
+	// until fetched is closed.
 	var next []redisio.Message
 	var nextErr error
-	ahead := make(chan struct{})
+	fetched := make(chan struct{})
 	nextAsk := min(len(msgs), maxBatchMessages(p.cfg))
 	if full && ctx.Err() == nil {
 		go func() {
-			defer close(ahead)
+			defer close(fetched)
 			next, nextErr = p.drain.Next(bctx, nextAsk)
 		}()
 	} else {
-		close(ahead)
+		close(fetched)
 	}
-	defer func() { <-ahead }() // on an error, Recover takes it back with the batch
+	defer func() { <-fetched }() // on an error, Recover takes it back with the batch
 
 	dead, earliest, err := p.applyBatch(bctx, msgs, decided)
 	if err != nil && p.class(err) == models.ValueRefused {
@@ -295,7 +303,7 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 		p.log.Error("cannot hold throttle groups; their rows are dispatched meanwhile", "err", err)
 	}
 	p.writeLeases(bctx, now)
-	<-ahead
+	<-fetched
 	if errors.Is(nextErr, redisio.ErrRecovered) {
 		err = nextErr // the batch in hand was taken back with the next one
 	} else {
@@ -408,6 +416,26 @@ func (p *poller) topUp(ctx context.Context, msgs []redisio.Message) (_ []redisio
 		}
 	}
 	return msgs, true, nil
+}
+
+// catchUp adds to msgs, a batch fetched ahead (Drain.Next) that came
+// short of asked, the messages that reached the output list since, up to
+// asked in all, with one more Next: the read-ahead ran while the previous
+// batch was applied and took what had arrived by then (near the end of a
+// backlog, 200 of the last 1000 results), and what arrived during that
+// apply would otherwise wait for a transaction of its own after it. full
+// reports whether the batch now holds asked messages (more may be
+// queued). On an error the batch is in the processing list; the caller
+// leaves it to Recover.
+func (p *poller) catchUp(ctx context.Context, msgs []redisio.Message, asked int) (_ []redisio.Message, full bool, _ error) {
+	fctx, cancel := context.WithTimeout(ctx, p.cfg.OpTimeout)
+	more, err := p.drain.Next(fctx, asked-len(msgs))
+	cancel()
+	if err != nil {
+		return nil, false, fmt.Errorf("add to a batch of %d results fetched ahead: %w", len(msgs), err)
+	}
+	msgs = append(msgs, more...)
+	return msgs, len(msgs) >= asked, nil
 }
 
 // ack is Drain.Ack, unless faults.beforeAck fails it first.
