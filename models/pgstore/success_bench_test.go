@@ -129,4 +129,6 @@ func backendCPU(b *testing.B, s *Store) func() time.Duration {
 // everyMinute is a schedule for BenchmarkSuccessesVsBaseline's successes.
 type everyMinute struct{}
 
-func (everyMinute) Next(after time.Time) time.Time { return after.Truncate(time.Minute).Add(time.Minute) }
+func (everyMinute) Next(after time.Time) time.Time {
+	return after.Truncate(time.Minute).Add(time.Minute)
+}
