@@ -355,10 +355,10 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 // (Tx.SaveSuccesses), which do not depend on the decision: applyTx waits
 // for it only before it decides other results (policy.Policy.Apply with
 // the incident's policy), and a batch of plain successes commits without
-// waiting for it (runOnce waits before the ack). With the ledger on, a decision that opens
-// or closes an incident writes an entry to the database, which on SQLite
-// would wait for the poller's own transaction: the decision is then made
-// before the transaction begins, as a batch's reads of Redis were.
+// waiting for it (runOnce waits before the ack). With the ledger on, a
+// decision that opens or closes an incident writes an entry to the
+// database, which on SQLite would wait for the poller's own transaction:
+// the decision is then made before the transaction begins, as before.
 func (p *poller) decideIncident(ctx context.Context, batch policy.Window) <-chan struct{} {
 	done := make(chan struct{})
 	decide := func() {
