@@ -19,6 +19,9 @@ type faults struct {
 	// batch from Redis. An error fails the Ack as Redis would: the batch
 	// stays in the processing list and its results come back, stale.
 	beforeAck func(kind string) error
+	// beforeIncidentRead runs before the poller reads the incident
+	// window for a batch (tests hold the read here).
+	beforeIncidentRead func(kind string)
 }
 
 // errCrashed stops a poller as if its process had died (faults.beforeCommit).

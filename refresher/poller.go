@@ -195,8 +195,9 @@ func (p *poller) fail(ctx context.Context, what string, err error, retry *backof
 	sleep(ctx, retry.failed())
 }
 
-// runOnce takes one batch of results (the one fetched ahead, or a new
-// fetch, topped up to BatchSize results: see topUp), applies it in one
+// runOnce takes one batch of results (the one fetched ahead, with what
+// arrived since when it came short: see catchUp; or a new fetch), topped
+// up to BatchSize results (see topUp), applies it in one
 // transaction and only then removes it from Redis. After a full batch it
 // fetches the next one (Drain.Next) while the database applies this one, so
 // that Redis's part of a batch (reading it, and stubbing its oversized
@@ -206,6 +207,7 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 	msgs := p.next
 	p.next = nil
 	asked := p.asked
+	ahead := msgs != nil
 	if msgs == nil {
 		asked = p.cfg.BatchSize
 		block := p.cfg.FetchBlock
@@ -242,6 +244,12 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 	defer cancel()
 	p.requeue = true // until acknowledged, the batch sits in the processing list
 	full := len(msgs) >= asked
+	if ahead && !full {
+		var err error
+		if msgs, full, err = p.catchUp(bctx, msgs, asked); err != nil {
+			return 0, err
+		}
+	}
 	if full {
 		var err error
 		if msgs, full, err = p.topUp(bctx, msgs); err != nil {
@@ -252,31 +260,30 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 	// The incident guard decides on the window with this batch in it, so a
 	// batch of failures can start an incident for itself.
 	batch := window(msgs)
-	if _, err := p.incident.decide(bctx, p.clock.Now(), batch); err != nil {
-		p.log.Warn("cannot read the incident window; keeping the last decision", "err", err)
-	}
+	decided := p.decideIncident(bctx, batch)
+	defer func() { <-decided }()
 	clear(p.holds)
 	p.leases = p.leases[:0]
 	p.counted = redisio.StatsCount{}
 
 	// A full batch suggests more are queued: fetch the next one, as large
 	// as this one, meanwhile. The drain is not used by this goroutine
-	// until ahead is closed.
+	// until fetched is closed.
 	var next []redisio.Message
 	var nextErr error
-	ahead := make(chan struct{})
+	fetched := make(chan struct{})
 	nextAsk := min(len(msgs), maxBatchMessages(p.cfg))
 	if full && ctx.Err() == nil {
 		go func() {
-			defer close(ahead)
+			defer close(fetched)
 			next, nextErr = p.drain.Next(bctx, nextAsk)
 		}()
 	} else {
-		close(ahead)
+		close(fetched)
 	}
-	defer func() { <-ahead }() // on an error, Recover takes it back with the batch
+	defer func() { <-fetched }() // on an error, Recover takes it back with the batch
 
-	dead, earliest, err := p.applyBatch(bctx, msgs)
+	dead, earliest, err := p.applyBatch(bctx, msgs, decided)
 	if err != nil && p.class(err) == models.ValueRefused {
 		// A value the database cannot hold (a uid the key column's
 		// character set cannot compare, a reason its charset cannot
@@ -284,8 +291,9 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 		// applied one by one, the others go through and the results that
 		// carry such values go to the dead letters (see applyEach).
 		p.log.Warn("the database refused a value in a batch of results; applying them one by one", "err", err)
-		dead, earliest, err = p.applyEach(bctx, msgs)
+		dead, earliest, err = p.applyEach(bctx, msgs, decided)
 	}
+	<-decided // made with the window as it was before this batch's counts
 	if err != nil {
 		return 0, fmt.Errorf("apply %d results: %w", len(msgs), err)
 	}
@@ -295,7 +303,7 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 		p.log.Error("cannot hold throttle groups; their rows are dispatched meanwhile", "err", err)
 	}
 	p.writeLeases(bctx, now)
-	<-ahead
+	<-fetched
 	if errors.Is(nextErr, redisio.ErrRecovered) {
 		err = nextErr // the batch in hand was taken back with the next one
 	} else {
@@ -340,6 +348,36 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 	return len(msgs), nil
 }
 
+// decideIncident makes the incident guard's decision with batch in the
+// window (incident.decide) and returns a channel closed once it is made.
+// The window's read, a round trip to Redis, runs in a goroutine of its
+// own while the batch's transaction begins and writes its plain successes
+// (Tx.SaveSuccesses), which do not depend on the decision: applyTx waits
+// for it only before it decides other results (policy.Policy.Apply with
+// the incident's policy), and a batch of plain successes commits without
+// waiting for it (runOnce waits before the ack). With the ledger on, a
+// decision that opens or closes an incident writes an entry to the
+// database, which on SQLite would wait for the poller's own transaction:
+// the decision is then made before the transaction begins, as before.
+func (p *poller) decideIncident(ctx context.Context, batch policy.Window) <-chan struct{} {
+	done := make(chan struct{})
+	decide := func() {
+		defer close(done)
+		if p.faults.beforeIncidentRead != nil {
+			p.faults.beforeIncidentRead(p.kind.Name)
+		}
+		if _, err := p.incident.decide(ctx, p.clock.Now(), batch); err != nil {
+			p.log.Warn("cannot read the incident window; keeping the last decision", "err", err)
+		}
+	}
+	if p.ledger != nil {
+		decide()
+	} else {
+		go decide()
+	}
+	return done
+}
+
 // maxBatchMessages bounds the messages of one batch, garbage included
 // (see topUp): twice BatchSize.
 func maxBatchMessages(cfg Config) int { return 2 * cfg.BatchSize }
@@ -380,6 +418,26 @@ func (p *poller) topUp(ctx context.Context, msgs []redisio.Message) (_ []redisio
 	return msgs, true, nil
 }
 
+// catchUp adds to msgs, a batch fetched ahead (Drain.Next) that came
+// short of asked, the messages that reached the output list since, up to
+// asked in all, with one more Next: the read-ahead ran while the previous
+// batch was applied and took what had arrived by then (near the end of a
+// backlog, 200 of the last 1000 results), and what arrived during that
+// apply would otherwise wait for a transaction of its own after it. full
+// reports whether the batch now holds asked messages (more may be
+// queued). On an error the batch is in the processing list; the caller
+// leaves it to Recover.
+func (p *poller) catchUp(ctx context.Context, msgs []redisio.Message, asked int) (_ []redisio.Message, full bool, _ error) {
+	fctx, cancel := context.WithTimeout(ctx, p.cfg.OpTimeout)
+	more, err := p.drain.Next(fctx, asked-len(msgs))
+	cancel()
+	if err != nil {
+		return nil, false, fmt.Errorf("add to a batch of %d results fetched ahead: %w", len(msgs), err)
+	}
+	msgs = append(msgs, more...)
+	return msgs, len(msgs) >= asked, nil
+}
+
 // ack is Drain.Ack, unless faults.beforeAck fails it first.
 func (p *poller) ack(ctx context.Context, msgs, dead []redisio.Message) error {
 	if p.faults.beforeAck != nil {
@@ -414,13 +472,13 @@ func countValid(msgs []redisio.Message) int {
 // The successes among msgs (see fastSuccesses) are written first without
 // reading their rows (Tx.SaveSuccesses); only the results it did not write
 // are locked, read and decided one by one.
-func (p *poller) applyBatch(ctx context.Context, msgs []redisio.Message) (dead []redisio.Message, earliest time.Time, err error) {
+func (p *poller) applyBatch(ctx context.Context, msgs []redisio.Message, decided <-chan struct{}) (dead []redisio.Message, earliest time.Time, err error) {
 	now := p.clock.Now()
 	fast := p.fastSuccesses(msgs, now)
 	p.schedules.prepare(p.knownRules(msgs), now)
 	for round := 1; ; round++ {
 		var pending []keyRule
-		dead, earliest, pending, err = p.applyTx(ctx, msgs, now, round < maxPrepareRounds, fast)
+		dead, earliest, pending, err = p.applyTx(ctx, msgs, now, round < maxPrepareRounds, fast, decided)
 		if errors.Is(err, models.ErrUnmatched) {
 			// The store cannot tell which rows took their success: the
 			// transaction rolled back, and the batch is read and decided.
@@ -538,7 +596,7 @@ func (p *poller) fastMissed() {
 // applyTx is one transaction of applyBatch. With prepared, it rolls back
 // with errUnprepared, returning the rows to prepare, as soon as it has
 // locked rows whose rules are not parsed yet.
-func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.Time, prepared bool, fast fastBatch) (dead []redisio.Message, earliest time.Time, pending []keyRule, err error) {
+func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.Time, prepared bool, fast fastBatch, decided <-chan struct{}) (dead []redisio.Message, earliest time.Time, pending []keyRule, err error) {
 	var holds map[string]time.Time // allocated for the first hold only
 	var leases []redisio.LeaseAnswer
 	err = p.store.Tx(ctx, func(tx models.Tx) error {
@@ -571,7 +629,11 @@ func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.T
 				return errUnprepared
 			}
 		}
-		pol := p.incident.policy(p.kind.Policy)
+		pol := p.kind.Policy // not used: every result was written or is dead
+		if len(keys) > 0 {
+			<-decided // see decideIncident
+			pol = p.incident.policy(p.kind.Policy)
+		}
 		holds, leases = nil, leases[:0]
 		changed := make(map[string]struct{}, len(rows))
 		for i, m := range msgs {
@@ -671,9 +733,9 @@ func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.T
 // error, even when every message of the batch is like that. Any other error
 // (an outage, a missing table or privilege, a read-only server) stops at
 // once: the batch waits in Redis to be tried again.
-func (p *poller) applyEach(ctx context.Context, msgs []redisio.Message) (dead []redisio.Message, earliest time.Time, err error) {
+func (p *poller) applyEach(ctx context.Context, msgs []redisio.Message, decided <-chan struct{}) (dead []redisio.Message, earliest time.Time, err error) {
 	for _, m := range msgs {
-		d, e, err := p.applyBatch(ctx, []redisio.Message{m})
+		d, e, err := p.applyBatch(ctx, []redisio.Message{m}, decided)
 		if err != nil {
 			if p.class(err) != models.ValueRefused {
 				return nil, time.Time{}, err
