@@ -7,6 +7,9 @@ import "errors"
 // crash of the process at a given step. Every field is optional and the
 // zero value costs nothing.
 type faults struct {
+	// beforeReadPauses runs before the dispatcher reads the pauses, in the
+	// goroutine of a read beside the claim (tests hold the read here).
+	beforeReadPauses func(kind string)
 	// beforePush runs after the dispatcher committed its attempts and
 	// before it pushes their jobs (tests cut Redis here).
 	beforePush func(kind string)
