@@ -8,8 +8,9 @@ import "errors"
 // zero value costs nothing.
 type faults struct {
 	// beforeReadPauses runs before the dispatcher reads the pauses, in the
-	// goroutine of a read beside the claim (tests hold the read here).
-	beforeReadPauses func(kind string)
+	// goroutine of a read beside the claim (tests hold the read here). An
+	// error fails the read as Redis would.
+	beforeReadPauses func(kind string) error
 	// beforePush runs after the dispatcher committed its attempts and
 	// before it pushes their jobs (tests cut Redis here).
 	beforePush func(kind string)

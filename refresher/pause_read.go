@@ -55,8 +55,10 @@ func (d *dispatcher) readPauses(ctx context.Context) *pauseRead {
 	r := &pauseRead{beside: d.pausesKnown && !d.paused.kind, done: make(chan struct{})}
 	now := d.clock.Now()
 	read := func() {
-		if d.faults.beforeReadPauses != nil {
-			d.faults.beforeReadPauses(d.kind.Name)
+		if f := d.faults.beforeReadPauses; f != nil {
+			if r.err = f(d.kind.Name); r.err != nil {
+				return
+			}
 		}
 		r.st, r.err = d.rdb.ReadDispatchState(ctx, d.kind.Lists, d.throttle.groups(), now)
 	}

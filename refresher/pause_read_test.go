@@ -2,6 +2,7 @@ package refresher
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 type heldRead struct {
 	n       int32
 	before  func() // runs before the read is held (in the dispatcher's read: no FailNow)
+	fail    error  // what the read fails with once let go; nil: it reads
 	reads   atomic.Int32
 	claims  atomic.Int32  // ClaimDue calls
 	holding atomic.Bool   // the nth read is in flight
@@ -40,9 +42,9 @@ func newHeldRead(n int32, before func()) *heldRead {
 func (h *heldRead) run(b *testBundle, mod func(*Config)) *running {
 	r := b.runOn(context.Background(), claimHooked{Store: b.store, h: h}, b.rio, func(c *Config) {
 		c.BatchSize = 2
-		c.faults.beforeReadPauses = func(string) {
+		c.faults.beforeReadPauses = func(string) error {
 			if h.reads.Add(1) != h.n {
-				return
+				return nil
 			}
 			h.holding.Store(true) // the read is in flight from here
 			if h.before != nil {
@@ -51,6 +53,7 @@ func (h *heldRead) run(b *testBundle, mod func(*Config)) *running {
 			close(h.held)
 			<-h.release
 			h.holding.Store(false)
+			return h.fail
 		}
 		if mod != nil {
 			mod(c)
@@ -215,4 +218,30 @@ func TestPausedModelsAndHoldsApplyToTheClaimBesideTheRead(t *testing.T) {
 	b.noJob()
 	require.Equal(t, 1.0, toFloat(r.svc.Metrics().ThrottledGroups.WithLabelValues("items")))
 	require.Equal(t, 1.0, toFloat(r.svc.Metrics().Throttled.WithLabelValues("items", "held")))
+}
+
+// A read beside the claim that fails rolls the claim back and fails the
+// pass: the rows it claimed keep their state, so the next pass (which
+// reads first) claims and starts them, each once, rather than leaving
+// them running an attempt that no job was pushed for.
+func TestFailedReadBesideTheClaimRollsItBack(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{timeout: time.Hour})
+	uids := b.insertN(5, t0)
+	h := newHeldRead(2, nil)
+	h.fail = errors.New("redis is down")
+	r := h.run(b, nil)
+	require.Equal(t, []string{"m0002", "m0003"}, h.waitClaimedWhileHeld(t))
+	h.letGo()
+
+	seen := map[string]bool{}
+	for range uids {
+		j := b.popJob()
+		require.False(t, seen[j.UID], "%s pushed twice", j.UID)
+		seen[j.UID] = true
+		require.Equal(t, 1, j.AttemptNo, "%s", j.UID)
+		require.Equal(t, b.state(j.UID).AttemptUID, j.AttemptUID, "%s", j.UID)
+	}
+	b.noJob()
+	require.Equal(t, 1.0, toFloat(r.svc.Metrics().Errors.WithLabelValues("items", "dispatch")))
 }
