@@ -41,8 +41,8 @@ type pauseRead struct {
 	done   chan struct{} // closed when the read returned
 	st     redisio.DispatchState
 	err    error
-	// panicked is what the read beside the claim panicked with:
-	// waitPauses panics with it in the dispatcher's goroutine.
+	// panicked is what the read beside the claim panicked with: join
+	// panics with it in the dispatcher's goroutine.
 	panicked any
 	applied  bool // waitPauses applied st to the dispatcher
 }
@@ -75,9 +75,16 @@ func (d *dispatcher) readPauses(ctx context.Context) *pauseRead {
 	return r
 }
 
-// join waits for the read to return; a pass does not return before its
-// read beside the claim did.
-func (r *pauseRead) join() { <-r.done }
+// join waits for the read to return, and panics with what a read beside
+// the claim panicked with, once. A pass does not return before its read
+// did.
+func (r *pauseRead) join() {
+	<-r.done
+	if p := r.panicked; p != nil {
+		r.panicked = nil
+		panic(p)
+	}
+}
 
 // waitPauses waits for r and reports whether the kind is paused. The first
 // call applies what r read to the dispatcher (see applyPauses); the next
@@ -85,9 +92,6 @@ func (r *pauseRead) join() { <-r.done }
 // errUnprepared) reads the pauses once.
 func (d *dispatcher) waitPauses(r *pauseRead) (kindPaused bool, err error) {
 	r.join()
-	if r.panicked != nil {
-		panic(r.panicked)
-	}
 	if r.err != nil {
 		d.pausesKnown = false // the next pass reads before it claims
 		return false, r.err
