@@ -39,7 +39,7 @@ func newHeldRead(n int32, before func()) *heldRead {
 }
 
 // run starts b's service with batches of 2 on h's store and read hook.
-func (h *heldRead) run(b *testBundle, mod func(*Config)) *running {
+func (h *heldRead) run(b *testBundle) *running {
 	r := b.runOn(context.Background(), claimHooked{Store: b.store, h: h}, b.rio, func(c *Config) {
 		c.BatchSize = 2
 		c.faults.beforeReadPauses = func(string) error {
@@ -54,9 +54,6 @@ func (h *heldRead) run(b *testBundle, mod func(*Config)) *running {
 			<-h.release
 			h.holding.Store(false)
 			return h.fail
-		}
-		if mod != nil {
-			mod(c)
 		}
 	})
 	b.t.Cleanup(h.letGo) // before the service stops (cleanups run last first)
@@ -84,6 +81,8 @@ func (h *heldRead) waitClaimedWhileHeld(t *testing.T) []string {
 	}
 }
 
+// claimHooked is a store whose claims (ClaimDue) count themselves in h and
+// report their keys while h's read is held.
 type claimHooked struct {
 	models.Store
 	h *heldRead
@@ -123,7 +122,7 @@ func TestPassClaimsWhileThePausesAreRead(t *testing.T) {
 	b := setup(t, setupOpts{timeout: time.Hour})
 	uids := b.insertN(5, t0)
 	h := newHeldRead(2, nil) // the first pass reads first: nothing read yet
-	h.run(b, nil)
+	h.run(b)
 	require.Equal(t, []string{"m0002", "m0003"}, h.waitClaimedWhileHeld(t))
 	h.letGo()
 
@@ -152,7 +151,7 @@ func TestKindPausedBeforeThePassReadsBesideItsClaim(t *testing.T) {
 	h := newHeldRead(2, func() {
 		assert.NoError(t, NewAdmin(b.store, b.rio).PauseKind(ctx, b.kind.Lists, PauseInfo{Note: "incident", By: "ops"}))
 	})
-	h.run(b, nil)
+	h.run(b)
 	require.Equal(t, []string{"m0002", "m0003"}, h.waitClaimedWhileHeld(t))
 	h.letGo()
 
@@ -202,7 +201,7 @@ func TestPausedModelsAndHoldsApplyToTheClaimBesideTheRead(t *testing.T) {
 		assert.NoError(t, b.rio.PauseModels(ctx, b.kind.Lists, []string{"b1"}, PauseInfo{Note: "upstream down", By: "ops"}))
 		assert.NoError(t, b.rio.Holds(ctx, b.kind.Lists.Throttle(), map[string]time.Time{"api-c": holdEnd}, t0))
 	})
-	r := h.run(b, nil)
+	r := h.run(b)
 	require.Equal(t, []string{"b1", "c1"}, h.waitClaimedWhileHeld(t))
 	h.letGo()
 
@@ -230,7 +229,7 @@ func TestFailedReadBesideTheClaimRollsItBack(t *testing.T) {
 	uids := b.insertN(5, t0)
 	h := newHeldRead(2, nil)
 	h.fail = errors.New("redis is down")
-	r := h.run(b, nil)
+	r := h.run(b)
 	require.Equal(t, []string{"m0002", "m0003"}, h.waitClaimedWhileHeld(t))
 	h.letGo()
 
