@@ -1,6 +1,7 @@
 package refresher
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -58,7 +59,10 @@ type dispatcher struct {
 	// holds are the throttle groups held in the pass in hand (see throttle),
 	// read with the pauses (readPauses).
 	holds  map[string]time.Time
-	paused pauses // the operator's pauses, read each pass (pause.go)
+	paused pauses // the operator's pauses, read each pass (pause_read.go)
+	// pausesKnown says that the last read of the pauses succeeded: the
+	// next one may run beside the claim unless it found the kind paused.
+	pausesKnown bool
 	// watch looks for due rows while the kind is idle (see dueWatch); nil:
 	// the dispatcher looks itself every MaxSleep.
 	watch *dueWatch
@@ -293,19 +297,23 @@ func (d *dispatcher) pass(ctx context.Context) (n int, full, throttled bool, err
 			return 0, false, false, err
 		}
 	}
-	if paused, err := d.readPauses(bctx); err != nil || paused { // a paused kind waits as a throttled one
-		return 0, false, paused, err
+	// A paused kind waits as a throttled one. The read runs beside the
+	// claim unless the last one found the kind paused (see pause_read.go).
+	pauses := d.readPauses(bctx)
+	defer pauses.join()
+	if !pauses.beside {
+		if paused, err := d.waitPauses(pauses); err != nil || paused {
+			return 0, false, paused, err
+		}
 	}
 	from := d.cursor
 	if d.urgent {
 		// The lanes are not bounded by MaxQueued: a few urgent jobs.
 		from = models.Cursor{UrgentOnly: true}
 	} else if throttled, err := d.throttled(bctx); err != nil || throttled {
-		return 0, false, throttled, err
-	}
-
-	if d.throttle != nil && d.throttle.column != "" {
-		d.metrics.ThrottledGroups.WithLabelValues(k.Name).Set(float64(len(d.holds)))
+		// The read's error or pause counts as if it had come first.
+		paused, perr := d.waitPauses(pauses)
+		return 0, false, throttled || paused, errors.Join(perr, err)
 	}
 
 	// The claimed rows' own rules are parsed, and their next occurrences
@@ -331,6 +339,11 @@ func (d *dispatcher) pass(ctx context.Context) (n int, full, throttled bool, err
 				return err
 			}
 			claimed = rows
+			// Before a row is decided: the pauses, the paused models and
+			// the holds of the read beside the claim (read once per pass).
+			if paused, err := d.waitPauses(pauses); err != nil || paused {
+				return cmp.Or(err, errKindPaused) // rolled back: nothing saved nor pushed
+			}
 			if round < maxPrepareRounds {
 				if pending = d.schedules.unprepared(rows, now, d.asksSchedule(now)); len(pending) > 0 {
 					return errUnprepared
@@ -345,6 +358,9 @@ func (d *dispatcher) pass(ctx context.Context) (n int, full, throttled bool, err
 			break
 		}
 		d.schedules.prepare(pending, now)
+	}
+	if errors.Is(err, errKindPaused) {
+		return 0, false, true, nil // as a pass that read the pause first
 	}
 	if err != nil {
 		return 0, false, false, err // the store's error names the step and the table

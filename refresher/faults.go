@@ -7,6 +7,10 @@ import "errors"
 // crash of the process at a given step. Every field is optional and the
 // zero value costs nothing.
 type faults struct {
+	// beforeReadPauses runs before the dispatcher reads the pauses, in the
+	// goroutine of a read beside the claim (tests hold the read here). An
+	// error fails the read as Redis would.
+	beforeReadPauses func(kind string) error
 	// beforePush runs after the dispatcher committed its attempts and
 	// before it pushes their jobs (tests cut Redis here).
 	beforePush func(kind string)

@@ -156,39 +156,10 @@ func resumeNote(after policy.State, wasPaused bool) string {
 }
 
 // pauses is what a dispatcher pass knows of the operator's pauses of its
-// kind, read once per pass.
+// kind, read once per pass (see readPauses).
 type pauses struct {
 	kind   bool
 	models map[string]struct{}
-}
-
-// readPauses reads, in one round trip, whether the kind is paused and which
-// of its models are, and the throttle holds of its groups into d.holds
-// (when the kind names a group column; see throttle). A paused kind is
-// logged when the pause starts and ends, not on every pass.
-func (d *dispatcher) readPauses(ctx context.Context) (kindPaused bool, err error) {
-	st, err := d.rdb.ReadDispatchState(ctx, d.kind.Lists, d.throttle.groups(), d.clock.Now())
-	if err != nil {
-		return false, err
-	}
-	d.holds = st.Holds
-	paused := st.KindPause != nil
-	if paused != d.paused.kind {
-		if paused {
-			d.log.Warn("kind paused by the operator, not dispatching", "by", st.KindPause.By, "note", st.KindPause.Note)
-		} else {
-			d.log.Info("kind resumed by the operator")
-		}
-	}
-	d.paused.kind = paused
-	clear(d.paused.models)
-	if len(st.PausedModels) > 0 && d.paused.models == nil {
-		d.paused.models = make(map[string]struct{}, len(st.PausedModels))
-	}
-	for _, k := range st.PausedModels {
-		d.paused.models[k] = struct{}{}
-	}
-	return paused, nil
 }
 
 // keepPaused pauses again a claimed row whose model the operator paused
