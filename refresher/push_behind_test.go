@@ -66,3 +66,35 @@ func TestFullBatchIsPushedWhileTheNextPassClaims(t *testing.T) {
 	require.True(t, slices.IsSorted(attempts), "jobs in the order their attempts started: %v", attempts)
 	b.noJob()
 }
+
+// A push behind counts its jobs (attempts_started_total) once they are in
+// the input list, not when the next pass joins it: with the next pass held
+// (its read of the pauses, beside its claim, waits), the first batch's
+// jobs are pushed and counted.
+func TestPushBehindCountsItsJobsWhenPushed(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{timeout: time.Hour})
+	b.insertN(3, t0)
+	release := make(chan struct{})
+	defer close(release)
+	reads := 0
+	svc := b.start(func(c *Config) {
+		c.BatchSize = 2
+		c.faults.beforeReadPauses = func(string) error {
+			if reads++; reads == 2 { // the second pass's read, beside its claim
+				<-release
+			}
+			return nil
+		}
+	})
+	testenv.EventuallyNil(t, 10*time.Second, "the first batch's jobs pushed and counted", func() error {
+		n, err := b.rdb.LLen(context.Background(), b.kind.Lists.Input).Result()
+		if err != nil {
+			return err
+		}
+		if started := toFloat(svc.Metrics().Started.WithLabelValues("items")); n != 2 || started != 2 {
+			return fmt.Errorf("%d jobs in the input list, %v counted as started", n, started)
+		}
+		return nil
+	})
+}
