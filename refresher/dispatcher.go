@@ -470,6 +470,11 @@ func (d *dispatcher) throttled(ctx context.Context) (bool, error) {
 		}
 		d.setQueued(n)
 	}
+	if f := d.inFlight; f != nil && d.queued+int64(len(f.batch.jobs)) >= int64(k.MaxQueued) {
+		// The length read may predate the push behind, which would fill
+		// the list: wait for it (its RPUSH answers the length with its jobs).
+		d.joinPush()
+	}
 	if d.queued >= int64(k.MaxQueued) {
 		d.log.Warn("input list is full, not dispatching", "queued", d.queued, "max_queued", k.MaxQueued)
 		return true, nil

@@ -1,6 +1,7 @@
 package refresher
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -48,4 +49,22 @@ func TestPlainSuccessesCommitWhileTheIncidentWindowIsRead(t *testing.T) {
 		require.True(t, held.Load(), "the incident window was read for the batch")
 		require.True(t, committed.Load(), "the batch committed while the incident window's read was held")
 	})
+}
+
+// A panic in the incident window's read beside the apply
+// (decideIncident's goroutine) reaches Run as a fatal error, as a panic of
+// the push behind or of the pauses' read beside the claim does, instead
+// of killing the process.
+func TestIncidentReadPanicReachesRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{timeout: time.Hour})
+	require.NoError(t, b.rdb.RPush(context.Background(), b.kind.Lists.Output,
+		`{"uid":"nobody","attempt_uid":"a","type":"success"}`).Err())
+	svc, err := New(b.config(func(c *Config) {
+		c.faults.beforeIncidentRead = func(string) { panic("boom in the incident read") }
+	}), b.store, b.rio)
+	require.NoError(t, err)
+	err = runFor(t, svc)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "boom in the incident read")
 }

@@ -261,7 +261,7 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 	// batch of failures can start an incident for itself.
 	batch := window(msgs)
 	decided := p.decideIncident(bctx, batch)
-	defer func() { <-decided }()
+	defer decided.wait()
 	clear(p.holds)
 	p.leases = p.leases[:0]
 	p.counted = redisio.StatsCount{}
@@ -293,7 +293,7 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 		p.log.Warn("the database refused a value in a batch of results; applying them one by one", "err", err)
 		dead, earliest, err = p.applyEach(bctx, msgs, decided)
 	}
-	<-decided // made with the window as it was before this batch's counts
+	decided.wait() // made with the window as it was before this batch's counts
 	if err != nil {
 		return 0, fmt.Errorf("apply %d results: %w", len(msgs), err)
 	}
@@ -349,7 +349,7 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 }
 
 // decideIncident makes the incident guard's decision with batch in the
-// window (incident.decide) and returns a channel closed once it is made.
+// window (incident.decide); its wait returns once it is made.
 // The window's read, a round trip to Redis, runs in a goroutine of its
 // own while the batch's transaction begins and writes its plain successes
 // (Tx.SaveSuccesses), which do not depend on the decision: applyTx waits
@@ -359,10 +359,9 @@ func (p *poller) runOnce(ctx context.Context) (int, error) {
 // decision that opens or closes an incident writes an entry to the
 // database, which on SQLite would wait for the poller's own transaction:
 // the decision is then made before the transaction begins, as before.
-func (p *poller) decideIncident(ctx context.Context, batch policy.Window) <-chan struct{} {
-	done := make(chan struct{})
+func (p *poller) decideIncident(ctx context.Context, batch policy.Window) *decision {
+	d := &decision{done: make(chan struct{})}
 	decide := func() {
-		defer close(done)
 		if p.faults.beforeIncidentRead != nil {
 			p.faults.beforeIncidentRead(p.kind.Name)
 		}
@@ -372,10 +371,35 @@ func (p *poller) decideIncident(ctx context.Context, batch policy.Window) <-chan
 	}
 	if p.ledger != nil {
 		decide()
-	} else {
-		go decide()
+		close(d.done)
+		return d
 	}
-	return done
+	go func() {
+		defer close(d.done) // after panicked is set
+		defer func() { d.panicked = recover() }()
+		decide()
+	}()
+	return d
+}
+
+// decision is the incident guard's decision for one batch, made beside its
+// transaction (decideIncident).
+type decision struct {
+	done chan struct{} // closed once it is made
+	// panicked is what the decision's goroutine panicked with: wait panics
+	// with it in the poller's goroutine, where Run makes it fatal as a
+	// panic of the poller's own.
+	panicked any
+}
+
+// wait waits for the decision, and panics with what its goroutine panicked
+// with, once.
+func (d *decision) wait() {
+	<-d.done
+	if v := d.panicked; v != nil {
+		d.panicked = nil
+		panic(v)
+	}
 }
 
 // maxBatchMessages bounds the messages of one batch, garbage included
@@ -472,7 +496,7 @@ func countValid(msgs []redisio.Message) int {
 // The successes among msgs (see fastSuccesses) are written first without
 // reading their rows (Tx.SaveSuccesses); only the results it did not write
 // are locked, read and decided one by one.
-func (p *poller) applyBatch(ctx context.Context, msgs []redisio.Message, decided <-chan struct{}) (dead []redisio.Message, earliest time.Time, err error) {
+func (p *poller) applyBatch(ctx context.Context, msgs []redisio.Message, decided *decision) (dead []redisio.Message, earliest time.Time, err error) {
 	now := p.clock.Now()
 	fast := p.fastSuccesses(msgs, now)
 	p.schedules.prepare(p.knownRules(msgs), now)
@@ -596,7 +620,7 @@ func (p *poller) fastMissed() {
 // applyTx is one transaction of applyBatch. With prepared, it rolls back
 // with errUnprepared, returning the rows to prepare, as soon as it has
 // locked rows whose rules are not parsed yet.
-func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.Time, prepared bool, fast fastBatch, decided <-chan struct{}) (dead []redisio.Message, earliest time.Time, pending []keyRule, err error) {
+func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.Time, prepared bool, fast fastBatch, decided *decision) (dead []redisio.Message, earliest time.Time, pending []keyRule, err error) {
 	var holds map[string]time.Time // allocated for the first hold only
 	var leases []redisio.LeaseAnswer
 	err = p.store.Tx(ctx, func(tx models.Tx) error {
@@ -631,7 +655,7 @@ func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.T
 		}
 		pol := p.kind.Policy // not used: every result was written or is dead
 		if len(keys) > 0 {
-			<-decided // see decideIncident
+			decided.wait() // see decideIncident
 			pol = p.incident.policy(p.kind.Policy)
 		}
 		holds, leases = nil, leases[:0]
@@ -733,7 +757,7 @@ func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.T
 // error, even when every message of the batch is like that. Any other error
 // (an outage, a missing table or privilege, a read-only server) stops at
 // once: the batch waits in Redis to be tried again.
-func (p *poller) applyEach(ctx context.Context, msgs []redisio.Message, decided <-chan struct{}) (dead []redisio.Message, earliest time.Time, err error) {
+func (p *poller) applyEach(ctx context.Context, msgs []redisio.Message, decided *decision) (dead []redisio.Message, earliest time.Time, err error) {
 	for _, m := range msgs {
 		d, e, err := p.applyBatch(ctx, []redisio.Message{m}, decided)
 		if err != nil {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/refresher/refresher/internal/testenv"
+	"github.com/refresher/refresher/models"
 )
 
 // After a full batch the next pass claims while the batch's jobs are
@@ -97,4 +99,58 @@ func TestPushBehindCountsItsJobsWhenPushed(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// slowFirstClaim runs onFirst inside the first ClaimDue (in the claim's
+// transaction), before the claim.
+type slowFirstClaim struct {
+	models.Store
+	n       *atomic.Int32
+	onFirst func()
+}
+
+func (s *slowFirstClaim) Tx(ctx context.Context, fn func(models.Tx) error) error {
+	return s.Store.Tx(ctx, func(tx models.Tx) error { return fn(slowFirstClaimTx{tx, s}) })
+}
+
+type slowFirstClaimTx struct {
+	models.Tx
+	s *slowFirstClaim
+}
+
+func (tx slowFirstClaimTx) ClaimDue(ctx context.Context, t models.Table, now time.Time, from models.Cursor, n int) ([]models.Row, error) {
+	if tx.s.n.Add(1) == 1 {
+		tx.s.onFirst()
+	}
+	return tx.Tx.ClaimDue(ctx, t, now, from, n)
+}
+
+// The input list's length that throttled reads (LLEN) may predate the
+// push behind: near MaxQueued the pass waits for that push before it
+// claims. Another instance's 4 jobs arrive while the first pass claims
+// (longer than queuedRecheck) and the first push is held 1 s: the second
+// pass's LLEN sees 4, the push in flight brings 2 more, MaxQueued is 6,
+// so it must not claim. Without the wait the list ended at 8.
+func TestMaxQueuedCountsThePushBehind(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{timeout: time.Hour})
+	b.insertN(20, t0)
+	var claims, pushes atomic.Int32
+	store := &slowFirstClaim{Store: b.store, n: &claims, onFirst: func() {
+		require.NoError(t, b.rdb.RPush(context.Background(), b.kind.Lists.Input, "x", "x", "x", "x").Err())
+		time.Sleep(queuedRecheck + 100*time.Millisecond)
+	}}
+	b.runOn(context.Background(), store, b.rio, func(c *Config) {
+		c.BatchSize = 2
+		c.MaxSleep = 50 * time.Millisecond
+		c.Kinds[0].MaxQueued = 6
+		c.faults.beforePush = func(string) {
+			if pushes.Add(1) == 1 {
+				time.Sleep(time.Second)
+			}
+		}
+	})
+	testenv.Eventually(t, 10*time.Second, "first push", func() bool { return b.llen(b.kind.Lists.Input) >= 6 })
+	b.passes.wait(t, 4)
+	require.LessOrEqual(t, b.llen(b.kind.Lists.Input), int64(6), "MaxQueued 6 overshot by this instance's own push")
 }
