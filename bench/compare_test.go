@@ -159,6 +159,13 @@ func TestOpenDashboard(t *testing.T) {
 	if !strings.Contains(st.firstErr, "500") {
 		t.Errorf("first error %q, want the status", st.firstErr)
 	}
+	// A run whose dashboard failed measures nothing: cycle returns this.
+	if err := st.err(); err == nil || !strings.Contains(err.Error(), "dashboard requests failed") {
+		t.Errorf("err() = %v, want the failures", err)
+	}
+	if err := (dashStats{requests: 3}).err(); err != nil {
+		t.Errorf("no failures: err() = %v", err)
+	}
 }
 
 func TestMedianAndPairs(t *testing.T) {

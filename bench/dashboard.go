@@ -22,6 +22,15 @@ type dashStats struct {
 	firstErr           string
 }
 
+// err says that requests failed: a dashboard that fails costs the service
+// less than one that works, so a run with failures measures nothing.
+func (st dashStats) err() error {
+	if st.failures == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d of %d dashboard requests failed, the first: %s", st.failures, st.requests, st.firstErr)
+}
+
 // openDashboard polls base as an open dashboard does: every path of
 // dashboardPaths at once, then again every every, until the returned
 // function is called; that function (safe to call more than once) stops the

@@ -479,6 +479,9 @@ func (e *env) cycle(ctx context.Context, v variant, mode string, p *plan, profil
 	res.cpu, res.dbCPU, res.redi = cpu.Stop(), dbCPU.Stop(), redi.Stop()
 	res.cmds = [2]map[string]commandStat{cmdsBefore, e.commandStats(ctx)}
 	res.dash = stopDash()
+	if err := res.dash.err(); err != nil {
+		return res, fmt.Errorf("%s %s run: %w", impl, mode, err)
+	}
 	res.rssKB = statusKB(c.pid, "VmHWM")
 	if err := c.stop(); err != nil {
 		return res, err
