@@ -242,7 +242,9 @@ func TestKindClaimInOneRoundTrip(t *testing.T) {
 	exec(t, s, `UPDATE items SET refresh_priority = 20 WHERE k = 1`)
 	keys, _ = claim(models.Cursor{}, 4)
 	eq(t, keys, []string{"9:u9", "2:u2", "3:u3", "4:u4"}, "the urgent row first, then the kind's")
-	// Nothing else stayed locked: another transaction claims the rest.
+	// Nothing else stays locked after the commit: another transaction
+	// claims the rest (TestKindAheadLocksOnlyWhatItReturns checks the locks
+	// while the claim's transaction is open).
 	keys, _ = claim(models.Cursor{}, 30)
 	eq(t, len(keys), 20, "rows claimed after the claims committed")
 	var locked []string
@@ -254,4 +256,34 @@ func TestKindClaimInOneRoundTrip(t *testing.T) {
 		return err
 	}))
 	eq(t, len(locked), 20, "every row claimable")
+}
+
+// TestKindAheadLocksOnlyWhatItReturns: with a row more urgent than the
+// kind's level, the kind's scan sent ahead (kindAhead) is guarded in SQL
+// and locks nothing; the claim locks only the rows it returns, seen from
+// another connection (SKIP LOCKED) while its transaction is open.
+func TestKindAheadLocksOnlyWhatItReturns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := testStore(t)
+	exec(t, s, `CREATE TABLE items (k bigint PRIMARY KEY, input_url text)`)
+	_, err := s.Migrate(ctx, []string{"items"}, io.Discard, false)
+	must(t, err)
+	base := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	exec(t, s, `INSERT INTO items (k, input_url, refresh_at) SELECT g, 'u' || g, $1::timestamptz + g * interval '1 second' FROM generate_series(1, 20) g`, base)
+	exec(t, s, `UPDATE items SET refresh_priority_once = 0 WHERE k = 9`)
+	exec(t, s, `UPDATE items SET refresh_priority = 20 WHERE k = 1`)
+	tbl := models.Table{Name: "items", Key: "k", Payload: []string{"input_url"}, Priority: 10}
+	must(t, s.Tx(ctx, func(tx models.Tx) error {
+		rows, err := tx.ClaimDue(ctx, tbl, base.Add(time.Hour), models.Cursor{}, 4)
+		if err != nil {
+			return err
+		}
+		var free int
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT k FROM items FOR UPDATE SKIP LOCKED) x`).Scan(&free); err != nil {
+			return err
+		}
+		eq(t, 20-free, len(rows), "rows locked by the claim, against the rows it returned")
+		return nil
+	}))
 }
