@@ -380,7 +380,7 @@ func (d *dispatcher) pass(ctx context.Context) (n int, full, throttled bool, err
 		d.gate.full = full
 	}
 	// The jobs of the last pass go to the input list before this one's.
-	d.joinPush()
+	d.joinPushAfterClaim(bctx)
 	if len(d.jobs) == 0 {
 		return 0, full, false, nil
 	}

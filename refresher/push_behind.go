@@ -135,6 +135,25 @@ func (d *dispatcher) joinPush() {
 	d.joined, d.joinErr = d.joined+n, errors.Join(d.joinErr, err)
 }
 
+// joinPushAfterClaim is joinPush for a pass that has committed attempts
+// of its own: when the push behind panicked, those attempts are undone
+// first, so that the panic leaves only the last batch's attempts running
+// with no job (as a panic in a push of the dispatcher's own goroutine
+// does), not this one's too.
+func (d *dispatcher) joinPushAfterClaim(ctx context.Context) {
+	if f := d.inFlight; f != nil && len(d.starts) > 0 {
+		<-f.done
+		if f.panicked != nil {
+			uctx, cancel := d.batchContext(context.WithoutCancel(ctx))
+			if _, err := d.undo(uctx, d.starts); err != nil {
+				d.log.Error("cannot undo the attempts of a pass whose push behind panicked", "err", err)
+			}
+			cancel()
+		}
+	}
+	d.joinPush()
+}
+
 // takeJoined returns what the pushes joined since the last call did, and
 // forgets it.
 func (d *dispatcher) takeJoined() (int, error) {

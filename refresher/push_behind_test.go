@@ -154,3 +154,30 @@ func TestMaxQueuedCountsThePushBehind(t *testing.T) {
 	b.passes.wait(t, 4)
 	require.LessOrEqual(t, b.llen(b.kind.Lists.Input), int64(6), "MaxQueued 6 overshot by this instance's own push")
 }
+
+// A push behind that panics reaches Run, and the pass that joins it
+// undoes its own attempts first: only the panicked batch's attempts are
+// left running with no job, as after a panic in a push of the
+// dispatcher's own goroutine.
+func TestPushBehindPanicUndoesTheNextPass(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{timeout: time.Hour})
+	b.insertN(5, t0)
+	var pushes atomic.Int32
+	svc, err := New(b.config(func(c *Config) {
+		c.BatchSize = 2
+		c.faults.beforePush = func(string) {
+			if pushes.Add(1) == 1 {
+				time.Sleep(300 * time.Millisecond) // the next pass claims meanwhile
+				panic("boom in the push")
+			}
+		}
+	}), b.store, b.rio)
+	require.NoError(t, err)
+	err = runFor(t, svc)
+	require.ErrorContains(t, err, "boom in the push")
+	var running int
+	require.NoError(t, b.d.QueryRow("SELECT COUNT(*) FROM items WHERE refresh_attempt_no = 1").Scan(&running))
+	require.Zero(t, b.llen(b.kind.Lists.Input))
+	require.Equal(t, 2, running, "rows running with no job: the panicked batch's only")
+}
