@@ -205,11 +205,7 @@ func TestKindClaimInOneRoundTrip(t *testing.T) {
 	s := New(pool)
 	t.Cleanup(func() { _ = s.Close() })
 
-	exec(t, s, `CREATE TABLE items (k bigint PRIMARY KEY, input_url text)`)
-	_, err = s.Migrate(ctx, []string{"items"}, io.Discard, false)
-	must(t, err)
-	base := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
-	exec(t, s, `INSERT INTO items (k, input_url, refresh_at) SELECT g, 'u' || g, $1::timestamptz + g * interval '1 second' FROM generate_series(1, 20) g`, base)
+	base := twentyDueItems(t, s)
 	tbl := models.Table{Name: "items", Key: "k", Payload: []string{"input_url"}, Priority: 10}
 	now := base.Add(time.Hour)
 	kind := models.Priority{Level: 10, Source: models.PriorityKind}
@@ -266,11 +262,7 @@ func TestKindAheadLocksOnlyWhatItReturns(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := testStore(t)
-	exec(t, s, `CREATE TABLE items (k bigint PRIMARY KEY, input_url text)`)
-	_, err := s.Migrate(ctx, []string{"items"}, io.Discard, false)
-	must(t, err)
-	base := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
-	exec(t, s, `INSERT INTO items (k, input_url, refresh_at) SELECT g, 'u' || g, $1::timestamptz + g * interval '1 second' FROM generate_series(1, 20) g`, base)
+	base := twentyDueItems(t, s)
 	exec(t, s, `UPDATE items SET refresh_priority_once = 0 WHERE k = 9`)
 	exec(t, s, `UPDATE items SET refresh_priority = 20 WHERE k = 1`)
 	tbl := models.Table{Name: "items", Key: "k", Payload: []string{"input_url"}, Priority: 10}
@@ -286,4 +278,16 @@ func TestKindAheadLocksOnlyWhatItReturns(t *testing.T) {
 		eq(t, 20-free, len(rows), "rows locked by the claim, against the rows it returned")
 		return nil
 	}))
+}
+
+// twentyDueItems creates the migrated table items (k bigint, input_url)
+// with rows 1..20, row g due at base + g seconds, and returns base.
+func twentyDueItems(t *testing.T, s *Store) time.Time {
+	t.Helper()
+	exec(t, s, `CREATE TABLE items (k bigint PRIMARY KEY, input_url text)`)
+	_, err := s.Migrate(context.Background(), []string{"items"}, io.Discard, false)
+	must(t, err)
+	base := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	exec(t, s, `INSERT INTO items (k, input_url, refresh_at) SELECT g, 'u' || g, $1::timestamptz + g * interval '1 second' FROM generate_series(1, 20) g`, base)
+	return base
 }
