@@ -459,10 +459,6 @@ func (d *dispatcher) claimTx(ctx context.Context, tx models.Tx, rows []models.Ro
 // NextDue and no Redis round trip.
 func (d *dispatcher) throttled(ctx context.Context) (bool, error) {
 	k := d.kind
-	if f := d.inFlight; f != nil && d.queued+int64(len(f.batch.jobs)) >= int64(k.MaxQueued-d.cfg.BatchSize) {
-		// Near the limit the length counts the push behind: wait for it.
-		d.joinPush()
-	}
 	if time.Since(d.queuedAt) >= queuedRecheck || d.queued >= int64(k.MaxQueued-d.cfg.BatchSize) {
 		n, err := d.rdb.Len(ctx, k.Lists.Input)
 		if err != nil {

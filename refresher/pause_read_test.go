@@ -126,13 +126,7 @@ func TestPassClaimsWhileThePausesAreRead(t *testing.T) {
 	require.Equal(t, []string{"m0002", "m0003"}, h.waitClaimedWhileHeld(t))
 	h.letGo()
 
-	seen := map[string]bool{}
-	for range uids {
-		j := b.popJob()
-		require.False(t, seen[j.UID], "%s pushed twice", j.UID)
-		seen[j.UID] = true
-		require.Equal(t, b.state(j.UID).AttemptUID, j.AttemptUID, "%s", j.UID)
-	}
+	b.popEachOnce(len(uids))
 	b.noJob()
 }
 
@@ -233,13 +227,8 @@ func TestFailedReadBesideTheClaimRollsItBack(t *testing.T) {
 	require.Equal(t, []string{"m0002", "m0003"}, h.waitClaimedWhileHeld(t))
 	h.letGo()
 
-	seen := map[string]bool{}
-	for range uids {
-		j := b.popJob()
-		require.False(t, seen[j.UID], "%s pushed twice", j.UID)
-		seen[j.UID] = true
+	for _, j := range b.popEachOnce(len(uids)) {
 		require.Equal(t, 1, j.AttemptNo, "%s", j.UID)
-		require.Equal(t, b.state(j.UID).AttemptUID, j.AttemptUID, "%s", j.UID)
 	}
 	b.noJob()
 	require.Equal(t, 1.0, toFloat(r.svc.Metrics().Errors.WithLabelValues("items", "dispatch")))

@@ -56,12 +56,7 @@ func TestFullBatchIsPushedWhileTheNextPassClaims(t *testing.T) {
 	close(release)
 
 	var attempts []string
-	seen := map[string]bool{}
-	for range uids {
-		j := b.popJob()
-		require.False(t, seen[j.UID], "%s pushed twice", j.UID)
-		seen[j.UID] = true
-		require.Equal(t, b.state(j.UID).AttemptUID, j.AttemptUID, "%s", j.UID)
+	for _, j := range b.popEachOnce(len(uids)) {
 		attempts = append(attempts, j.AttemptUID)
 	}
 	// Attempt UIDs are xids, which sort in the order they were made.

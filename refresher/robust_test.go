@@ -90,6 +90,20 @@ func (b *testBundle) popJobs(n int) []redisio.Job {
 	return jobs
 }
 
+// popEachOnce pops n jobs (as popJobs) and checks that no model has two
+// and that each carries its row's running attempt.
+func (b *testBundle) popEachOnce(n int) []redisio.Job {
+	b.t.Helper()
+	jobs := b.popJobs(n)
+	seen := map[string]bool{}
+	for _, j := range jobs {
+		require.False(b.t, seen[j.UID], "%s pushed twice", j.UID)
+		seen[j.UID] = true
+		require.Equal(b.t, b.state(j.UID).AttemptUID, j.AttemptUID, "%s", j.UID)
+	}
+	return jobs
+}
+
 // sendAll pushes results in one RPUSH, so that one Fetch sees all of them.
 func (b *testBundle) sendAll(rs ...redisio.Result) {
 	b.t.Helper()
