@@ -330,17 +330,8 @@ func (a *kindAhead) take(s models.Priority, start time.Time, n int) ([]models.Ro
 // kindAhead) in the same round trip: a pipeline of the two statements,
 // the lookup (and its claimSettings) first.
 func (tx *Tx) firstLevelsAndKind(ctx context.Context, q compiled, level int, now time.Time, a *kindAhead) (models.FirstLevels, error) {
-	// Each level as q.firstLevels finds it, a walk of its column's index
-	// that stops at the first entry (a comparison with the parameter in
-	// the subquery could be a sequential scan of the table in the generic
-	// plan).
-	var guard strings.Builder
-	for _, col := range []string{models.ColPriorityOnce, models.ColPriority} {
-		c := doubleQuote(col)
-		guard.WriteString("COALESCE((SELECT " + c + " FROM " + q.table + " WHERE " + c + " IS NOT NULL ORDER BY " + c + " LIMIT 1) > $1, true) AND ")
-	}
 	kind, _ := models.Priority{Level: level, Source: models.PriorityKind}.Filter(doubleQuote, "", true)
-	query, args := claimQuery(q, models.ColPriority, guard.String()+kind, []any{level}, now, a.from, a.limit)
+	query, args := claimQuery(q, models.ColPriority, q.kindGuard+kind, []any{level}, now, a.from, a.limit)
 	var batch pgx.Batch
 	batch.Queue(q.firstLevels)
 	batch.Queue(query, args...)
@@ -574,6 +565,9 @@ type compiled struct {
 	selectClaim string
 	// firstLevels is models.FirstLevelsQuery on the table, with claimSettings.
 	firstLevels string
+	// kindGuard is the condition of the kind's scan sent ahead (kindAhead)
+	// on $1, the kind's level, followed by " AND ": no row is more urgent.
+	kindGuard string
 }
 
 // compileTable quotes t's names and builds its SELECTs with the table's
@@ -598,6 +592,13 @@ func compileTable(t models.Table, m tableMeta) (compiled, error) {
 	}
 	c.selectFrom, c.selectState, c.selectClaim = names.Selects(c.key+"::text", id, quoteIdent)
 	c.firstLevels = models.FirstLevelsQuery(c.table, doubleQuote) + ", " + claimSettings
+	// Each level as firstLevels finds it, a walk of its column's index that
+	// stops at the first entry (a comparison with the parameter in the
+	// subquery could be a sequential scan of the table in the generic plan).
+	for _, col := range []string{models.ColPriorityOnce, models.ColPriority} {
+		q := doubleQuote(col)
+		c.kindGuard += "COALESCE((SELECT " + q + " FROM " + c.table + " WHERE " + q + " IS NOT NULL ORDER BY " + q + " LIMIT 1) > $1, true) AND "
+	}
 	return c, nil
 }
 
