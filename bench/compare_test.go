@@ -184,6 +184,20 @@ func TestMedianAndPairs(t *testing.T) {
 	}
 }
 
+// TestRepeatOrder: in the standard table each implementation goes first in
+// turn, so that neither always runs after the other's after-effects.
+func TestRepeatOrder(t *testing.T) {
+	impls := []string{"service", "baseline"}
+	for i, want := range [][]string{{"service", "baseline"}, {"baseline", "service"}, {"service", "baseline"}} {
+		if got := repeatOrder(impls, i); !slices.Equal(got, want) {
+			t.Errorf("repeatOrder(%v, %d) = %v, want %v", impls, i, got, want)
+		}
+	}
+	if got := repeatOrder([]string{"service"}, 1); !slices.Equal(got, []string{"service"}) {
+		t.Errorf("repeatOrder([service], 1) = %v", got)
+	}
+}
+
 // TestProfileDirName: each variant of a comparison profiles into a
 // directory of its own, named after it.
 func TestProfileDirName(t *testing.T) {

@@ -373,6 +373,10 @@ type runResult struct {
 	wall             time.Duration // go -> every result applied
 	dispatch, apply  time.Duration // split mode: go -> all dispatched; release -> all applied
 	cpu, dbCPU, redi float64       // CPU seconds over the run, -1 unknown
+	// bench is the bench process's own CPU seconds over the run: the
+	// workers, the dashboard's requests and the bookkeeping, the same for
+	// every implementation.
+	bench float64
 	rssKB            int64         // peak RSS of the child
 	pageReads        int64         // database pages read from storage over the run, -1 unknown (scaling.go)
 	lateness         []time.Duration
@@ -425,6 +429,7 @@ func (e *env) cycle(ctx context.Context, v variant, mode string, p *plan, profil
 	defer e.printPGDelta(ctx, pgBefore)
 	cmdsBefore := e.commandStats(ctx)
 	cpu, dbCPU, redi := startCPU(c.pid), startCPUs(e.st.serverPIDs), startCPU(e.redisPID)
+	self := startCPU(os.Getpid())
 	reads := e.pageReads(ctx)
 	t0 := time.Now()
 	if err := c.start(); err != nil {
@@ -476,7 +481,7 @@ func (e *env) cycle(ctx context.Context, v variant, mode string, p *plan, profil
 			}
 		}
 	}
-	res.cpu, res.dbCPU, res.redi = cpu.Stop(), dbCPU.Stop(), redi.Stop()
+	res.cpu, res.dbCPU, res.redi, res.bench = cpu.Stop(), dbCPU.Stop(), redi.Stop(), self.Stop()
 	res.cmds = [2]map[string]commandStat{cmdsBefore, e.commandStats(ctx)}
 	res.dash = stopDash()
 	if err := res.dash.err(); err != nil {
@@ -536,19 +541,22 @@ func (e *env) occurrencePlan(due int64) (*plan, error) {
 	return &plan{rows: e.rows, due: due, active: due, base: last}, nil
 }
 
-// fullRuns runs the full cycle repeat times per implementation, alternating,
-// and returns the median run of each.
+// fullRuns runs the full cycle repeat times per implementation and returns
+// the median run of each. The implementations alternate, and each repeat
+// starts with the next one (service first, then baseline first, ...): a
+// run pays for some of the previous run's after-effects (the database's
+// purge, the allocator), so a fixed order would favour one side.
 func (e *env) fullRuns(ctx context.Context, due int64, impls []string) (map[string]runResult, error) {
 	all := map[string][]runResult{}
 	for i := range e.o.repeat {
-		for _, impl := range impls {
+		for _, impl := range repeatOrder(impls, i) {
 			r, err := e.cycle(ctx, plain(impl), modeFull, e.backlogPlan(due), i == 0)
 			if err != nil {
 				return nil, err
 			}
-			fmt.Printf("  %-8s full cycle %d/%d: %s (%.0f models/s); per model: process %s, database %s, Redis %s of CPU; peak RSS %d MB\n",
+			fmt.Printf("  %-8s full cycle %d/%d: %s (%.0f models/s); per model: process %s, database %s, Redis %s, the bench's workers %s of CPU; peak RSS %d MB\n",
 				impl, i+1, e.o.repeat, r.wall.Round(time.Millisecond), r.rate(),
-				perDueFine(r.cpu, r.n), perDueFine(r.dbCPU, r.n), perDueFine(r.redi, r.n), r.rssKB>>10)
+				perDueFine(r.cpu, r.n), perDueFine(r.dbCPU, r.n), perDueFine(r.redi, r.n), perDueFine(r.bench, r.n), r.rssKB>>10)
 			printCommandStats(r.cmds[0], r.cmds[1], r.n)
 			all[impl] = append(all[impl], r)
 		}
@@ -559,6 +567,17 @@ func (e *env) fullRuns(ctx context.Context, due int64, impls []string) (map[stri
 		out[impl] = rs[len(rs)/2]
 	}
 	return out, nil
+}
+
+// repeatOrder is the order of the implementations in repeat i: rotated by
+// i, so that each goes first in turn.
+func repeatOrder(impls []string, i int) []string {
+	n := len(impls)
+	out := make([]string, n)
+	for j := range n {
+		out[j] = impls[(i+j)%n]
+	}
+	return out
 }
 
 func (e *env) impls() []string {
