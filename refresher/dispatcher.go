@@ -515,7 +515,7 @@ func (d *dispatcher) job(row *models.Row) redisio.Job {
 		AttemptUID: row.State.AttemptUID,
 		AttemptNo:  row.State.AttemptNo,
 		TimeoutAt:  row.State.TimeoutAt,
-		Payload:    row.Payload,
+		Fields:     row.Payload,
 	}
 }
 
