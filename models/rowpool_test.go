@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/refresher/refresher/internal/payload"
 	. "github.com/refresher/refresher/models"
 )
 
@@ -12,7 +13,7 @@ import (
 // never takes one.
 func TestClaimRowsReusesReleased(t *testing.T) {
 	rows := ClaimRows(1000)
-	rows = append(rows, Row{Key: "a", Payload: map[string]any{"x": 1}}, Row{Key: "b"})
+	rows = append(rows, Row{Key: "a", Payload: payload.Fields{{Name: "x", Value: 1}}}, Row{Key: "b"})
 	ReleaseRows(rows)
 	runtime.GC() // a sync.Pool dropped what it held at the second
 	runtime.GC()

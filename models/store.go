@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/refresher/refresher/internal/payload"
 	"github.com/refresher/refresher/policy"
 )
 
@@ -40,11 +41,12 @@ type Row struct {
 	Rule string
 	// State holds the other 11 refresh columns.
 	State policy.State
-	// Payload maps each payload column to a JSON-friendly value: nil for
-	// NULL, int64 or float64 for numbers, string for text, DECIMAL and
-	// binary columns (bytes as they are), RFC 3339 UTC text for DATE,
-	// DATETIME and TIMESTAMP. Nil when the Table has no payload columns.
-	Payload map[string]any
+	// Payload holds each payload column, in the order of Table.Payload,
+	// with a JSON-friendly value: nil for NULL, int64 or float64 for
+	// numbers, string for text, DECIMAL and binary columns (bytes as they
+	// are), RFC 3339 UTC text for DATE, DATETIME and TIMESTAMP. Nil when
+	// the Table has no payload columns or the read leaves them out.
+	Payload payload.Fields
 	// Priority is the priority ClaimDue claimed the row at; zero for rows
 	// read otherwise.
 	Priority Priority

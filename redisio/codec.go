@@ -15,6 +15,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/refresher/refresher/internal/jsontext"
+	"github.com/refresher/refresher/internal/payload"
 )
 
 // DefaultMaxResultBytes is the default size limit of one result message
@@ -61,7 +62,7 @@ func invalid(format string, args ...any) error {
 // exactly six fractional digits (TimeoutAtLayout), whatever its value, so
 // that parsers that want a fixed width (Python 3.10's fromisoformat, once
 // the "Z" is replaced by "+00:00") read every job. Payload keys are
-// sorted; a nil payload is {}. Payload values of type string, []byte (as the
+// sorted (from Payload or Fields, whichever is set); no payload is {}. Payload values of type string, []byte (as the
 // text it holds: database/sql drivers return text columns as []byte), bool,
 // integers, finite floats, time.Time (RFC 3339 UTC), json.Number and nil are
 // written directly; other values go through encoding/json. Strings are
@@ -117,24 +118,66 @@ func appendJob(dst []byte, job Job, tt *timeText) ([]byte, error) {
 	b = append(b, `,"timeout_at":"`...)
 	b = append(b, tt.text...)
 	b = append(b, `","payload":{`...)
-	var keysBuf [8]string
-	keys := keysBuf[:0]
-	for k := range job.Payload {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
+	if job.Fields != nil {
+		if job.Payload != nil {
+			return dst, fmt.Errorf("encode %s job %s: both Payload and Fields are set", job.Kind, job.UID)
 		}
-		b = jsontext.AppendString(b, k)
-		b = append(b, ':')
 		var err error
-		if b, err = appendValue(b, job.Payload[k]); err != nil {
-			return dst, fmt.Errorf("encode %s job %s: payload %q: %w", job.Kind, job.UID, k, err)
+		if b, err = appendFields(b, job.Fields); err != nil {
+			return dst, fmt.Errorf("encode %s job %s: %w", job.Kind, job.UID, err)
+		}
+	} else {
+		var keysBuf [8]string
+		keys := keysBuf[:0]
+		for k := range job.Payload {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = jsontext.AppendString(b, k)
+			b = append(b, ':')
+			var err error
+			if b, err = appendValue(b, job.Payload[k]); err != nil {
+				return dst, fmt.Errorf("encode %s job %s: payload %q: %w", job.Kind, job.UID, k, err)
+			}
 		}
 	}
 	return append(appendTrace(append(b, '}'), job), '}'), nil
+}
+
+// appendFields appends the members of a payload object from f, in the
+// order of their names, as a map's would be; a name listed twice (a
+// column configured twice) is written once.
+func appendFields(b []byte, f payload.Fields) ([]byte, error) {
+	var orderBuf [8]int
+	order := orderBuf[:0]
+	for i := range f {
+		// Insertion sort: a payload has a few columns.
+		j := len(order)
+		order = append(order, i)
+		for ; j > 0 && f[order[j-1]].Name > f[i].Name; j-- {
+			order[j] = order[j-1]
+		}
+		order[j] = i
+	}
+	for n, i := range order {
+		if n > 0 {
+			if f[order[n-1]].Name == f[i].Name {
+				continue
+			}
+			b = append(b, ',')
+		}
+		b = jsontext.AppendString(b, f[i].Name)
+		b = append(b, ':')
+		var err error
+		if b, err = appendValue(b, f[i].Value); err != nil {
+			return b, fmt.Errorf("payload %q: %w", f[i].Name, err)
+		}
+	}
+	return b, nil
 }
 
 // appendTrace appends the job's trace context fields, when it has them.

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/refresher/refresher/internal/payload"
 )
 
 // encodeJob is AppendJob to a new slice.
@@ -104,6 +106,37 @@ func TestEncodeJobPayloadMatchesEncodingJSON(t *testing.T) {
 	require.Contains(t, string(got), `ctl\u0001 del`)
 }
 
+// TestEncodeJobFieldsAsPayload: a job whose payload comes as Fields (the
+// service's, in the table's column order) is encoded byte for byte as the
+// same payload in a map: keys sorted, a column listed twice written once,
+// none as {}.
+func TestEncodeJobFieldsAsPayload(t *testing.T) {
+	t.Parallel()
+	m := map[string]any{"url": "https://x/1?a=<b>", "size": int64(7), "ratio": 0.25, "null": nil, "raw": []byte("r"), "a": true}
+	fields := payload.Fields{{Name: "url", Value: m["url"]}, {Name: "size", Value: m["size"]}, {Name: "ratio", Value: m["ratio"]},
+		{Name: "size", Value: m["size"]}, {Name: "null"}, {Name: "raw", Value: m["raw"]}, {Name: "a", Value: m["a"]}}
+	job := Job{Kind: "k", UID: "u", AttemptUID: "a", AttemptNo: 2, TimeoutAt: time.Unix(0, 0), TraceParent: "00-x"}
+	for _, tc := range []struct {
+		name string
+		m    map[string]any
+		f    payload.Fields
+	}{
+		{"many", m, fields},
+		{"one", map[string]any{"url": "u"}, payload.Fields{{Name: "url", Value: "u"}}},
+		{"none", nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			byMap, byFields := job, job
+			byMap.Payload, byFields.Fields = tc.m, tc.f
+			want, err := encodeJob(byMap)
+			require.NoError(t, err)
+			got, err := encodeJob(byFields)
+			require.NoError(t, err)
+			require.Equal(t, string(want), string(got))
+		})
+	}
+}
+
 func TestEncodeJobErrors(t *testing.T) {
 	t.Parallel()
 	ok := Job{Kind: "k", UID: "7", AttemptUID: "a", TimeoutAt: time.Unix(1, 0)}
@@ -118,6 +151,8 @@ func TestEncodeJobErrors(t *testing.T) {
 		{"no timeout", func(j *Job) { j.TimeoutAt = time.Time{} }, "encode k job 7: timeout_at is zero"},
 		{"NaN", func(j *Job) { j.Payload = map[string]any{"x": math.NaN()} }, `encode k job 7: payload "x": unsupported value NaN`},
 		{"chan", func(j *Job) { j.Payload = map[string]any{"c": make(chan int)} }, `encode k job 7: payload "c": json: unsupported type: chan int`},
+		{"NaN field", func(j *Job) { j.Fields = payload.Fields{{Name: "x", Value: math.NaN()}} }, `encode k job 7: payload "x": unsupported value NaN`},
+		{"both", func(j *Job) { j.Payload, j.Fields = map[string]any{}, payload.Fields{{Name: "x"}} }, `encode k job 7: both Payload and Fields are set`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := ok
@@ -250,6 +285,20 @@ func benchJob() Job {
 
 func BenchmarkEncodeJob(b *testing.B) {
 	job := benchJob()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := encodeJob(job); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEncodeJobFields is BenchmarkEncodeJob with the payload as the
+// service's jobs carry it (Fields, in the table's order).
+func BenchmarkEncodeJobFields(b *testing.B) {
+	job := benchJob()
+	job.Fields = payload.Fields{{Name: "input_url", Value: job.Payload["input_url"]}, {Name: "format", Value: job.Payload["format"]}}
+	job.Payload = nil
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := encodeJob(job); err != nil {

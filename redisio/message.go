@@ -1,6 +1,10 @@
 package redisio
 
-import "time"
+import (
+	"time"
+
+	"github.com/refresher/refresher/internal/payload"
+)
 
 // Job is one message on a kind's input list: a request to refresh one model.
 //
@@ -13,6 +17,10 @@ type Job struct {
 	AttemptNo  int            `json:"attempt_no"`
 	TimeoutAt  time.Time      `json:"timeout_at"` // sent as TimeoutAtLayout
 	Payload    map[string]any `json:"payload"`
+	// Fields is the payload as the service reads it with each row, in
+	// place of Payload (which a decoded job fills): the encoder writes
+	// either, keys sorted, the same JSON. A job sets at most one of them.
+	Fields payload.Fields `json:"-"`
 	// TraceParent and TraceState are the W3C trace context of the job's
 	// dispatch span, when the service traces (docs/protocol.md, "Traces"):
 	// a worker continues the trace and sends its own traceparent back.

@@ -352,7 +352,7 @@ func (d *dispatcher) pass(ctx context.Context) (n int, full, throttled bool, err
 			return d.claimTx(bctx, tx, rows, now, from.UrgentOnly)
 		})
 		// Nothing refers to the claimed rows any more: the starts, the
-		// jobs and the cursor hold copies (and the payload maps).
+		// jobs and the cursor hold copies (and the payloads).
 		models.ReleaseRows(claimed)
 		if !errors.Is(err, errUnprepared) {
 			break
@@ -515,7 +515,7 @@ func (d *dispatcher) job(row *models.Row) redisio.Job {
 		AttemptUID: row.State.AttemptUID,
 		AttemptNo:  row.State.AttemptNo,
 		TimeoutAt:  row.State.TimeoutAt,
-		Payload:    row.Payload,
+		Fields:     row.Payload,
 	}
 }
 

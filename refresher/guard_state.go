@@ -29,7 +29,7 @@ func ThrottleGroupOf(row models.Row, column string) string {
 	if column == "" {
 		return ""
 	}
-	return groupOf(row.Payload[column])
+	return groupOf(row.Payload.Get(column))
 }
 
 // IncidentState is a kind's incident guard as its window in Redis stands.

@@ -268,7 +268,8 @@ func (g *incident) record(ctx context.Context, now time.Time, batch policy.Windo
 // "scope":"group", are neither), the non-permanent failures among them, and whether one says "scope":"worker".
 func window(msgs []redisio.Message) policy.Window {
 	var w policy.Window
-	for _, m := range msgs {
+	for i := range msgs {
+		m := &msgs[i]
 		if m.Err != nil {
 			continue
 		}

@@ -39,7 +39,7 @@ func (t *throttle) until(holds map[string]time.Time, row *models.Row) time.Time 
 	if len(holds) == 0 {
 		return time.Time{}
 	}
-	g := groupOf(row.Payload[t.column])
+	g := groupOf(row.Payload.Get(t.column))
 	if g == "" {
 		return time.Time{}
 	}

@@ -76,7 +76,7 @@ func TestRefreshGORMAutoMigrate(t *testing.T) {
 	}))
 	eq(t, len(rows), 1, "claimed")
 	eq(t, rows[0].Rule, rule)
-	eq(t, rows[0].Payload, map[string]any{"input_url": "https://example.com/a"})
+	eq(t, rows[0].Payload.Map(), map[string]any{"input_url": "https://example.com/a"})
 
 	var back BigTable
 	must(t, gdb.First(&back, "uid = ?", "m1").Error)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/refresher/refresher/internal/payload"
 	"github.com/refresher/refresher/models"
 
 	"github.com/refresher/refresher/policy"
@@ -632,13 +633,14 @@ func (tx *Tx) query(ctx context.Context, q compiled, query string, args []any, s
 		key, id models.KeyDest
 		rule    sql.NullString
 		state   = newStateScan()
-		payload []models.ValueDest
+		values  []models.ValueDest
+		blocks  = payload.Blocks{Hint: sizeHint}
 		dest    = append([]any{&key, &rule}, state.dest...)
 	)
 	if withPayload {
-		payload = make([]models.ValueDest, len(q.payload))
-		for i := range payload {
-			dest = append(dest, &payload[i])
+		values = make([]models.ValueDest, len(q.payload))
+		for i := range values {
+			dest = append(dest, &values[i])
 		}
 	}
 	if q.id != "" {
@@ -658,10 +660,10 @@ func (tx *Tx) query(ctx context.Context, q compiled, query string, args []any, s
 		if id.Valid {
 			r.Loaded.ID = id.S
 		}
-		if len(payload) > 0 {
-			r.Payload = make(map[string]any, len(payload))
-			for i, name := range q.payload {
-				r.Payload[name] = payload[i].V
+		if len(values) > 0 {
+			r.Payload = blocks.Take(q.payload)
+			for i := range values {
+				r.Payload[i].Value = values[i].V
 			}
 		}
 	}

@@ -268,7 +268,7 @@ func TestLockByKeys(t *testing.T) {
 			big := got["18446744073709551615"]
 			eq(t, big.Key, "18446744073709551615")
 			eq(t, big.Rule, "RRULE:FREQ=HOURLY")
-			eq(t, big.Payload, map[string]any(nil), "LockByKeys reads no payload")
+			eq(t, big.Payload.Map(), map[string]any(nil), "LockByKeys reads no payload")
 			eq(t, got["7"].State, policy.State{})
 			eq(t, len(lockAll(t, s, tbl)), 0, "no keys")
 
@@ -284,15 +284,15 @@ func TestLockByKeys(t *testing.T) {
 				got[r.Key] = r
 			}
 			big = got["18446744073709551615"]
-			eq(t, big.Payload, map[string]any{
+			eq(t, big.Payload.Map(), map[string]any{
 				"input_url": "https://example.com/x", "size": int64(42), "price": "12.50", "ratio": 0.25,
 				"created": "2026-01-02T03:04:05.000006Z", "day": "2026-01-02T00:00:00Z",
 				"raw": "\x00\xffA", "doc": `{"a": [1, 2]}`,
 			}, "payload")
-			if _, err := json.Marshal(big.Payload); err != nil {
+			if _, err := json.Marshal(big.Payload.Map()); err != nil {
 				t.Fatalf("payload is not JSON-friendly: %v", err)
 			}
-			eq(t, got["7"].Payload, map[string]any{"input_url": nil, "size": nil, "price": nil, "ratio": nil, "created": nil, "day": nil, "raw": nil, "doc": nil})
+			eq(t, got["7"].Payload.Map(), map[string]any{"input_url": nil, "size": nil, "price": nil, "ratio": nil, "created": nil, "day": nil, "raw": nil, "doc": nil})
 		})
 	}
 }

@@ -217,7 +217,7 @@ func TestKindClaimInOneRoundTrip(t *testing.T) {
 			rows, err := tx.ClaimDue(ctx, tbl, now, from, limit)
 			trips = rt.count()
 			for _, r := range rows {
-				keys = append(keys, r.Key+":"+r.Payload["input_url"].(string))
+				keys = append(keys, r.Key+":"+r.Payload.Get("input_url").(string))
 			}
 			return err
 		}))

@@ -103,7 +103,7 @@ func gormRoundTrip(t *testing.T, s *Store, gdb *gorm.DB, table string,
 	}))
 	eq(t, len(rows), 1, "claimed")
 	eq(t, rows[0].Rule, rule)
-	eq(t, rows[0].Payload, map[string]any{"input_url": "https://example.com/a"})
+	eq(t, rows[0].Payload.Map(), map[string]any{"input_url": "https://example.com/a"})
 	got, gotRule := read("m1")
 	eq(t, got, want, "state read through GORM")
 	eq(t, gotRule, rule)

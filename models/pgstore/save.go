@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -204,7 +205,7 @@ func (tx *Tx) SaveSuccesses(ctx context.Context, t models.Table, now time.Time, 
 		valid = models.CanonicalInt // key::text prints no other spelling
 	}
 	groups := models.GroupByID(rows, guard, true, false, func(_ bool, id string) bool { return valid(id) })
-	wrote := make(map[string]bool, len(rows))
+	wrote := make([]bool, len(succ)) // rows[i] is succ[i]'s
 	for i := range groups {
 		groups[i].Cols = models.SuccessColumns
 	}
@@ -215,19 +216,39 @@ func (tx *Tx) SaveSuccesses(ctx context.Context, t models.Table, now time.Time, 
 			return 0, err
 		}
 		defer res.Close()
+		at := positions(rows, b.Rows)
 		for res.Next() {
 			var i int64
 			if err := res.Scan(&i); err != nil {
 				return 0, err
 			}
-			wrote[b.IDs[i-1]] = true
+			if i < 1 || int(i) > len(at) {
+				return 0, fmt.Errorf("the update returned row %d of %d", i, len(at))
+			}
+			wrote[at[i-1]] = true
 		}
 		return 0, res.Err()
 	})
 	if err != nil {
 		return nil, err
 	}
-	return models.Written(succ, wrote), nil
+	return wrote, nil
+}
+
+// positions returns the index in rows of each of group, which points into
+// rows in their order (as models.GroupByID keeps it): the successes a
+// statement reports by ordinality are then marked without a map of their
+// keys, which cost a string hash per success, twice.
+func positions(rows []models.Row, group []*models.Row) []int {
+	at := make([]int, len(group))
+	j := 0
+	for k, r := range group {
+		for &rows[j] != r {
+			j++
+		}
+		at[k] = j
+	}
+	return at
 }
 
 // columnArray is col's value in each of rows, as an array parameter (see

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/refresher/refresher/internal/payload"
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/policy"
 )
@@ -672,13 +673,14 @@ func readRows(rs pgx.Rows, q compiled, sizeHint int, withPayload bool) ([]models
 		at, attemptAt, timeoutAt, disabledAt nullTime
 		failingSince, lastSuccess            nullTime
 		attemptNo                            pgtype.Int8
-		payload                              []any
+		values                               []any
+		blocks                               = payload.Blocks{Hint: sizeHint}
 		dest                                 = []any{&key, &rule, &at, &uid, &attemptAt, &attemptNo, &timeoutAt, &disabledAt, &reason, &failingSince, &lastSuccess, &lastErr, &st}
 	)
 	if withPayload {
-		payload = make([]any, len(q.payload))
-		for i := range payload {
-			dest = append(dest, &payload[i])
+		values = make([]any, len(q.payload))
+		for i := range values {
+			dest = append(dest, &values[i])
 		}
 	}
 	if q.id != "" {
@@ -709,10 +711,10 @@ func readRows(rs pgx.Rows, q compiled, sizeHint int, withPayload bool) ([]models
 		if id.Valid {
 			r.Loaded.ID = id.String
 		}
-		if len(payload) > 0 {
-			r.Payload = make(map[string]any, len(payload))
-			for i, name := range q.payload {
-				r.Payload[name] = jsonValue(payload[i])
+		if len(values) > 0 {
+			r.Payload = blocks.Take(q.payload)
+			for i, v := range values {
+				r.Payload[i].Value = jsonValue(v)
 			}
 		}
 		out = append(out, r)

@@ -203,7 +203,7 @@ func TestPayloadTypes(t *testing.T) {
 	}))
 	eq(t, len(rows), 1)
 	eq(t, rows[0].Key, "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11")
-	eq(t, rows[0].Payload, map[string]any{
+	eq(t, rows[0].Payload.Map(), map[string]any{
 		"i": int64(7), "n": "-12.50", "f": float64(1.5), "d": "2026-03-04T00:00:00Z", "ts": "2026-03-04T03:06:07.5Z",
 		"b": "raw", "j": map[string]any{"x": []any{float64(1), "y"}}, "ok": true, "t": "héllo",
 	})

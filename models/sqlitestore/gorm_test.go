@@ -70,7 +70,7 @@ func TestRefreshGORM(t *testing.T) {
 		}))
 		eq(t, len(rows), 1, "claimed")
 		eq(t, rows[0].Rule, rule)
-		eq(t, rows[0].Payload, map[string]any{"input_url": "https://example.com/a"})
+		eq(t, rows[0].Payload.Map(), map[string]any{"input_url": "https://example.com/a"})
 
 		// What the service writes, the application reads through the struct.
 		var back BigTable

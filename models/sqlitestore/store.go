@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/refresher/refresher/internal/payload"
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/policy"
 )
@@ -534,13 +535,14 @@ func query(ctx context.Context, db queryer, q compiled, query string, args []any
 		rule, uid, reason, lastErr, status sql.NullString
 		times                              [7]any
 		attemptNo                          sql.NullInt64
-		payload                            []any
+		values                             []any
+		blocks                             = payload.Blocks{Hint: sizeHint}
 		dest                               = []any{&key, &rule, &times[0], &uid, &times[1], &attemptNo, &times[2], &times[3], &reason, &times[4], &times[5], &lastErr, &status}
 	)
 	if withPayload {
-		payload = make([]any, len(q.payload))
-		for i := range payload {
-			dest = append(dest, &payload[i])
+		values = make([]any, len(q.payload))
+		for i := range values {
+			dest = append(dest, &values[i])
 		}
 	}
 	if q.meta.rowid {
@@ -580,16 +582,15 @@ func query(ctx context.Context, db queryer, q compiled, query string, args []any
 		if id != nil {
 			r.Loaded.ID = models.KeyString(id)
 		}
-		if len(payload) > 0 {
-			r.Payload = make(map[string]any, len(payload))
-			for i, name := range q.payload {
-				v := payload[i]
+		if len(values) > 0 {
+			r.Payload = blocks.Take(q.payload)
+			for i, v := range values {
 				if q.payloadTime[i] {
 					if t, ok := parseTime(v); ok && !t.IsZero() {
 						v = t
 					}
 				}
-				r.Payload[name] = models.JSONValue(v)
+				r.Payload[i].Value = models.JSONValue(v)
 			}
 		}
 		out = append(out, r)

@@ -50,9 +50,9 @@ func TestClaimDue(t *testing.T) {
 		eq(t, keysOf(rows), []string{"1", "2", "3", "4"}, "earliest first, limit")
 		eq(t, rows[0].Rule, "FREQ=DAILY")
 		eq(t, rows[0].State.RefreshAt, now.Add(-9*time.Minute))
-		eq(t, rows[0].Payload, map[string]any{"input_url": "https://x/1", "size": int64(42), "price": 9.5, "ratio": 0.25,
+		eq(t, rows[0].Payload.Map(), map[string]any{"input_url": "https://x/1", "size": int64(42), "price": 9.5, "ratio": 0.25,
 			"created": base.Format(time.RFC3339Nano), "day": "2026-01-02T00:00:00Z", "raw": "\x00\xff"})
-		eq(t, rows[1].Payload["input_url"], nil, "NULL payload")
+		eq(t, rows[1].Payload.Get("input_url"), nil, "NULL payload")
 		eq(t, rows[0].Loaded.OK, true)
 		eq(t, rows[0].Loaded.ID, "2", "the rowid (k 1 was inserted second)")
 
@@ -356,7 +356,7 @@ func TestLockByKeys(t *testing.T) {
 		got := lockAll(t, s, tbl, keys...)
 		eq(t, len(got), 6000, "across chunks, duplicates and missing keys")
 		eq(t, got["7"].Key, "7", "as the database returns it")
-		eq(t, got["7"].Payload, map[string]any(nil), "no payload")
+		eq(t, got["7"].Payload.Map(), map[string]any(nil), "no payload")
 		eq(t, got["7"].State, policy.State{RefreshAt: base})
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/refresher/refresher/internal/payload"
 	"github.com/refresher/refresher/models"
 )
 
@@ -24,7 +25,7 @@ func testClaimDue(t *testing.T, h Harness) {
 	rows := claim(t, env.Store, tbl, base, time.Time{}, 10)
 	eq(t, keysOf(rows), []string{"early", "late", "now"}, "due rows, earliest first")
 	eq(t, rows[0].State.RefreshAt, base.Add(-2*time.Hour), "refresh_at read back in UTC")
-	eq(t, rows[0].Payload, map[string]any{"input_url": "https://example.com/early", "size": int64(7)}, "payload")
+	eq(t, rows[0].Payload, payload.Fields{{Name: "input_url", Value: "https://example.com/early"}, {Name: "size", Value: int64(7)}}, "payload, in the table's order")
 	eq(t, rows[0].Rule, "", "NULL refresh_rrule")
 	eq(t, keysOf(claim(t, env.Store, tbl, base, time.Time{}, 2)), []string{"early", "late"}, "limit")
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/refresher/refresher/internal/payload"
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/policy"
 )
@@ -25,12 +26,12 @@ func testGet(t *testing.T, h Harness) {
 	eq(t, ok, true, "found")
 	eq(t, row.Key, "7")
 	eq(t, row.State, fullState(1), "state")
-	eq(t, row.Payload, map[string]any{"input_url": "https://example.com/7", "size": int64(7)}, "payload")
+	eq(t, row.Payload, payload.Fields{{Name: "input_url", Value: "https://example.com/7"}, {Name: "size", Value: int64(7)}}, "payload, in the table's order")
 
 	row, ok, err = in.Get(ctx, models.Table{Name: tbl.Name, Key: tbl.Key, Payload: []string{"input_url"}}, "8")
 	must(t, err)
 	eq(t, ok, true, "found")
-	eq(t, row.Payload, map[string]any{"input_url": "https://example.com/8"}, "only the payload asked for")
+	eq(t, row.Payload, payload.Fields{{Name: "input_url", Value: "https://example.com/8"}}, "only the payload asked for")
 	eq(t, row.State, policy.State{RefreshAt: base}, "state")
 
 	for _, key := range []string{"404", "abc", "", "7abc", " 7x", "7💥"} {

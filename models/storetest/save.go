@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/refresher/refresher/internal/payload"
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/policy"
 )
@@ -34,7 +35,7 @@ func testSaveRoundTrip(t *testing.T, h Harness) {
 	eq(t, got["c"].State, policy.State{}, "all NULL")
 	eq(t, got["a"].Rule, "FREQ=DAILY", "rule untouched")
 	eq(t, got["c"].Rule, "", "rule never written")
-	eq(t, got["a"].Payload, map[string]any(nil), "LockByKeys reads no payload")
+	eq(t, got["a"].Payload, payload.Fields(nil), "LockByKeys reads no payload")
 
 	// A row built by hand (no Loaded) is written in full, by key.
 	must(t, save(env.Store, tbl, models.Row{Key: "c", State: fullState(3)}))
