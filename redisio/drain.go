@@ -65,8 +65,9 @@ type Message struct {
 // is an at-least-once queue:
 //
 //   - Fetch moves results atomically from the output list to this instance's
-//     processing list (Lists.Processing) and returns them; a result is always
-//     in exactly one of the two lists.
+//     processing list (Lists.Processing; a batch fetched ahead may go to the
+//     ahead list behind it, Lists.Ahead) and returns them; a result is
+//     always in exactly one of the output list and those.
 //   - The caller applies them and commits the database transaction, then
 //     calls Ack, which removes exactly that batch from the processing list
 //     and pushes the dead letters in one atomic step.
@@ -500,7 +501,9 @@ return n
 // ends first.
 //
 // The first message costs one Lua round trip (or a BLMOVE and a Lua round
-// trip when it had to wait); the rest of the batch comes in the same script.
+// trip when it had to wait); the rest of the batch comes in the same script,
+// or, when the script moved minFastMove results or more natively, with one
+// LRANGE more.
 func (d *Drain) Fetch(ctx context.Context, max int, block time.Duration) ([]Message, error) {
 	if d.err != nil {
 		return nil, d.err
