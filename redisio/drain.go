@@ -295,10 +295,12 @@ end
 -- of their sum less 20 bytes each (a number is stored in fewer bytes than
 -- its text, which is at most 20 long). A batch that weighs more than limit
 -- is weighed in slices, each about half the limit, copied to the scratch
--- key (COPY, then LTRIM: a copy of the list's nodes, no work per message).
+-- key (COPY, then LTRIM: a copy of the list's nodes, no work per message);
+-- each slice copies the whole batch, so one heavier than 4 limits (more
+-- than 8 slices) is left to the Lua path.
 local function proven(key, k)
   local u = redis.call('MEMORY', 'USAGE', key, 'SAMPLES', '0')
-  if not u or limit < 32 or u + 20 * k > budget then return false end
+  if not u or limit < 32 or u + 20 * k > budget or u > 4 * limit then return false end
   if u <= limit then return true end
   local m = math.max(1, math.floor(k / math.ceil(2 * u / limit)))
   local ok = true
@@ -335,7 +337,9 @@ if i == n then
     local k = math.min(max, total)
     local dest, sign = KEYS[2], 1
     if np > 0 then dest, sign = KEYS[5], -1 end
-    if k >= least then
+    -- Not tried when the batch, weighed as its share of the output list,
+    -- is too heavy for the proof: the copy would be wasted.
+    if k >= least and usage * k <= 4 * limit * total then
       -- dest is empty (no key). COPY copies the output list's nodes whole
       -- and LTRIM cuts the copy to the batch: cheap while the list is a
       -- few batches long. SORT copies just the batch, message by message.

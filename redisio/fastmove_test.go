@@ -329,3 +329,28 @@ func TestFastMoveKilledAtEveryStep(t *testing.T) {
 		}
 	}
 }
+
+// The proof copies the batch once per slice, so a batch heavier than four
+// size limits is not moved natively (no LRANGE), whatever its count: the
+// Lua path returns it, and Redis copies nothing per slice.
+func TestFastMoveSkipsHeavyBatches(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	c, err := NewWithConfig(b.rdb, Config{MaxResultBytes: 1 << 10})
+	require.NoError(t, err)
+	log := &cmdLog{}
+	b.rdb.AddHook(log)
+	pad := strings.Repeat("p", 200)
+	vals := make([]any, 2*minFastMove)
+	for i := range vals {
+		vals[i] = `{"uid":"` + fmt.Sprint(i) + `","attempt_uid":"a","type":"success","pad":"` + pad + `"}`
+	}
+	require.NoError(t, b.rdb.RPush(ctx, b.lists.Output, vals...).Err())
+	d := c.Drain(b.lists, "A", 0)
+	msgs, err := d.Fetch(ctx, 2*minFastMove, 0)
+	require.NoError(t, err)
+	require.Len(t, msgs, 2*minFastMove)
+	require.NotContains(t, log.names, "lrange", "moved through Lua")
+	require.NoError(t, d.Ack(ctx, msgs, nil))
+}
