@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -59,6 +60,9 @@ func (c Config) validate() error {
 type Client struct {
 	rdb redis.UniversalClient
 	cfg Config
+	// fastMove says whether fetches may move results natively
+	// (fastMoveMin): fastMoveUnknown, fastMoveOn or fastMoveOff.
+	fastMove atomic.Int32
 }
 
 // New returns a Client with the default Config that talks through rdb (one

@@ -12,8 +12,8 @@ import (
 )
 
 // BenchmarkFetchAck measures what a poller's batch of 1000 results costs
-// Redis: Fetch and Ack (the drain's two scripts), against the hand-written
-// baseline's LPOP of as many. redis-cpu-µs/result is the CPU time of Redis's
+// Redis: Fetch and Ack (drain), Next while a batch is in flight and Ack
+// (ahead), against the hand-written baseline's LPOP of as many. redis-cpu-µs/result is the CPU time of Redis's
 // main thread over the calls (its /proc schedstat; the benchmark reports
 // nothing when Redis does not run on this machine): the whole server's, so
 // run it on a Redis of its own (REFRESHER_TEST_REDIS) for figures to quote.
@@ -82,6 +82,31 @@ func BenchmarkFetchAck(b *testing.B) {
 				if err := d.Ack(ctx, msgs, nil); err != nil {
 					b.Fatal(err)
 				}
+			})
+		}
+		report(b, ns)
+	})
+	// A busy poller's steady state: each batch is fetched ahead (Next)
+	// while the one before it is in flight, then that one is acknowledged.
+	b.Run("ahead", func(b *testing.B) {
+		d := c.Drain(lists, "bench-ahead", 0)
+		fill(b)
+		prev, err := d.Fetch(ctx, n, 0)
+		if err != nil || len(prev) != n {
+			b.Fatalf("fetched %d of %d: %v", len(prev), n, err)
+		}
+		var ns int64
+		for b.Loop() {
+			fill(b)
+			timed(&ns, func() {
+				msgs, err := d.Next(ctx, n)
+				if err != nil || len(msgs) != n {
+					b.Fatalf("fetched %d of %d: %v", len(msgs), n, err)
+				}
+				if err := d.Ack(ctx, prev, nil); err != nil {
+					b.Fatal(err)
+				}
+				prev = msgs
 			})
 		}
 		report(b, ns)

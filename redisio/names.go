@@ -110,6 +110,30 @@ func (l Lists) Processing(instanceID string) string {
 	return l.Output + processingInfix + instanceID
 }
 
+// Ahead returns the key of the list that holds, behind the processing
+// list, the batches instance instanceID fetched ahead while the processing
+// list held batches in flight: "<output>:processing:<instanceID>:ahead".
+// Together, the processing list then this one hold the instance's results
+// in the order taken; when the processing list empties, this list becomes
+// it (RENAME). To the SCAN of processing lists it looks like the processing
+// list of an instance "<instanceID>:ahead", and the instance keeps that
+// name's heartbeat alive too, so that a service of an earlier version, which
+// knows only processing lists, recovers it when the instance dies and not
+// before.
+func (l Lists) Ahead(instanceID string) string {
+	return l.Processing(instanceID + aheadSuffix)
+}
+
+// aheadSuffix turns an instance ID into the name under which its ahead list
+// appears among the processing lists (see Ahead).
+const aheadSuffix = ":ahead"
+
+// scratchKey is the key the fetch script copies slices of a batch into to
+// weigh them (MEMORY USAGE); it never outlives one script.
+func (l Lists) scratchKey(instanceID string) string {
+	return l.Output + ":scratch:" + instanceID
+}
+
 // Heartbeat returns the key whose existence says that instance instanceID is
 // alive: "<output>:heartbeat:<instanceID>". It expires after the drain's
 // heartbeat TTL unless refreshed.

@@ -250,6 +250,6 @@ func TestDeploymentsOnOneRedisStayApart(t *testing.T) {
 		"<input>:incident:<minute>", "<input>:incident:worker",
 		"<input>:paused", "<input>:paused-models",
 		"<input>:stats10:<ten minutes>", "<input>:stats:<minute>", "<input>:throttle",
-		"<output>:heartbeat:<instance>",
+		"<output>:heartbeat:<instance>", "<output>:heartbeat:<instance>:ahead",
 	}, patterns)
 }

@@ -40,8 +40,8 @@ func (c *commandCount) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		c.mu.Lock()
 		name := strings.ToLower(cmd.Name())
-		if args := cmd.Args(); (name == "evalsha" || name == "eval") && len(args) > 3+4+1 && fmt.Sprint(args[2]) == "4" {
-			name = "fetch" // the fetch script: 4 keys and 9 arguments (recover's: 4 keys and 1)
+		if args := cmd.Args(); (name == "evalsha" || name == "eval") && len(args) > 3+7 && fmt.Sprint(args[2]) == "7" {
+			name = "fetch" // the fetch script: the only one with 7 keys
 		}
 		c.n[name]++
 		c.mu.Unlock()
