@@ -32,3 +32,14 @@ kinds:
 	_, err = load(t, "redis_prefix: \"my shop:\"\n"+kinds, nil)
 	require.ErrorContains(t, err, `redis_prefix: "my shop:" may not hold spaces`)
 }
+
+// An instance_id ending in ":ahead" would name another instance's ahead
+// list (redisio.Lists.Ahead): refused with the reason.
+func TestInstanceIDNotAnAheadList(t *testing.T) {
+	t.Parallel()
+	const kinds = "kinds:\n  - {name: a, schedule: \"RRULE:FREQ=DAILY\"}\n"
+	_, err := load(t, "instance_id: web-1:ahead\n"+kinds, nil)
+	require.ErrorContains(t, err, `instance_id: instance ID "web-1:ahead" ends in ":ahead", which names the ahead list of instance "web-1"`)
+	_, err = load(t, "instance_id: web-1\n"+kinds, nil)
+	require.NoError(t, err)
+}

@@ -37,6 +37,9 @@ func (c *Config) Validate() error {
 	if c.Heartbeat.D() < 2*time.Second {
 		bad("heartbeat: %s is too short (use at least 2s; leave it out for the default %s)", c.Heartbeat, Defaults.Heartbeat)
 	}
+	if err := redisio.CheckInstanceID(c.InstanceID); err != nil {
+		bad("instance_id: %v", err)
+	}
 	if !redisPrefix.MatchString(c.RedisPrefix) {
 		bad("redis_prefix: %q may not hold spaces or control characters and is at most 100 characters (e.g. \"shop:\")", c.RedisPrefix)
 	}

@@ -171,8 +171,8 @@ func (c *Client) Drain(lists Lists, instanceID string, heartbeatTTL time.Duratio
 	if lists.Dead == "" {
 		errs = append(errs, errors.New("dead-letter list name is empty"))
 	}
-	if instanceID == "" {
-		errs = append(errs, errors.New("instance ID is empty (use a stable, unique name such as the host name)"))
+	if err := CheckInstanceID(instanceID); err != nil {
+		errs = append(errs, err)
 	}
 	if lists.MaxDead < 0 {
 		errs = append(errs, fmt.Errorf("MaxDead is %d, want 0 (default %d) or more", lists.MaxDead, DefaultMaxDead))

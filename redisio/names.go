@@ -1,6 +1,7 @@
 package redisio
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -127,6 +128,19 @@ func (l Lists) Ahead(instanceID string) string {
 // aheadSuffix turns an instance ID into the name under which its ahead list
 // appears among the processing lists (see Ahead).
 const aheadSuffix = ":ahead"
+
+// CheckInstanceID says what is wrong with an instance ID: it must not be
+// empty, and it must not end in ":ahead", the suffix that names another
+// instance's ahead list (see Ahead).
+func CheckInstanceID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("instance ID is empty (use a stable, unique name such as the host name)")
+	case strings.HasSuffix(id, aheadSuffix):
+		return fmt.Errorf("instance ID %q ends in %q, which names the ahead list of instance %q in Redis; choose another name", id, aheadSuffix, strings.TrimSuffix(id, aheadSuffix))
+	}
+	return nil
+}
 
 // scratchKey is the key the fetch script copies slices of a batch into to
 // weigh them (MEMORY USAGE); it never outlives one script.
