@@ -174,7 +174,13 @@ func TestCounterOtherCallersContextDoesNotFailMine(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // mine joins the first's count
 	cancelFirst()
 	require.ErrorIs(t, <-firstErr, context.Canceled)
-	<-in.entered // mine counts again
+	select {
+	case <-in.entered: // mine counts again
+	case err := <-mine:
+		t.Fatalf("the first caller's canceled count failed mine: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("mine neither counted again nor returned")
+	}
 	close(in.gate)
 	require.NoError(t, <-mine)
 	require.EqualValues(t, 1, kc.Counts.Due)
