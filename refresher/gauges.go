@@ -111,7 +111,9 @@ func GaugeShareAge(interval time.Duration) time.Duration {
 // Interval and all report the same values. The lock and the snapshot
 // derive from the kind's lists (redisio.Lists.GaugeLock and GaugeSnapshot),
 // so deployments that share a Redis never report each other's counts. The
-// counts run in their own goroutine, never in the refresh loops.
+// winner takes the kind's rows by state and by level from its Counter,
+// which gives the dashboard's count when it is at most GaugeShareAge old.
+// The counts run in their own goroutine, never in the refresh loops.
 type Gauges struct {
 	cfg GaugeConfig
 	// kindLists are the lists of cfg.Kinds, in order.
