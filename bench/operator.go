@@ -34,17 +34,18 @@ func startOperator(ctx context.Context, o childOpts, k refresher.Kind, store mod
 	svc *refresher.Service, log *slog.Logger, rep *reporter, acct *accounting) (*operatorSide, error) {
 	counted := countingStore{Store: store, a: acct}
 	side := &operatorSide{}
+	counter := refresher.NewCounter() // as `refresher run` wires it: one owner of the counts
 	if o.gauges > 0 {
 		side.gauges = refresher.NewGauges(svc.Metrics().Registry, refresher.GaugeConfig{
 			Kinds: []refresher.GaugeKind{{Name: k.Name, Table: k.Table, Lists: k.Lists}},
 			// Its own lock and snapshot (beside the kind's lists): another
 			// process's gauges on the same Redis do not count for this one.
-			Inspector: counted, Redis: redisio.New(rdb), Interval: o.gauges, Logger: log})
+			Inspector: counted, Redis: redisio.New(rdb), Interval: o.gauges, Counter: counter, Logger: log})
 	}
 	if o.dashboard {
 		op, err := operator.New(operator.Options{
 			Kinds: []operator.Kind{{Name: k.Name, Table: k.Table, Lists: k.Lists, Schedule: k.Schedule, Policy: k.Policy}},
-			Store: counted, Redis: rdb, Gatherer: svc.Metrics().Registry, Logger: log})
+			Store: counted, Redis: rdb, Counter: counter, Gatherer: svc.Metrics().Registry, Logger: log})
 		if err != nil {
 			return nil, err
 		}

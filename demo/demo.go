@@ -154,6 +154,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		return fmt.Errorf("demo: %w", err)
 	}
 	metrics := refresher.NewMetrics()
+	counter := refresher.NewCounter() // the gauges' and the dashboard's counts, shared
 	cfg := refresher.Config{
 		Kinds:      []refresher.Kind{kind.Service()},
 		InstanceID: "demo",
@@ -161,7 +162,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		Clock:      clock,
 		Logger:     o.Log,
 		Metrics:    metrics,
-		Gauges:     demoGauges(conf, store, rio, clock, metrics, o.Log),
+		Gauges:     demoGauges(conf, store, rio, clock, metrics, counter, o.Log),
 	}
 	svc, err := refresher.New(cfg, store, rio)
 	if err != nil {
@@ -187,7 +188,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err != nil {
 		return fmt.Errorf("demo: listen for the dashboard on %s: %w (pick another with --http)", o.HTTP, err)
 	}
-	handler, err := dashboard(svc, store, rdb, clock, conf)
+	handler, err := dashboard(svc, store, rdb, clock, conf, counter)
 	if err != nil {
 		return err
 	}
@@ -221,11 +222,12 @@ func Run(ctx context.Context, o Options) (err error) {
 // a demo minute (but no more often than every 250 ms of real time), so that
 // the charts get a sample in each minute, as a service does with the
 // default gauge_interval of 15 s.
-func demoGauges(c *config.Config, store models.Store, rio *redisio.Client, clock *Clock, m *refresher.Metrics, log *slog.Logger) *refresher.Gauges {
+func demoGauges(c *config.Config, store models.Store, rio *redisio.Client, clock *Clock, m *refresher.Metrics,
+	counter *refresher.Counter, log *slog.Logger) *refresher.Gauges {
 	k := c.Kinds[0].Gauge()
 	k.Inspector = store
 	return refresher.NewGauges(m.Registry, refresher.GaugeConfig{Kinds: []refresher.GaugeKind{k}, Priorities: c.GaugePriorities(),
-		Redis: rio, Interval: max(clock.Real(time.Minute), 250*time.Millisecond), Clock: clock, Logger: log})
+		Redis: rio, Interval: max(clock.Real(time.Minute), 250*time.Millisecond), Clock: clock, Counter: counter, Logger: log})
 }
 
 // printStop says why the demo stopped: --for ran out (and how to run
@@ -299,11 +301,13 @@ func portOf(addr string) string {
 // dashboard is the operator surface of the demo's kind, with the access of
 // `refresher run` on the same address: the token made for this run (printed
 // at start) acts, and reads need it off loopback.
-func dashboard(svc *refresher.Service, store models.Store, rdb *redis.Client, clock *Clock, c *config.Config) (http.Handler, error) {
+func dashboard(svc *refresher.Service, store models.Store, rdb *redis.Client, clock *Clock, c *config.Config,
+	counter *refresher.Counter) (http.Handler, error) {
 	srv, err := operator.New(c.OperatorAccess(operator.Options{
 		Kinds:    []operator.Kind{c.Kinds[0].Operator()},
 		Store:    store,
 		Redis:    rdb,
+		Counter:  counter,
 		Gatherer: svc.Metrics().Registry,
 		Now:      clock.Now,
 	}))

@@ -17,9 +17,19 @@ import (
 	"github.com/refresher/refresher/refresher"
 )
 
-// overviewTTL is how long /api/v1/kinds reuses its last answer, so that
-// several dashboards refreshing every few seconds cost one count.
+// overviewTTL is how long /api/v1/kinds and the overview page reuse their
+// last answer, so that several dashboards refreshing every few seconds
+// cost one count; it is also the oldest count of a kind the overview takes
+// from the Counter (one the alert gauges made).
 const overviewTTL = 2 * time.Second
+
+// overviewMaxAge is the oldest answer the overview gives: an operator who
+// reloads the page sees rows counted at most this long before, the page's
+// own refresh. An answer between overviewTTL and this old is given at
+// once while a recount runs in the background, so that the page's 5-second
+// refresh does not wait for a count; an older one (after a quiet while)
+// is counted before the answer.
+const overviewMaxAge = 5 * time.Second
 
 func (s *Server) apiRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/kinds", s.apiKinds)
@@ -159,17 +169,17 @@ func (s *Server) apiKinds(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"kinds": sums, "counted_at": at.UTC()})
 }
 
-// overviewCached returns the overview. The first call counts; later ones
-// answer at once with the last counts and, when those are older than
-// overviewTTL, start one recount in the background (counting a large table
-// takes longer than a dashboard should wait: about a second for 1M rows).
-// An action drops the counts, so its effect shows on the next call.
+// overviewCached returns the overview and when its rows were counted. An
+// answer younger than overviewTTL is given again; one younger than
+// overviewMaxAge too, and it starts one recount in the background; an
+// older one, or none, is counted first. An action drops the answer and the
+// counts, so its effect shows on the next call.
 func (s *Server) overviewCached(ctx context.Context) ([]KindSummary, time.Time, error) {
 	s.mu.Lock()
 	now := s.o.Now()
-	if s.overview != nil {
+	if s.overview != nil && !now.Before(s.cachedAt) && (now.Sub(s.cachedAt) < overviewMaxAge || s.closed) {
 		sums, at := s.overview, s.cachedAt
-		if (now.Sub(at) >= overviewTTL || now.Before(at)) && !s.counting && !s.closed {
+		if now.Sub(at) >= overviewTTL && !s.counting && !s.closed {
 			s.counting = true
 			s.recounts.Go(s.recount)
 		}
@@ -177,22 +187,23 @@ func (s *Server) overviewCached(ctx context.Context) ([]KindSummary, time.Time, 
 		return sums, at, nil
 	}
 	s.mu.Unlock()
-	sums, err := s.Overview(ctx, now)
+	sums, at, err := s.Overview(ctx, now)
 	if err != nil {
 		return nil, now, err
 	}
 	s.mu.Lock()
-	s.overview, s.cachedAt = sums, now
+	if s.overview == nil || !at.Before(s.cachedAt) {
+		s.overview, s.cachedAt = sums, at
+	}
 	s.mu.Unlock()
-	return sums, now, nil
+	return sums, at, nil
 }
 
 // recount refreshes the cached overview in the background, until Close.
 func (s *Server) recount() {
 	ctx, cancel := context.WithTimeout(s.recountCtx, 30*time.Second)
 	defer cancel()
-	now := s.o.Now()
-	sums, err := s.Overview(ctx, now)
+	sums, at, err := s.Overview(ctx, s.o.Now())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.counting = false
@@ -200,54 +211,66 @@ func (s *Server) recount() {
 		s.o.Logger.Error("operator: count the models", "err", err)
 		return
 	}
-	if s.overview != nil { // not dropped by an action meanwhile
-		s.overview, s.cachedAt = sums, now
+	if s.overview != nil && !at.Before(s.cachedAt) { // not dropped by an action meanwhile
+		s.overview, s.cachedAt = sums, at
 	}
 }
 
-// Overview counts every kind's models at now and reads its list lengths.
-func (s *Server) Overview(ctx context.Context, now time.Time) ([]KindSummary, error) {
+// Overview reads every kind's counts (from the Counter: made at most
+// overviewTTL before now) and its list lengths, pauses and guards at now;
+// at is when the oldest kind's rows were counted (now when none were), and
+// the ages of the oldest due rows are as of their count.
+func (s *Server) Overview(ctx context.Context, now time.Time) (sums []KindSummary, at time.Time, err error) {
 	out := make([]KindSummary, 0, len(s.order))
+	at = now
 	for _, name := range s.order {
 		k := s.kinds[name]
 		ks := KindSummary{Name: k.Name, Priority: k.Priority, Table: k.Table.Name, LateAfterSeconds: k.LateAfter.Seconds()}
-		c, err := k.Store.Counts(ctx, k.Table, now, k.LateAfter)
+		kc, err := s.o.Counter.Count(ctx, refresher.CountedKind{Name: k.Name, Table: k.Table, LateAfter: k.LateAfter, Inspector: k.Store},
+			now, overviewTTL)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil, at, err
+			}
 			s.o.Logger.Error("operator: count models", "kind", k.Name, "err", err)
 			ks.Error = "cannot count the models of table " + k.Table.Name + "; the service log has the detail"
 		} else {
+			c := kc.Counts
+			at = minTime(at, kc.At)
 			ks.Total, ks.Due, ks.Late, ks.Running, ks.Failing, ks.Disabled = c.Total, c.Due, c.Late, c.Running, c.Failing, c.Disabled
 			ks.MaxAttemptNo, ks.TotalEstimated, ks.Estimated = c.MaxAttemptNo, c.TotalEstimated, c.Estimated
 			if !c.OldestDue.IsZero() {
 				t := c.OldestDue
 				ks.OldestDue = &t
-				ks.OldestDueAgeSeconds = max(0, now.Sub(t).Seconds())
+				ks.OldestDueAgeSeconds = max(0, kc.At.Sub(t).Seconds())
 			}
-		}
-		if ks.Backlog, err = k.Store.Backlog(ctx, k.Table, now); err != nil {
-			if ctx.Err() != nil {
-				return nil, err
-			}
-			s.o.Logger.Error("operator: backlog by priority", "kind", k.Name, "err", err)
-			ks.Error = "cannot count the backlog by priority of table " + k.Table.Name + "; the service log has the detail"
+			ks.Backlog = kc.Backlog
 		}
 		if ks.Lists, ks.Paused, ks.Pause, err = s.listLens(ctx, k); err != nil {
 			if ctx.Err() != nil {
-				return nil, err
+				return nil, at, err
 			}
 			s.o.Logger.Error("operator: list lengths", "kind", k.Name, "err", err)
 			ks.Error = "cannot read the Redis list lengths; the service log has the detail"
 		}
 		if ks.Incident, ks.ThrottledGroups, err = s.kindGuards(ctx, k, now); err != nil {
 			if ctx.Err() != nil {
-				return nil, err
+				return nil, at, err
 			}
 			s.o.Logger.Error("operator: incident and throttle holds", "kind", k.Name, "err", err)
 			ks.Error = "cannot read the incident guard or the throttle holds; the service log has the detail"
 		}
 		out = append(out, ks)
 	}
-	return out, nil
+	return out, at, nil
+}
+
+// minTime is the earlier of a and b.
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // listLens reads, in one round trip, a kind's list lengths, the number of
@@ -547,12 +570,13 @@ func (s *Server) change(w http.ResponseWriter, r *http.Request, k *Kind, what st
 	writeJSON(w, http.StatusOK, ChangeResult{UID: c.Key, Found: true, Note: c.Note, After: after})
 }
 
-// invalidate drops the cached overview after an action, so the dashboard
-// shows its effect at once.
+// invalidate drops the cached overview and the counts after an action, so
+// the dashboard shows its effect at once.
 func (s *Server) invalidate() {
 	s.mu.Lock()
 	s.overview = nil
 	s.mu.Unlock()
+	s.o.Counter.Forget()
 }
 
 // decodeBody reads a JSON body of at most 64 KiB into v; an empty body

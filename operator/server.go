@@ -36,6 +36,7 @@ import (
 	"github.com/refresher/refresher/models"
 	"github.com/refresher/refresher/policy"
 	"github.com/refresher/refresher/redisio"
+	"github.com/refresher/refresher/refresher"
 	"github.com/refresher/refresher/schedule"
 )
 
@@ -81,6 +82,11 @@ type Options struct {
 	Store models.Store
 	// Redis holds the kinds' lists.
 	Redis redis.UniversalClient
+	// Counter owns the kinds' counts (refresher.Counter): give the alert
+	// gauges (refresher.GaugeConfig.Counter) the same one, so that the
+	// overview takes their count while it is fresh and they take the
+	// overview's. Default: a Counter of the server's own.
+	Counter *refresher.Counter
 	// Gatherer is served on /metrics; nil serves no /metrics.
 	Gatherer prometheus.Gatherer
 	// Tokens maps a token's name to the bearer token that may change
@@ -131,9 +137,9 @@ type Server struct {
 
 	mu       sync.Mutex
 	overview []KindSummary // last counts; nil after an action
-	cachedAt time.Time
-	counting bool // a recount runs
-	closed   bool // Close was called: no recount starts
+	cachedAt time.Time     // when overview's rows were counted (the oldest kind's count)
+	counting bool          // a recount runs
+	closed   bool          // Close was called: no recount starts
 
 	chartCache chartCache // the activities read lately (charts.go)
 
@@ -157,6 +163,9 @@ func New(o Options) (*Server, error) {
 	}
 	o.PageTimeout = cmp.Or(o.PageTimeout, 5*time.Second)
 	o.CheckTimeout = cmp.Or(o.CheckTimeout, 2*time.Second)
+	if o.Counter == nil {
+		o.Counter = refresher.NewCounter()
+	}
 	s := &Server{o: o, kinds: map[string]*Kind{}}
 	s.recountCtx, s.stopRecount = context.WithCancel(context.Background())
 	for i := range o.Kinds {

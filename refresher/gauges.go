@@ -57,8 +57,22 @@ type GaugeConfig struct {
 	// together: one instance counts a kind once per Interval (at most every
 	// 0.9 Interval, see Tick). Default 15s.
 	Interval time.Duration
-	Clock    Clock
-	Logger   *slog.Logger
+	// Counter owns the kinds' counts: give the operator's server the same
+	// one, so that the gauges take the dashboard's count while it is fresh
+	// (see GaugeShareAge) and the dashboard takes theirs. Default: a
+	// Counter of the gauges' own.
+	Counter *Counter
+	Clock   Clock
+	Logger  *slog.Logger
+}
+
+// GaugeShareAge is the oldest count of a kind (made by the dashboard, see
+// GaugeConfig.Counter) that the gauges report rather than count again: a
+// third of the Interval, at most 5 s, the dashboard's refresh. The gauges
+// then still move every Interval, and report the kind as it was at most
+// that long before their tick.
+func GaugeShareAge(interval time.Duration) time.Duration {
+	return min(interval/3, 5*time.Second)
 }
 
 // Gauges are the alert gauges of seed 004 (max age and max attempts, by
@@ -97,7 +111,9 @@ type GaugeConfig struct {
 // Interval and all report the same values. The lock and the snapshot
 // derive from the kind's lists (redisio.Lists.GaugeLock and GaugeSnapshot),
 // so deployments that share a Redis never report each other's counts. The
-// counts run in their own goroutine, never in the refresh loops.
+// winner takes the kind's rows by state and by level from its Counter,
+// which gives the dashboard's count when it is at most GaugeShareAge old.
+// The counts run in their own goroutine, never in the refresh loops.
 type Gauges struct {
 	cfg GaugeConfig
 	// kindLists are the lists of cfg.Kinds, in order.
@@ -126,6 +142,9 @@ func NewGauges(reg prometheus.Registerer, cfg GaugeConfig) *Gauges {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Counter == nil {
+		cfg.Counter = NewCounter()
 	}
 	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
 		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "refresher", Name: name, Help: help}, labels)
@@ -248,7 +267,9 @@ func (g *Gauges) Tick(ctx context.Context) (computed bool, err error) {
 	return computed, errors.Join(errs...)
 }
 
-// count computes the gauges of kind k at now.
+// count computes the gauges of kind k at now: from the kind's count the
+// Counter has, when it is at most GaugeShareAge old, else from a new one;
+// v.At is when the rows were counted, and the ages are as of then.
 func (g *Gauges) count(ctx context.Context, k GaugeKind, now time.Time) (gaugeKindValue, error) {
 	v := gaugeKindValue{At: now, Name: k.Name, Priority: k.Priority}
 	in := k.Inspector
@@ -258,19 +279,18 @@ func (g *Gauges) count(ctx context.Context, k GaugeKind, now time.Time) (gaugeKi
 	if in == nil {
 		return v, fmt.Errorf("gauges of kind %s: no Inspector (set GaugeKind.Inspector or GaugeConfig.Inspector)", k.Name)
 	}
-	c, err := in.Counts(ctx, k.Table, now, cmp.Or(k.LateAfter, models.DefaultLateAfter))
+	kc, err := g.cfg.Counter.Count(ctx, CountedKind{Name: k.Name, Table: k.Table, LateAfter: k.LateAfter, Inspector: in},
+		now, GaugeShareAge(g.cfg.Interval))
 	if err != nil {
 		return v, err
 	}
-	v.Counts = c
-	if v.Backlog, err = in.Backlog(ctx, k.Table, now); err != nil {
-		return v, err
-	}
-	if v.Levels, err = in.AlertsByLevel(ctx, k.Table, now); err != nil {
+	c := kc.Counts
+	v.At, v.Counts, v.Backlog = kc.At, c, kc.Backlog
+	if v.Levels, err = in.AlertsByLevel(ctx, k.Table, v.At); err != nil {
 		return v, err
 	}
 	if !c.OldestDue.IsZero() {
-		v.OldestAge = max(0, now.Sub(c.OldestDue).Seconds())
+		v.OldestAge = max(0, v.At.Sub(c.OldestDue).Seconds())
 	}
 	st, err := g.cfg.Redis.ReadListState(ctx, k.Lists)
 	if err != nil {

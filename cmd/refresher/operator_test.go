@@ -18,7 +18,7 @@ import (
 func TestOperatorRefusesOpenListenerWithoutToken(t *testing.T) {
 	for _, addr := range []string{":9090", "0.0.0.0:9090", "10.1.2.3:80"} {
 		c := &config.Config{HTTP: addr}
-		_, err := operatorServer(c, nil, nil, nil, nil)
+		_, err := operatorServer(c, nil, nil, nil, nil, nil)
 		if err == nil || !strings.Contains(err.Error(), "REFRESHER_API_TOKENS") || !strings.Contains(err.Error(), "127.0.0.1") {
 			t.Errorf("http: %s without a token: err %v, want a refusal saying how to set a token", addr, err)
 		}

@@ -67,20 +67,23 @@ func runService(ctx context.Context, c *config.Config, dbs *databases, log *slog
 	for i := range cfg.Kinds {
 		cfg.Kinds[i].Store = dbs.Of(&c.Kinds[i])
 	}
+	// The one owner of the kinds' counts: the gauges and the dashboard
+	// share a count while it is fresh (refresher.Counter).
+	counter := refresher.NewCounter()
 	if c.HTTPAddr() != "" {
 		// The alert gauges are served on /metrics. The service runs them
 		// and stops them before Run returns, so before Redis is closed: a
 		// start that fails (a missing table) returns its error without a
 		// gauge logging "redis: client is closed" after it.
 		cfg.Metrics = refresher.NewMetrics()
-		cfg.Gauges = alertGauges(c, dbs, rdb, cfg.Metrics, log)
+		cfg.Gauges = alertGauges(c, dbs, rdb, cfg.Metrics, counter, log)
 	}
 	svc, err := refresher.New(cfg, nil, redisio.New(rdb))
 	if err != nil {
 		return err
 	}
 	if addr := c.HTTPAddr(); addr != "" {
-		op, err := operatorServer(c, dbs, rdb, svc, log)
+		op, err := operatorServer(c, dbs, rdb, svc, counter, log)
 		if err != nil {
 			return err
 		}
@@ -135,15 +138,15 @@ func exitOnSecondSignal(sig <-chan os.Signal, done <-chan struct{}, log *slog.Lo
 }
 
 // alertGauges registers the alert gauges of c's kinds on m's registry; each
-// kind is counted on its own database.
-func alertGauges(c *config.Config, dbs *databases, rdb redis.UniversalClient, m *refresher.Metrics, log *slog.Logger) *refresher.Gauges {
+// kind is counted on its own database, through counter.
+func alertGauges(c *config.Config, dbs *databases, rdb redis.UniversalClient, m *refresher.Metrics, counter *refresher.Counter, log *slog.Logger) *refresher.Gauges {
 	gk := make([]refresher.GaugeKind, len(c.Kinds))
 	for i := range c.Kinds {
 		gk[i] = c.Kinds[i].Gauge()
 		gk[i].Inspector = dbs.Of(&c.Kinds[i])
 	}
 	return refresher.NewGauges(m.Registry, refresher.GaugeConfig{Kinds: gk, Priorities: c.GaugePriorities(), Redis: redisio.New(rdb),
-		Interval: c.GaugeInterval.D(), Logger: log})
+		Interval: c.GaugeInterval.D(), Counter: counter, Logger: log})
 }
 
 // operatorServer is the one HTTP surface: /metrics, /healthz, /readyz, the
@@ -152,7 +155,7 @@ func alertGauges(c *config.Config, dbs *databases, rdb redis.UniversalClient, m 
 // token too unless http_public_read says otherwise, and on loopback only
 // loopback names are served (DNS rebinding).
 func operatorServer(c *config.Config, dbs *databases, rdb redis.UniversalClient,
-	svc *refresher.Service, log *slog.Logger) (*operator.Server, error) {
+	svc *refresher.Service, counter *refresher.Counter, log *slog.Logger) (*operator.Server, error) {
 	addr := c.HTTPAddr()
 	if !operator.IsLoopback(addr) && len(c.APITokens) == 0 {
 		return nil, fmt.Errorf("http: %q accepts connections from other machines, but no API token is configured: %s; or listen on 127.0.0.1 only", addr, operator.NoTokenHelp)
@@ -166,6 +169,6 @@ func operatorServer(c *config.Config, dbs *databases, rdb redis.UniversalClient,
 		}
 		kinds[i].LedgerOff = !c.Ledger.Enabled
 	}
-	return operator.New(c.OperatorAccess(operator.Options{Kinds: kinds, Redis: rdb, Gatherer: svc.Metrics().Registry,
+	return operator.New(c.OperatorAccess(operator.Options{Kinds: kinds, Redis: rdb, Counter: counter, Gatherer: svc.Metrics().Registry,
 		Logger: log, SearchBudget: c.SearchScanBudget, Ledger: c.Ledger.Enabled}))
 }

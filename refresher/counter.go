@@ -1,0 +1,134 @@
+package refresher
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/refresher/refresher/models"
+)
+
+// CountedKind is what a Counter counts: a kind's table on its database.
+type CountedKind struct {
+	Name      string
+	Table     models.Table
+	LateAfter time.Duration // 0: models.DefaultLateAfter
+	Inspector models.Inspector
+}
+
+// key names k among the counts a Counter keeps: the kind, its table and
+// what the counts depend on besides the time (the late threshold and the
+// kind's priority level, which Backlog always reports).
+func (k CountedKind) key() string {
+	return k.Name + "\x00" + k.Table.Name + "\x00" + strconv.Itoa(k.Table.Priority) + "\x00" + k.lateAfter().String()
+}
+
+func (k CountedKind) lateAfter() time.Duration {
+	if k.LateAfter <= 0 {
+		return models.DefaultLateAfter
+	}
+	return k.LateAfter
+}
+
+// KindCounts is one count of a kind's rows: its rows by state and its due
+// rows by priority level, both as they were at At.
+type KindCounts struct {
+	At      time.Time
+	Counts  models.Counts
+	Backlog []models.LevelCount
+}
+
+// Counter is the one owner of the kinds' counts (Inspector.Counts and
+// Backlog) in a process: the alert gauges and the dashboard's overview both
+// ask it, so that a count one of them made is the other's while it is fresh
+// enough for it, and concurrent requests for a kind's count share one
+// count. Counting a large table is the most a gauge tick or a dashboard
+// refresh costs the database; with the dashboard open (every 5 s) the
+// gauges (every 15 s) then count nothing of their own.
+//
+// A Counter serves one deployment's kinds: a kind name, table and late
+// threshold are counted on one database. It is safe for concurrent use;
+// the zero value is not usable (NewCounter).
+type Counter struct {
+	group singleflight.Group
+
+	mu sync.Mutex
+	// last is each kind's newest count, by CountedKind.key.
+	last map[string]KindCounts
+	// gen is bumped by Forget: a count that began before it is not kept.
+	gen uint64
+}
+
+// NewCounter returns a Counter with no counts yet.
+func NewCounter() *Counter { return &Counter{last: map[string]KindCounts{}} }
+
+// Count returns k's counts made within maxAge before now: the last count
+// when it is that fresh (and not after now), else a new one at now. A
+// caller that asks while another's count of k runs waits for that count
+// and shares it. A count whose context ended while others waited does not
+// fail them: one whose own context is still live counts again.
+func (c *Counter) Count(ctx context.Context, k CountedKind, now time.Time, maxAge time.Duration) (KindCounts, error) {
+	key := k.key()
+	for {
+		c.mu.Lock()
+		last, ok := c.last[key]
+		gen := c.gen
+		c.mu.Unlock()
+		if ok && !last.At.After(now) && now.Sub(last.At) < maxAge {
+			return last, nil
+		}
+		// The flight's key has the generation: a Count after Forget does
+		// not join a count that began before it.
+		v, err, _ := c.group.Do(key+"\x00"+strconv.FormatUint(gen, 10), func() (any, error) {
+			kc, err := count(ctx, k, now)
+			if err != nil {
+				return nil, err
+			}
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if c.gen == gen {
+				if prev, ok := c.last[key]; !ok || !prev.At.After(kc.At) {
+					c.last[key] = kc
+				}
+			}
+			return kc, nil
+		})
+		if err == nil {
+			return v.(KindCounts), nil
+		}
+		if ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			continue // the count was another caller's, and its context ended
+		}
+		return KindCounts{}, err
+	}
+}
+
+// Forget drops every kind's count; a count that runs now goes to its
+// callers only (it is not kept, and no later Count joins it). After an
+// operator's action the next Count counts afresh, so that the action shows.
+func (c *Counter) Forget() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	clear(c.last)
+}
+
+// count counts k's rows at now.
+func count(ctx context.Context, k CountedKind, now time.Time) (KindCounts, error) {
+	if k.Inspector == nil {
+		return KindCounts{}, errors.New("count kind " + k.Name + ": no Inspector")
+	}
+	counts, err := k.Inspector.Counts(ctx, k.Table, now, k.lateAfter())
+	if err != nil {
+		return KindCounts{}, err
+	}
+	backlog, err := k.Inspector.Backlog(ctx, k.Table, now)
+	if err != nil {
+		return KindCounts{}, err
+	}
+	return KindCounts{At: now, Counts: counts, Backlog: backlog}, nil
+}
