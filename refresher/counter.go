@@ -73,7 +73,7 @@ func NewCounter() *Counter { return &Counter{last: map[string]KindCounts{}} }
 // fail them: one whose own context is still live counts again.
 func (c *Counter) Count(ctx context.Context, k CountedKind, now time.Time, maxAge time.Duration) (KindCounts, error) {
 	key := k.key()
-	for {
+	for try := 1; ; try++ {
 		c.mu.Lock()
 		last, ok := c.last[key]
 		gen := c.gen
@@ -100,12 +100,19 @@ func (c *Counter) Count(ctx context.Context, k CountedKind, now time.Time, maxAg
 		if err == nil {
 			return v.(KindCounts), nil
 		}
-		if ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
-			continue // the count was another caller's, and its context ended
+		// The count was another caller's, and its context ended: count
+		// again, a few times at most (an Inspector whose own timeout
+		// reports a context error would otherwise loop until ctx ends).
+		if ctx.Err() == nil && try < maxCountTries && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			continue
 		}
 		return KindCounts{}, err
 	}
 }
+
+// maxCountTries bounds how often Count counts again after a shared count
+// failed with a context error that was not its caller's.
+const maxCountTries = 3
 
 // Forget drops every kind's count; a count that runs now goes to its
 // callers only (it is not kept, and no later Count joins it). After an

@@ -2,6 +2,8 @@ package refresher
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -251,4 +253,41 @@ func TestGaugesTakeAFreshCount(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 3, in.counts.Load(), "a count 6s old was reported, older than GaugeShareAge")
 	require.EqualValues(t, 90, testutil.ToFloat64(g.oldest.WithLabelValues(k.Name, "")))
+}
+
+// timingOut is an Inspector whose own timeout ends every count with a
+// context error while the caller's context is live.
+type timingOut struct {
+	models.Inspector
+	counts atomic.Int64
+}
+
+func (c *timingOut) Counts(context.Context, models.Table, time.Time, time.Duration) (models.Counts, error) {
+	c.counts.Add(1)
+	return models.Counts{}, fmt.Errorf("count: %w", context.DeadlineExceeded)
+}
+
+// TestCounterGivesUpOnItsOwnTimeouts: a count that fails with a context
+// error not of the caller's context is tried again a bounded number of
+// times, then its error is returned (not an endless loop).
+func TestCounterGivesUpOnItsOwnTimeouts(t *testing.T) {
+	t.Parallel()
+	in := &timingOut{}
+	k := CountedKind{Name: "slow", Table: models.Table{Name: "slow", Key: "id"}, Inspector: in}
+	done := make(chan error, 1)
+	go func() {
+		_, err := NewCounter().Count(context.Background(), k, time.Now(), time.Second)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want the Inspector's deadline error", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("Count still retrying after %d counts", in.counts.Load())
+	}
+	if n := in.counts.Load(); n != maxCountTries {
+		t.Errorf("counted %d times, want %d", n, maxCountTries)
+	}
 }
