@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"io"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -155,17 +154,6 @@ func TestGaugesPauseEndsAndSeriesExistFromTheStart(t *testing.T) {
 	}
 }
 
-// countingInspector counts the Counts calls of a real store's Inspector.
-type countingInspector struct {
-	models.Inspector
-	counts atomic.Int64
-}
-
-func (c *countingInspector) Counts(ctx context.Context, t models.Table, now time.Time, lateAfter time.Duration) (models.Counts, error) {
-	c.counts.Add(1)
-	return c.Inspector.Counts(ctx, t, now, lateAfter)
-}
-
 // TestGaugesLoneInstanceCountsEveryTick: an instance alone counts at each
 // tick of its Interval, not every other one (its own lock, set just after
 // a tick, must be gone by the next).
@@ -174,7 +162,7 @@ func TestGaugesLoneInstanceCountsEveryTick(t *testing.T) {
 	ctx := context.Background()
 	db := gaugeTable(t, "lone")
 	rdb, prefix := testenv.Redis(t)
-	in := &countingInspector{Inspector: mysqlstore.New(db)}
+	in := &callCounting{Inspector: mysqlstore.New(db)}
 	const interval = 400 * time.Millisecond
 	g := NewGauges(prometheus.NewRegistry(), GaugeConfig{
 		Kinds:     []GaugeKind{{Name: "lone", Table: models.Table{Name: "lone", Key: "id"}, Lists: redisio.DefaultLists(prefix + "lone")}},
