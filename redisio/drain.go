@@ -297,18 +297,21 @@ end
 -- is weighed in slices, each about half the limit, copied to the scratch
 -- key (COPY, then LTRIM: a copy of the list's nodes, no work per message);
 -- each slice copies the whole batch, so one heavier than 4 limits (more
--- than 8 slices) is left to the Lua path.
+-- than 8 slices) is left to the Lua path. A command Redis refuses (an ACL
+-- that denies COPY or MEMORY) proves nothing: pcall, and false, so that
+-- the caller deletes its copy and the Lua path moves the batch (a script's
+-- writes are not undone when it stops on an error).
 local function proven(key, k)
-  local u = redis.call('MEMORY', 'USAGE', key, 'SAMPLES', '0')
-  if not u or limit < 32 or u + 20 * k > budget or u > 4 * limit then return false end
+  local u = redis.pcall('MEMORY', 'USAGE', key, 'SAMPLES', '0')
+  if type(u) ~= 'number' or limit < 32 or u + 20 * k > budget or u > 4 * limit then return false end
   if u <= limit then return true end
   local m = math.max(1, math.floor(k / math.ceil(2 * u / limit)))
   local ok = true
   for off = 0, k - 1, m do
-    redis.call('COPY', key, KEYS[7], 'REPLACE')
+    if redis.pcall('COPY', key, KEYS[7], 'REPLACE') ~= 1 then ok = false break end
     redis.call('LTRIM', KEYS[7], off, off + m - 1)
-    local s = redis.call('MEMORY', 'USAGE', KEYS[7], 'SAMPLES', '0')
-    if not s or s > limit then ok = false break end
+    local s = redis.pcall('MEMORY', 'USAGE', KEYS[7], 'SAMPLES', '0')
+    if type(s) ~= 'number' or s > limit then ok = false break end
   end
   redis.call('DEL', KEYS[7])
   return ok
@@ -330,8 +333,11 @@ end
 if i == n then
   -- SAMPLES 0 counts every element; an embedded server that does not know
   -- the option (miniredis, for refresher demo) counts them all anyway.
+  -- A Redis that refuses MEMORY (an ACL) gets no usage: one message at a
+  -- time (LINDEX), below.
   local usage = redis.pcall('MEMORY', 'USAGE', KEYS[1], 'SAMPLES', '0')
-  if type(usage) == 'table' then usage = redis.call('MEMORY', 'USAGE', KEYS[1]) end
+  if type(usage) == 'table' then usage = redis.pcall('MEMORY', 'USAGE', KEYS[1]) end
+  if type(usage) ~= 'number' then usage = nil end
   if least > 0 and #out == 0 and nq == 0 and usage and usage <= bigmax then
     local total = redis.call('LLEN', KEYS[1])
     local k = math.min(max, total)
@@ -347,9 +353,15 @@ if i == n then
       if total <= 4 * k then
         copied = redis.pcall('COPY', KEYS[1], dest)
         if copied == 1 then
-          redis.call('PERSIST', dest)
-          redis.call('LTRIM', dest, 0, k - 1)
-          copied = k
+          -- The copy keeps the output list's TTL, if it has one: a
+          -- processing list must not expire. Refused, the copy goes.
+          if type(redis.pcall('PERSIST', dest)) == 'number' then
+            redis.call('LTRIM', dest, 0, k - 1)
+            copied = k
+          else
+            redis.call('DEL', dest)
+            copied = 0
+          end
         end
       else
         copied = redis.pcall('SORT', KEYS[1], 'BY', 'nosort', 'LIMIT', 0, k, 'STORE', dest)
@@ -605,7 +617,19 @@ func (d *Drain) fetchOnce(ctx context.Context, most int) ([]Message, error) {
 		if moved < 0 {
 			key, moved = d.keys.ahead, -moved
 		}
-		if res, err = d.c.rdb.LRange(ctx, key, 0, moved-1).Result(); err != nil {
+		// In MULTI/EXEC, which go-redis always sends to the master: a
+		// plain LRANGE may go to a replica (a cluster URL's read_only,
+		// route_by_latency, route_randomly), which can lag behind the
+		// move and still hold the previous batch.
+		var lr *redis.StringSliceCmd
+		_, err = d.c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			lr = p.LRange(ctx, key, 0, moved-1)
+			return nil
+		})
+		if err == nil {
+			res, err = lr.Result()
+		}
+		if err != nil {
 			// In the lists, like a batch whose reply was lost: the next
 			// Fetch returns it.
 			return nil, fmt.Errorf("read the %d results fetched from %q: %w", moved, d.lists.Output, err)

@@ -459,8 +459,21 @@ type killer struct {
 var errKilled = errors.New("killed")
 
 func (k *killer) DialHook(next redis.DialHook) redis.DialHook { return next }
+// ProcessPipelineHook counts a pipeline (a transaction: the read-back of a
+// native move) as one step.
 func (k *killer) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		switch left := k.left.Add(-1); {
+		case left > 0:
+			return next(ctx, cmds)
+		case left == 0 && k.afterExec:
+			_ = next(ctx, cmds)
+		}
+		for _, c := range cmds {
+			c.SetErr(errKilled)
+		}
+		return errKilled
+	}
 }
 func (k *killer) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -30,7 +31,10 @@ const (
 // says it does not compress lists. The answer is kept for the Client's
 // life: a Redis that refuses CONFIG GET (managed services rename it, ACLs
 // deny it) or an embedded server that lacks it gets the Lua move, which
-// checks every result. A network error is returned and not kept.
+// checks every result. A network error is returned and not kept; so is
+// a reply that says Redis cannot answer now (BUSY with a script, LOADING,
+// a cluster failing over: transientReply), which gets the Lua move this
+// once.
 func (c *Client) fastMoveMin(ctx context.Context) (int, error) {
 	switch c.fastMove.Load() {
 	case fastMoveOn:
@@ -44,9 +48,23 @@ func (c *Client) fastMoveMin(ctx context.Context) (int, error) {
 	case err == nil && v["list-compress-depth"] == "0":
 		c.fastMove.Store(fastMoveOn)
 		return minFastMove, nil
+	case errors.As(err, &reply) && transientReply(reply.Error()):
+		return 0, nil
 	case err == nil || errors.As(err, &reply):
 		c.fastMove.Store(fastMoveOff)
 		return 0, nil
 	}
 	return 0, fmt.Errorf("ask whether Redis compresses lists: %w", err)
+}
+
+// transientReply says whether an error reply is Redis saying it cannot
+// answer now rather than that it will not (an ACL's NOPERM, an unknown or
+// renamed command).
+func transientReply(msg string) bool {
+	for _, p := range []string{"BUSY", "LOADING", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "MOVED", "ASK"} {
+		if strings.HasPrefix(msg, p+" ") {
+			return true
+		}
+	}
+	return false
 }

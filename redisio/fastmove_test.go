@@ -16,7 +16,12 @@ type cmdLog struct{ names []string }
 
 func (l *cmdLog) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (l *cmdLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			l.names = append(l.names, c.Name())
+		}
+		return next(ctx, cmds)
+	}
 }
 func (l *cmdLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {

@@ -3,11 +3,10 @@ package refresher
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
-
-	"golang.org/x/sync/singleflight"
 
 	"github.com/refresher/refresher/models"
 )
@@ -54,9 +53,9 @@ type KindCounts struct {
 // threshold are counted on one database. It is safe for concurrent use;
 // the zero value is not usable (NewCounter).
 type Counter struct {
-	group singleflight.Group
-
 	mu sync.Mutex
+	// flights are the counts running, by CountedKind.key and generation.
+	flights map[string]*flight
 	// last is each kind's newest count, by CountedKind.key.
 	last map[string]KindCounts
 	// gen is bumped by Forget: a count that began before it is not kept.
@@ -64,13 +63,28 @@ type Counter struct {
 }
 
 // NewCounter returns a Counter with no counts yet.
-func NewCounter() *Counter { return &Counter{last: map[string]KindCounts{}} }
+func NewCounter() *Counter {
+	return &Counter{last: map[string]KindCounts{}, flights: map[string]*flight{}}
+}
+
+// flight is a count running: its caller (the leader) counts with its own
+// context and waits for it, so a count never outlives the one who started
+// it (the gauges' Run returns only after its counts); others wait for done
+// or their own context, whichever comes first. (singleflight's DoChan
+// runs the count in a goroutine of its own, which a leader that gives up
+// would leave running.)
+type flight struct {
+	done chan struct{}
+	kc   KindCounts
+	err  error
+}
 
 // Count returns k's counts made within maxAge before now: the last count
 // when it is that fresh (and not after now), else a new one at now. A
 // caller that asks while another's count of k runs waits for that count
-// and shares it. A count whose context ended while others waited does not
-// fail them: one whose own context is still live counts again.
+// and shares it, until its own context ends. A count whose context ended
+// while others waited does not fail them: one whose own context is still
+// live counts again.
 func (c *Counter) Count(ctx context.Context, k CountedKind, now time.Time, maxAge time.Duration) (KindCounts, error) {
 	key := k.key()
 	for try := 1; ; try++ {
@@ -83,22 +97,26 @@ func (c *Counter) Count(ctx context.Context, k CountedKind, now time.Time, maxAg
 		}
 		// The flight's key has the generation: a Count after Forget does
 		// not join a count that began before it.
-		v, err, _ := c.group.Do(key+"\x00"+strconv.FormatUint(gen, 10), func() (any, error) {
-			kc, err := count(ctx, k, now)
-			if err != nil {
-				return nil, err
+		fk := key + "\x00" + strconv.FormatUint(gen, 10)
+		c.mu.Lock()
+		f, joined := c.flights[fk]
+		if !joined {
+			f = &flight{done: make(chan struct{})}
+			c.flights[fk] = f
+		}
+		c.mu.Unlock()
+		if joined {
+			select {
+			case <-f.done:
+			case <-ctx.Done():
+				return KindCounts{}, fmt.Errorf("count kind %s: %w", k.Name, ctx.Err())
 			}
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			if c.gen == gen {
-				if prev, ok := c.last[key]; !ok || !prev.At.After(kc.At) {
-					c.last[key] = kc
-				}
-			}
-			return kc, nil
-		})
+		} else {
+			c.lead(ctx, f, k, now, fk, gen)
+		}
+		err := f.err
 		if err == nil {
-			return v.(KindCounts), nil
+			return f.kc, nil
 		}
 		// The count was another caller's, and its context ended: count
 		// again, a few times at most (an Inspector whose own timeout
@@ -108,6 +126,26 @@ func (c *Counter) Count(ctx context.Context, k CountedKind, now time.Time, maxAg
 		}
 		return KindCounts{}, err
 	}
+}
+
+// lead makes the count of flight f (named fk, begun at generation gen)
+// and keeps it unless Forget came meanwhile. Its waiters are released
+// however the count ends: a panic in it gives them an error, and goes on
+// up the leader's goroutine.
+func (c *Counter) lead(ctx context.Context, f *flight, k CountedKind, now time.Time, fk string, gen uint64) {
+	f.err = fmt.Errorf("count kind %s: the count panicked", k.Name)
+	defer func() {
+		c.mu.Lock()
+		delete(c.flights, fk)
+		if key := k.key(); f.err == nil && c.gen == gen {
+			if prev, ok := c.last[key]; !ok || !prev.At.After(f.kc.At) {
+				c.last[key] = f.kc
+			}
+		}
+		c.mu.Unlock()
+		close(f.done)
+	}()
+	f.kc, f.err = count(ctx, k, now)
 }
 
 // maxCountTries bounds how often Count counts again after a shared count

@@ -291,3 +291,29 @@ func TestCounterGivesUpOnItsOwnTimeouts(t *testing.T) {
 		t.Errorf("counted %d times, want %d", n, maxCountTries)
 	}
 }
+
+// TestCounterWaiterGivesUpOnItsContext: a caller waiting for another's
+// count returns when its own context ends (a page's timeout), and the
+// count goes on for its leader.
+func TestCounterWaiterGivesUpOnItsContext(t *testing.T) {
+	t.Parallel()
+	now := time.Now().UTC().Truncate(time.Second)
+	k, in := counterKind(t, "counter_waiter_ctx", now)
+	in.gate, in.entered = make(chan struct{}), make(chan struct{}, 1)
+	c := NewCounter()
+	led := make(chan error, 1)
+	go func() {
+		_, err := c.Count(context.Background(), k, now, time.Minute)
+		led <- err
+	}()
+	<-in.entered
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := c.Count(ctx, k, now, time.Minute)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Less(t, time.Since(start), time.Second, "the waiter waited for the leader's count")
+	close(in.gate)
+	require.NoError(t, <-led)
+	require.EqualValues(t, 1, in.counts.Load())
+}
