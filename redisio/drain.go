@@ -220,7 +220,8 @@ func (c *Client) Drain(lists Lists, instanceID string, heartbeatTTL time.Duratio
 // STORE) copy it into the processing list when that is empty, else into
 // the ahead list, LTRIM cuts it from the output list, and the script
 // returns its count (negative: in the ahead list) instead of the
-// messages, which Fetch reads with LRANGE. The move
+// messages, which Fetch reads with LRANGE (in MULTI/EXEC, so from the
+// master even where reads may go to replicas). The move
 // is kept only when the batch's memory (MEMORY USAGE, of the batch or of
 // slices of it copied into a scratch key) proves that no message is over
 // the size limit and that all of them fit ARGV[5] bytes; else the copy is
