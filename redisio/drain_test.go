@@ -459,6 +459,7 @@ type killer struct {
 var errKilled = errors.New("killed")
 
 func (k *killer) DialHook(next redis.DialHook) redis.DialHook { return next }
+
 // ProcessPipelineHook counts a pipeline (a transaction: the read-back of a
 // native move) as one step.
 func (k *killer) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
