@@ -376,13 +376,13 @@ type runResult struct {
 	// bench is the bench process's own CPU seconds over the run: the
 	// workers, the dashboard's requests and the bookkeeping, the same for
 	// every implementation.
-	bench float64
-	rssKB            int64         // peak RSS of the child
-	pageReads        int64         // database pages read from storage over the run, -1 unknown (scaling.go)
-	lateness         []time.Duration
-	keptUp           bool
-	dash             dashStats  // the dashboard's requests during the run, if open
-	stats            childStats // what the child counted (service only)
+	bench     float64
+	rssKB     int64 // peak RSS of the child
+	pageReads int64 // database pages read from storage over the run, -1 unknown (scaling.go)
+	lateness  []time.Duration
+	keptUp    bool
+	dash      dashStats  // the dashboard's requests during the run, if open
+	stats     childStats // what the child counted (service only)
 	// triggered is, per row triggered during the run, the time from its
 	// trigger's commit to a worker's pop of its job (--priority).
 	triggered []time.Duration

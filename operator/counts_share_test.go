@@ -33,7 +33,7 @@ type shareClock struct {
 	t  time.Time
 }
 
-func (c *shareClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *shareClock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *shareClock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 
 // gaugeValue is the value of the gauge series name{labels} in reg.
