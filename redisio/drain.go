@@ -113,6 +113,7 @@ type Drain struct {
 	// token-epoch while they are in flight.
 	epoch  uint64
 	seq    uint64   // counter of the last batch fetched
+	acks   uint64   // Acks done: part of the batch token (batchToken)
 	flight []flight // the batches fetched and not acknowledged, oldest first
 	keys   drainKeys
 	// beatAt is when the heartbeat was last refreshed (unix nanoseconds,
@@ -455,25 +456,30 @@ return out
 // list, then removes the first n messages of the processing list followed
 // by the ahead list (the oldest batches), renames the ahead list to the
 // processing list when that empties, and deletes the batch key when ARGV[4]
-// is "1" (no other batch in flight). The pushes come first and the type of
+// is "1" (no other batch in flight), else sets it to ARGV[5], the token of
+// the batches left in flight. So the script is done at most once: a second
+// run of the same Ack (go-redis sends a command again when its reply timed
+// out, although Redis ran it) finds another token and changes nothing,
+// where it would remove the next batch in flight, unapplied. The pushes
+// come first and the type of
 // the dead list is checked before any write, so a dead letter that cannot
 // be written (the key holds another type, or Redis is at maxmemory, which
 // refuses the first write of a script) leaves the batch in the processing
 // list.
 //
 // KEYS: processing, batch, dead, ahead. ARGV: n, batch token, max dead,
-// last, dead letters...
+// last, the next batch token, dead letters...
 var ackScript = redis.NewScript(`
 if redis.call('GET', KEYS[2]) ~= ARGV[2] then return 0 end
 local n, np = tonumber(ARGV[1]), redis.call('LLEN', KEYS[1])
 if np + redis.call('LLEN', KEYS[4]) < n then return 0 end
-if #ARGV > 4 then
+if #ARGV > 5 then
   local t = redis.call('TYPE', KEYS[3]).ok
   if t ~= 'list' and t ~= 'none' then
     return redis.error_reply('WRONGTYPE the dead-letter list ' .. KEYS[3] .. ' holds a ' .. t ..
       ', not a list: rename or delete that key (the batch waits in the processing list until then)')
   end
-  for i = 5, #ARGV, 1000 do
+  for i = 6, #ARGV, 1000 do
     redis.call('RPUSH', KEYS[3], unpack(ARGV, i, math.min(i + 999, #ARGV)))
   end
   redis.call('LTRIM', KEYS[3], -tonumber(ARGV[3]), -1)
@@ -483,7 +489,7 @@ if n >= np then
   if n > np then redis.call('LTRIM', KEYS[4], n - np, -1) end
   if redis.call('EXISTS', KEYS[4]) == 1 then redis.call('RENAME', KEYS[4], KEYS[1]) end
 end
-if ARGV[4] == '1' then redis.call('DEL', KEYS[2]) end
+if ARGV[4] == '1' then redis.call('DEL', KEYS[2]) else redis.call('SET', KEYS[2], ARGV[5]) end
 return 1
 `)
 
@@ -670,8 +676,13 @@ func replyBytes(s string) []byte {
 	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
-func (d *Drain) batchToken() string {
-	return d.token + "-" + strconv.FormatUint(d.epoch, 10)
+// batchToken is what the batch key holds while the batches in flight are
+// this Drain's: its token, the epoch, and the Acks made so far (each Ack
+// moves the key on, see ackScript).
+func (d *Drain) batchToken() string { return d.tokenOf(d.epoch, d.acks) }
+
+func (d *Drain) tokenOf(epoch, acks uint64) string {
+	return d.token + "-" + strconv.FormatUint(epoch, 10) + "-" + strconv.FormatUint(acks, 10)
 }
 
 // Ack removes the oldest batches in flight (of the last Fetch, then of each
@@ -732,8 +743,8 @@ func (d *Drain) Ack(ctx context.Context, msgs, dead []Message) error {
 	if k == len(d.flight) {
 		last = "1"
 	}
-	args := make([]any, 0, 4+len(dead))
-	args = append(args, len(msgs), d.batchToken(), d.maxDead, last)
+	args := make([]any, 0, 5+len(dead))
+	args = append(args, len(msgs), d.batchToken(), d.maxDead, last, d.tokenOf(d.epoch, d.acks+1))
 	at := d.c.cfg.Now().UTC().Format(time.RFC3339)
 	for _, m := range dead {
 		if m.batch < d.flight[0].seq || m.batch > d.flight[k-1].seq {
@@ -753,6 +764,7 @@ func (d *Drain) Ack(ctx context.Context, msgs, dead []Message) error {
 		return fmt.Errorf("ack %d results of %q: %w", len(msgs), d.lists.Output, ErrRecovered)
 	}
 	d.flight = d.flight[k:]
+	d.acks++
 	return nil
 }
 

@@ -682,3 +682,29 @@ func TestFetchLargeBatches(t *testing.T) {
 	require.NoError(t, d.Ack(ctx, msgs, nil))
 	requireList(t, b, b.lists.Processing("A"))
 }
+
+// An Ack that go-redis sends again (its reply timed out although Redis ran
+// it) changes nothing the second time: before, it removed the next batch
+// in flight from the processing list, unapplied.
+func TestAckRunTwiceRemovesOneBatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	pushResults(t, b, 6)
+	d := b.client.Drain(b.lists, "A", 0)
+	first, err := d.Fetch(ctx, 3, 0)
+	require.NoError(t, err)
+	next, err := d.Next(ctx, 3)
+	require.NoError(t, err)
+	require.Equal(t, seq(3, 6), uidsOf(next))
+	// The arguments of the Ack of first, as Ack sends them.
+	args := []any{len(first), d.batchToken(), d.maxDead, "0", d.tokenOf(d.epoch, d.acks+1)}
+	keys := []string{d.keys.processing, d.keys.batch, d.keys.dead, d.keys.ahead}
+	require.NoError(t, d.Ack(ctx, first, nil))
+	again, err := ackScript.Run(ctx, b.rdb, keys, args...).Int()
+	require.NoError(t, err)
+	require.Zero(t, again, "the same Ack ran twice")
+	requireList(t, b, b.lists.Processing("A"), results(3, 6)...)
+	require.NoError(t, d.Ack(ctx, next, nil))
+	requireList(t, b, b.lists.Processing("A"))
+}
