@@ -57,8 +57,13 @@ func nodeFailed(err error) bool {
 	}
 	var reply redis.Error
 	if errors.As(err, &reply) {
-		msg := err.Error()
-		return strings.HasPrefix(msg, "CLUSTERDOWN") || strings.HasPrefix(msg, "TRYAGAIN") || strings.HasPrefix(msg, "MASTERDOWN")
+		return reconfiguring(err.Error())
 	}
 	return true // EOF, a closed pool, a refused connection
+}
+
+// reconfiguring says whether an error reply means the cluster or the
+// replication is being reconfigured (a failover): try again later.
+func reconfiguring(msg string) bool {
+	return strings.HasPrefix(msg, "CLUSTERDOWN") || strings.HasPrefix(msg, "TRYAGAIN") || strings.HasPrefix(msg, "MASTERDOWN")
 }

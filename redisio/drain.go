@@ -676,6 +676,16 @@ func replyBytes(s string) []byte {
 	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
+// ackKeys and ackArgs are ackScript's keys and its arguments before the
+// dead letters (room is made for dead of them), for an Ack of n messages.
+func (d *Drain) ackKeys() []string {
+	return []string{d.keys.processing, d.keys.batch, d.keys.dead, d.keys.ahead}
+}
+
+func (d *Drain) ackArgs(n int, last string, dead int) []any {
+	return append(make([]any, 0, 5+dead), n, d.batchToken(), d.maxDead, last, d.tokenOf(d.epoch, d.acks+1))
+}
+
 // batchToken is what the batch key holds while the batches in flight are
 // this Drain's: its token, the epoch, and the Acks made so far (each Ack
 // moves the key on, see ackScript).
@@ -743,8 +753,7 @@ func (d *Drain) Ack(ctx context.Context, msgs, dead []Message) error {
 	if k == len(d.flight) {
 		last = "1"
 	}
-	args := make([]any, 0, 5+len(dead))
-	args = append(args, len(msgs), d.batchToken(), d.maxDead, last, d.tokenOf(d.epoch, d.acks+1))
+	args := d.ackArgs(len(msgs), last, len(dead))
 	at := d.c.cfg.Now().UTC().Format(time.RFC3339)
 	for _, m := range dead {
 		if m.batch < d.flight[0].seq || m.batch > d.flight[k-1].seq {
@@ -755,7 +764,7 @@ func (d *Drain) Ack(ctx context.Context, msgs, dead []Message) error {
 		}
 		args = append(args, AppendDeadLetter(nil, m, d.lists.Output, at))
 	}
-	ok, err := ackScript.Run(ctx, d.c.rdb, []string{d.keys.processing, d.keys.batch, d.keys.dead, d.keys.ahead}, args...).Int()
+	ok, err := ackScript.Run(ctx, d.c.rdb, d.ackKeys(), args...).Int()
 	if err != nil {
 		return fmt.Errorf("ack %d results of %q (%d dead): %w", len(msgs), d.lists.Output, len(dead), err)
 	}

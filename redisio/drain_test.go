@@ -698,10 +698,9 @@ func TestAckRunTwiceRemovesOneBatch(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, seq(3, 6), uidsOf(next))
 	// The arguments of the Ack of first, as Ack sends them.
-	args := []any{len(first), d.batchToken(), d.maxDead, "0", d.tokenOf(d.epoch, d.acks+1)}
-	keys := []string{d.keys.processing, d.keys.batch, d.keys.dead, d.keys.ahead}
+	args := d.ackArgs(len(first), "0", 0)
 	require.NoError(t, d.Ack(ctx, first, nil))
-	again, err := ackScript.Run(ctx, b.rdb, keys, args...).Int()
+	again, err := ackScript.Run(ctx, b.rdb, d.ackKeys(), args...).Int()
 	require.NoError(t, err)
 	require.Zero(t, again, "the same Ack ran twice")
 	requireList(t, b, b.lists.Processing("A"), results(3, 6)...)

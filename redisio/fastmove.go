@@ -61,8 +61,11 @@ func (c *Client) fastMoveMin(ctx context.Context) (int, error) {
 // answer now rather than that it will not (an ACL's NOPERM, an unknown or
 // renamed command).
 func transientReply(msg string) bool {
-	for _, p := range []string{"BUSY", "LOADING", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "MOVED", "ASK"} {
-		if strings.HasPrefix(msg, p+" ") {
+	if reconfiguring(msg) {
+		return true
+	}
+	for _, p := range []string{"BUSY ", "LOADING ", "MOVED ", "ASK "} {
+		if strings.HasPrefix(msg, p) {
 			return true
 		}
 	}
