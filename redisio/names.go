@@ -164,7 +164,8 @@ func (l Lists) Lease(attemptUID string) string {
 
 // batchKey holds the token of the batch an instance has in flight; an Ack
 // with another token (a delayed Ack of a batch that was recovered meanwhile)
-// changes nothing.
+// changes nothing. With no batch in flight it holds, for a minute, the
+// token the last Ack set (see ackScript).
 func (l Lists) batchKey(instanceID string) string {
 	return l.Output + ":batch:" + instanceID
 }
