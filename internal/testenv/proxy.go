@@ -26,7 +26,7 @@ type Proxy struct {
 	down   bool
 	frozen bool
 	conns  map[net.Conn]struct{}
-	lose   *loss // armed by LoseReply, taken by the first command it matches
+	losses []*loss // armed by LoseReply, each taken by the first command it matches
 }
 
 // loss is one reply LoseReply is to lose.
@@ -57,11 +57,12 @@ func NewProxy(t testing.TB, target string) *Proxy {
 // came. The client sees the connection break after Redis ran the command,
 // as after a network failure, and go-redis sends the command again on a
 // new connection (MaxRetries). A pipeline that holds the command loses all
-// its replies. The channel is closed once a command matched.
+// its replies. Each call arms one loss, beside those armed before. The
+// channel is closed once a command matched.
 func (p *Proxy) LoseReply(match func(args []string) bool) <-chan struct{} {
 	l := &loss{match: match, done: make(chan struct{})}
 	p.mu.Lock()
-	p.lose = l
+	p.losses = append(p.losses, l)
 	p.mu.Unlock()
 	return l.done
 }
@@ -91,10 +92,13 @@ func (p *Proxy) serve() {
 		go p.pipe(up, c, func(b []byte) bool {
 			for _, args := range cmds.feed(b) {
 				p.mu.Lock()
-				if l := p.lose; l != nil && l.match(args) {
-					p.lose = nil
-					lost.Store(true)
-					close(l.done)
+				for i, l := range p.losses {
+					if l.match(args) {
+						p.losses = append(p.losses[:i], p.losses[i+1:]...)
+						lost.Store(true)
+						close(l.done)
+						break
+					}
 				}
 				p.mu.Unlock()
 			}
