@@ -18,19 +18,25 @@ import (
 // LockGauges tries the gauge lock of each kind of lists for ttl (SET NX,
 // owner as the value, for whoever looks), in one round trip; won[i] says
 // whether this caller holds lists[i]'s lock and should count that kind.
+// owner must be unique to the call: the lock is won when it holds owner
+// after the SET, so that the pipeline sent again after its reply was lost
+// (go-redis's MaxRetries), whose SET NX then fails on the caller's own
+// lock, still wins it, where no instance would count the kind until the
+// lock expires.
 func (c *Client) LockGauges(ctx context.Context, lists []Lists, owner string, ttl time.Duration) (won []bool, err error) {
-	cmds := make([]*redis.BoolCmd, len(lists))
+	holders := make([]*redis.StringCmd, len(lists))
 	if _, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, l := range lists {
-			cmds[i] = p.SetNX(ctx, l.GaugeLock(), owner, ttl)
+			p.SetNX(ctx, l.GaugeLock(), owner, ttl)
+			holders[i] = p.Get(ctx, l.GaugeLock())
 		}
 		return nil
-	}); err != nil {
+	}); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("lock the gauges: %w", err)
 	}
 	won = make([]bool, len(lists))
-	for i, cmd := range cmds {
-		won[i] = cmd.Val()
+	for i, h := range holders {
+		won[i] = h.Val() == owner
 	}
 	return won, nil
 }

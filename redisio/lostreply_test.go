@@ -287,3 +287,21 @@ func TestReplayDeadReplyLost(t *testing.T) {
 	requireList(t, b, b.lists.Output, "msg")
 	requireList(t, b, b.lists.Dead)
 }
+
+// The gauge lock's pipeline sent again still wins the lock its first run
+// took: before, its SET NX failed on the caller's own lock, and no
+// instance counted the kind's gauges until the lock expired.
+func TestLockGaugesReplyLost(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	c, p := lossy(t, b)
+	done := p.LoseReply(command("set", b.lists.GaugeLock()))
+	won, err := c.LockGauges(ctx, []Lists{b.lists}, "me-1", time.Minute)
+	require.NoError(t, err)
+	lost(t, done)
+	require.Equal(t, []bool{true}, won)
+	won, err = c.LockGauges(ctx, []Lists{b.lists}, "me-2", time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []bool{false}, won, "held by the first call")
+}
