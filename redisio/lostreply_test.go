@@ -305,3 +305,21 @@ func TestLockGaugesReplyLost(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []bool{false}, won, "held by the first call")
 }
+
+// The charts' counts written alone (AddStats) go in MULTI/EXEC, which
+// go-redis does not send again: a lost reply is an error and the counts
+// are written once; as a plain pipeline, sent again, they were counted
+// twice.
+func TestAddStatsReplyLost(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	c, p := lossy(t, b)
+	at := time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC)
+	minute, _ := statsKeys(b.lists, at)
+	done := p.LoseReply(command("hincrby", minute))
+	err := c.AddStats(ctx, []StatsAdd{{Lists: b.lists, At: at, Count: StatsCount{Failed: 3}}})
+	lost(t, done)
+	require.Equal(t, "3", b.rdb.HGet(ctx, minute, statFailed).Val(), "counted once")
+	require.Error(t, err)
+}
