@@ -1,7 +1,6 @@
 package redisio
 
 import (
-	"net/url"
 	"testing"
 	"time"
 
@@ -21,11 +20,8 @@ import (
 // proxy.
 func lossy(t *testing.T, b *bundle) (*Client, *testenv.Proxy) {
 	t.Helper()
-	u, err := url.Parse(testenv.RedisURL())
-	require.NoError(t, err)
-	p := testenv.NewProxy(t, u.Host)
-	u.Host = p.Addr
-	rdb, err := Open(t.Context(), u.String(), Options{})
+	p, u := testenv.RedisProxy(t)
+	rdb, err := Open(t.Context(), u, Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rdb.Close() })
 	return New(rdb), p

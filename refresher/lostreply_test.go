@@ -3,7 +3,6 @@ package refresher
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"testing"
 	"time"
 
@@ -25,11 +24,8 @@ func TestLostRepliesApplyEachResultOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{timeout: time.Hour, retry: "delays:1h"})
 	b.insert("m1", "m2")
-	u, err := url.Parse(testenv.RedisURL())
-	require.NoError(t, err)
-	p := testenv.NewProxy(t, u.Host)
-	u.Host = p.Addr
-	rdb, err := redisio.Open(context.Background(), u.String(), redisio.Options{})
+	p, u := testenv.RedisProxy(t)
+	rdb, err := redisio.Open(context.Background(), u, redisio.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rdb.Close() })
 	b.rio = redisio.New(rdb)

@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"net/url"
 	"testing"
 	"time"
 
@@ -20,11 +19,8 @@ import (
 // and returns the proxy, armed by arm before the worker starts.
 func lossyRun(t *testing.T, arm func(p *testenv.Proxy, cfg Config), edit func(*Config)) *runBundle {
 	t.Helper()
-	u, err := url.Parse(testenv.RedisURL())
-	require.NoError(t, err)
-	p := testenv.NewProxy(t, u.Host)
-	u.Host = p.Addr
-	rdb, err := redisio.Open(t.Context(), u.String(), redisio.Options{})
+	p, u := testenv.RedisProxy(t)
+	rdb, err := redisio.Open(t.Context(), u, redisio.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rdb.Close() })
 	return setupRun(t, func(c *Config) {

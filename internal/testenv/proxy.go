@@ -3,6 +3,7 @@ package testenv
 import (
 	"bytes"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,6 +49,19 @@ func NewProxy(t testing.TB, target string) *Proxy {
 	go p.serve()
 	t.Cleanup(func() { _ = ln.Close(); p.Cut() })
 	return p
+}
+
+// RedisProxy starts a proxy in front of the test Redis (see RedisURL) and
+// returns it with the Redis URL through it.
+func RedisProxy(t testing.TB) (*Proxy, string) {
+	t.Helper()
+	u, err := url.Parse(RedisURL())
+	if err != nil {
+		t.Fatalf("parse REFRESHER_TEST_REDIS: %v", err)
+	}
+	p := NewProxy(t, u.Host)
+	u.Host = p.Addr
+	return p, u.String()
 }
 
 // LoseReply arms the proxy to lose the reply of the next command match
