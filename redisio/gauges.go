@@ -2,6 +2,7 @@ package redisio
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"time"
@@ -18,16 +19,17 @@ import (
 // LockGauges tries the gauge lock of each kind of lists for ttl (SET NX,
 // owner as the value, for whoever looks), in one round trip; won[i] says
 // whether this caller holds lists[i]'s lock and should count that kind.
-// owner must be unique to the call: the lock is won when it holds owner
-// after the SET, so that the pipeline sent again after its reply was lost
-// (go-redis's MaxRetries), whose SET NX then fails on the caller's own
-// lock, still wins it, where no instance would count the kind until the
-// lock expires.
+// The value is owner and a random word of the call's own, and the lock is
+// won when it holds that value after the SET: so the pipeline sent again
+// after its reply was lost (go-redis's MaxRetries), whose SET NX then fails
+// on the call's own lock, still wins it, where no instance would count the
+// kind until the lock expired.
 func (c *Client) LockGauges(ctx context.Context, lists []Lists, owner string, ttl time.Duration) (won []bool, err error) {
+	value := owner + " " + rand.Text()
 	holders := make([]*redis.StringCmd, len(lists))
 	if _, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, l := range lists {
-			p.SetNX(ctx, l.GaugeLock(), owner, ttl)
+			p.SetNX(ctx, l.GaugeLock(), value, ttl)
 			holders[i] = p.Get(ctx, l.GaugeLock())
 		}
 		return nil
@@ -36,7 +38,7 @@ func (c *Client) LockGauges(ctx context.Context, lists []Lists, owner string, tt
 	}
 	won = make([]bool, len(lists))
 	for i, h := range holders {
-		won[i] = h.Val() == owner
+		won[i] = h.Val() == value
 	}
 	return won, nil
 }
