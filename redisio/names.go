@@ -196,6 +196,15 @@ func (l Lists) Inputs(lanes []int) []string {
 	return append(out, l.Input)
 }
 
+// PopReceipt returns the key where a worker's pop of more jobs from list
+// keeps what it took, so that the pop sent again after its reply was lost
+// returns the same jobs (see the reference worker's popScript):
+// "<list>:pop:<popper>:<seq>", popper unique to the worker and seq to its
+// pop. It shares list's hash tag.
+func PopReceipt(list, popper string, seq uint64) string {
+	return list + ":pop:" + popper + ":" + strconv.FormatUint(seq, 10)
+}
+
 // KindPause returns the key whose existence pauses the whole kind (the
 // operator's pause, a PauseInfo as JSON): "<input>:paused".
 func (l Lists) KindPause() string { return l.Input + ":paused" }

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -51,11 +52,44 @@ func TestWorkerResultPushReplyLost(t *testing.T) {
 	require.Equal(t, Stats{Done: 1}, b.worker.Stats())
 }
 
-// A pop whose reply is lost loses the jobs Redis popped for it, as a worker
-// killed holding them would: the pop sent again takes the next ones, and the
-// lost jobs' attempts time out at the service, which retries them. The
-// worker goes on.
-func TestWorkerPopReplyLost(t *testing.T) {
+// The pop of more jobs after the BLPOP sent again returns the jobs its
+// first run popped, kept under its receipt, and pops nothing more: none is
+// lost. The next pop of more deletes the receipt; it expires meanwhile.
+func TestWorkerPopMoreReplyLost(t *testing.T) {
+	t.Parallel()
+	srv, _ := testServer(t)
+	rdb, prefix := testenv.Redis(t)
+	require.NoError(t, popScript.Load(t.Context(), rdb).Err())
+	input := prefix + "big_tables-input"
+	future := time.Now().Add(time.Hour)
+	for _, uid := range []string{"1", "2", "3"} {
+		pushJobTo(t, rdb, input, uid, srv.URL+"/ok", future)
+	}
+	var done <-chan struct{}
+	b := lossyRun(t, func(p *testenv.Proxy, c Config) {
+		done = p.LoseReply(func(a []string) bool { return len(a) > 1 && a[0] == "evalsha" && a[1] == popScript.Hash() })
+	}, func(c *Config) { c.Input, c.Concurrency = input, 3 })
+	got := map[string]bool{}
+	for range 3 {
+		got[b.nextResult(t).UID] = true
+	}
+	<-done
+	require.Equal(t, map[string]bool{"1": true, "2": true, "3": true}, got)
+	b.pushJob(t, "4", srv.URL+"/ok", future)
+	require.Equal(t, "4", b.nextResult(t).UID)
+	b.stop(t)
+	require.Equal(t, Stats{Done: 4}, b.worker.Stats())
+	for _, k := range rdb.Keys(t.Context(), input+":pop:*").Val() { // the last, until the next pop of more
+		ttl := rdb.PTTL(t.Context(), k).Val()
+		require.True(t, ttl > 0 && ttl <= popReceiptTTL, "receipt %s lives %s", k, ttl)
+	}
+}
+
+// A BLPOP whose reply is lost loses the job Redis popped for it, as a
+// worker killed holding it would: the BLPOP sent again takes the next one,
+// and the lost job's attempt times out at the service, which retries it.
+// The worker goes on.
+func TestWorkerBlockingPopReplyLost(t *testing.T) {
 	t.Parallel()
 	srv, _ := testServer(t)
 	rdb, prefix := testenv.Redis(t)
@@ -66,14 +100,33 @@ func TestWorkerPopReplyLost(t *testing.T) {
 	}
 	var done <-chan struct{}
 	b := lossyRun(t, func(p *testenv.Proxy, c Config) {
-		// The LPOP after the BLPOP: jobs 2 and 3.
-		done = p.LoseReply(func(a []string) bool { return len(a) > 1 && a[0] == "lpop" && a[1] == c.Input })
+		done = p.LoseReply(func(a []string) bool { return len(a) > 1 && a[0] == "blpop" && a[1] == c.Input })
 	}, func(c *Config) { c.Input, c.Concurrency = input, 3 })
-	require.Equal(t, "1", b.nextResult(t).UID)
+	got := map[string]bool{}
+	for range 2 {
+		got[b.nextResult(t).UID] = true
+	}
 	<-done
-	b.pushJob(t, "4", srv.URL+"/ok", future)
-	require.Equal(t, "4", b.nextResult(t).UID)
+	require.Equal(t, map[string]bool{"2": true, "3": true}, got)
 	b.stop(t)
-	require.Equal(t, Stats{Done: 2}, b.worker.Stats(), "jobs 2 and 3 were lost")
+	require.Equal(t, Stats{Done: 2}, b.worker.Stats(), "job 1 was lost")
 	require.Zero(t, rdb.LLen(t.Context(), b.cfg.Output).Val())
+}
+
+// Each pop of more jobs deletes the receipt of the one before.
+func TestPopDeletesTheLastReceipt(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := testenv.Redis(t)
+	input := prefix + "in"
+	for i := range 6 {
+		pushJobTo(t, rdb, input, strconv.Itoa(i), "https://example.com/", time.Now().Add(time.Hour))
+	}
+	w, err := New(Config{Kind: "k", Redis: rdb, Input: input, Output: prefix + "out", Logger: quietLogger()})
+	require.NoError(t, err)
+	for range 2 {
+		msgs, err := w.pop(t.Context(), 3)
+		require.NoError(t, err)
+		require.Len(t, msgs, 3)
+	}
+	require.Equal(t, []string{redisio.PopReceipt(input, w.popper, 2)}, rdb.Keys(t.Context(), input+":pop:*").Val())
 }
