@@ -1,10 +1,12 @@
 package worker
 
 import (
+	"net/http/httptest"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/refresher/refresher/internal/testenv"
@@ -33,6 +35,22 @@ func lossyRun(t *testing.T, arm func(p *testenv.Proxy, cfg Config), edit func(*C
 	})
 }
 
+// queuedLossyRun queues the jobs 1, 2 and 3, then starts a worker of
+// concurrency 3 on them (see lossyRun) whose Redis loses the reply of the
+// command that lost(its config) matches; done is closed once it did.
+func queuedLossyRun(t *testing.T, srv *httptest.Server, lost func(Config) func([]string) bool) (b *runBundle, rdb *redis.Client, done <-chan struct{}) {
+	t.Helper()
+	rdb, prefix := testenv.Redis(t)
+	require.NoError(t, popScript.Load(t.Context(), rdb).Err()) // so that EVALSHA runs it
+	input := prefix + "big_tables-input"
+	for _, uid := range []string{"1", "2", "3"} {
+		pushJobTo(t, rdb, input, uid, srv.URL+"/ok", time.Now().Add(time.Hour))
+	}
+	b = lossyRun(t, func(p *testenv.Proxy, c Config) { done = p.LoseReply(lost(c)) },
+		func(c *Config) { c.Input, c.Concurrency = input, 3 })
+	return b, rdb, done
+}
+
 // A result push sent again queues the result twice; the service applies
 // the first and counts the second as stale (refresher's
 // TestLostRepliesApplyEachResultOnce).
@@ -58,28 +76,20 @@ func TestWorkerResultPushReplyLost(t *testing.T) {
 func TestWorkerPopMoreReplyLost(t *testing.T) {
 	t.Parallel()
 	srv, _ := testServer(t)
-	rdb, prefix := testenv.Redis(t)
-	require.NoError(t, popScript.Load(t.Context(), rdb).Err())
-	input := prefix + "big_tables-input"
-	future := time.Now().Add(time.Hour)
-	for _, uid := range []string{"1", "2", "3"} {
-		pushJobTo(t, rdb, input, uid, srv.URL+"/ok", future)
-	}
-	var done <-chan struct{}
-	b := lossyRun(t, func(p *testenv.Proxy, c Config) {
-		done = p.LoseReply(func(a []string) bool { return len(a) > 1 && a[0] == "evalsha" && a[1] == popScript.Hash() })
-	}, func(c *Config) { c.Input, c.Concurrency = input, 3 })
+	b, rdb, done := queuedLossyRun(t, srv, func(Config) func([]string) bool {
+		return func(a []string) bool { return len(a) > 1 && a[0] == "evalsha" && a[1] == popScript.Hash() }
+	})
 	got := map[string]bool{}
 	for range 3 {
 		got[b.nextResult(t).UID] = true
 	}
 	<-done
 	require.Equal(t, map[string]bool{"1": true, "2": true, "3": true}, got)
-	b.pushJob(t, "4", srv.URL+"/ok", future)
+	b.pushJob(t, "4", srv.URL+"/ok", time.Now().Add(time.Hour))
 	require.Equal(t, "4", b.nextResult(t).UID)
 	b.stop(t)
 	require.Equal(t, Stats{Done: 4}, b.worker.Stats())
-	for _, k := range rdb.Keys(t.Context(), input+":pop:*").Val() { // the last, until the next pop of more
+	for _, k := range rdb.Keys(t.Context(), b.cfg.Input+":pop:*").Val() { // the last, until the next pop of more
 		ttl := rdb.PTTL(t.Context(), k).Val()
 		require.True(t, ttl > 0 && ttl <= popReceiptTTL, "receipt %s lives %s", k, ttl)
 	}
@@ -92,16 +102,9 @@ func TestWorkerPopMoreReplyLost(t *testing.T) {
 func TestWorkerBlockingPopReplyLost(t *testing.T) {
 	t.Parallel()
 	srv, _ := testServer(t)
-	rdb, prefix := testenv.Redis(t)
-	input := prefix + "big_tables-input"
-	future := time.Now().Add(time.Hour)
-	for _, uid := range []string{"1", "2", "3"} {
-		pushJobTo(t, rdb, input, uid, srv.URL+"/ok", future)
-	}
-	var done <-chan struct{}
-	b := lossyRun(t, func(p *testenv.Proxy, c Config) {
-		done = p.LoseReply(func(a []string) bool { return len(a) > 1 && a[0] == "blpop" && a[1] == c.Input })
-	}, func(c *Config) { c.Input, c.Concurrency = input, 3 })
+	b, rdb, done := queuedLossyRun(t, srv, func(c Config) func([]string) bool {
+		return func(a []string) bool { return len(a) > 1 && a[0] == "blpop" && a[1] == c.Input }
+	})
 	got := map[string]bool{}
 	for range 2 {
 		got[b.nextResult(t).UID] = true
