@@ -455,31 +455,36 @@ return out
 // key holds their token), pushes the dead letters and caps the dead-letter
 // list, then removes the first n messages of the processing list followed
 // by the ahead list (the oldest batches), renames the ahead list to the
-// processing list when that empties, and deletes the batch key when ARGV[4]
-// is "1" (no other batch in flight), else sets it to ARGV[5], the token of
-// the batches left in flight. So the script is done at most once: a second
-// run of the same Ack (go-redis sends a command again when its reply timed
-// out, although Redis ran it) finds another token and changes nothing,
-// where it would remove the next batch in flight, unapplied. The pushes
-// come first and the type of
+// processing list when that empties, and sets the batch key to ARGV[5],
+// the next token: the token of the batches left in flight, or, when
+// ARGV[4] is "1" (no other batch in flight), a mark that expires after
+// ARGV[6] ms. So the script is done at most once, and says so each time
+// it is sent: go-redis sends a command again when its reply was lost
+// (MaxRetries), although Redis ran it; the second run finds the next
+// token, changes nothing and returns 1, where it would remove the next
+// batch in flight, unapplied, or, finding no token, report the batch
+// taken back (ErrRecovered), and the poller would skip its counts. The
+// pushes come first and the type of
 // the dead list is checked before any write, so a dead letter that cannot
 // be written (the key holds another type, or Redis is at maxmemory, which
 // refuses the first write of a script) leaves the batch in the processing
 // list.
 //
 // KEYS: processing, batch, dead, ahead. ARGV: n, batch token, max dead,
-// last, the next batch token, dead letters...
+// last, the next batch token, the last mark's ttl ms, dead letters...
 var ackScript = redis.NewScript(`
-if redis.call('GET', KEYS[2]) ~= ARGV[2] then return 0 end
+local token = redis.call('GET', KEYS[2])
+if token == ARGV[5] then return 1 end
+if token ~= ARGV[2] then return 0 end
 local n, np = tonumber(ARGV[1]), redis.call('LLEN', KEYS[1])
 if np + redis.call('LLEN', KEYS[4]) < n then return 0 end
-if #ARGV > 5 then
+if #ARGV > 6 then
   local t = redis.call('TYPE', KEYS[3]).ok
   if t ~= 'list' and t ~= 'none' then
     return redis.error_reply('WRONGTYPE the dead-letter list ' .. KEYS[3] .. ' holds a ' .. t ..
       ', not a list: rename or delete that key (the batch waits in the processing list until then)')
   end
-  for i = 6, #ARGV, 1000 do
+  for i = 7, #ARGV, 1000 do
     redis.call('RPUSH', KEYS[3], unpack(ARGV, i, math.min(i + 999, #ARGV)))
   end
   redis.call('LTRIM', KEYS[3], -tonumber(ARGV[3]), -1)
@@ -489,7 +494,7 @@ if n >= np then
   if n > np then redis.call('LTRIM', KEYS[4], n - np, -1) end
   if redis.call('EXISTS', KEYS[4]) == 1 then redis.call('RENAME', KEYS[4], KEYS[1]) end
 end
-if ARGV[4] == '1' then redis.call('DEL', KEYS[2]) else redis.call('SET', KEYS[2], ARGV[5]) end
+if ARGV[4] == '1' then redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[6]) else redis.call('SET', KEYS[2], ARGV[5]) end
 return 1
 `)
 
@@ -676,6 +681,12 @@ func replyBytes(s string) []byte {
 	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
+// ackMarkTTL is how long the batch key keeps the next token after the Ack
+// of the last batch in flight, for that Ack sent again (see ackScript): longer
+// than go-redis's tries of one command with the options Open gives it (4
+// tries, a read timeout of 3 s each).
+const ackMarkTTL = time.Minute
+
 // ackKeys and ackArgs are ackScript's keys and its arguments before the
 // dead letters (room is made for dead of them), for an Ack of n messages.
 func (d *Drain) ackKeys() []string {
@@ -683,7 +694,7 @@ func (d *Drain) ackKeys() []string {
 }
 
 func (d *Drain) ackArgs(n int, last string, dead int) []any {
-	return append(make([]any, 0, 5+dead), n, d.batchToken(), d.maxDead, last, d.tokenOf(d.epoch, d.acks+1))
+	return append(make([]any, 0, 6+dead), n, d.batchToken(), d.maxDead, last, d.tokenOf(d.epoch, d.acks+1), ackMarkTTL.Milliseconds())
 }
 
 // batchToken is what the batch key holds while the batches in flight are

@@ -80,7 +80,7 @@ func TestFetchMovesLargeBatchesNatively(t *testing.T) {
 	require.NoError(t, d.Ack(ctx, fourth, nil))
 	requireList(t, b, b.lists.Processing("A"))
 	requireList(t, b, b.lists.Output)
-	require.Zero(t, b.rdb.Exists(ctx, b.lists.batchKey("A")).Val(), "no batch in flight")
+	requireNoBatchInFlight(t, b, "A")
 }
 
 // The native move is kept only when the batch's memory proves every result

@@ -2,6 +2,7 @@ package redisio
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"time"
@@ -18,19 +19,26 @@ import (
 // LockGauges tries the gauge lock of each kind of lists for ttl (SET NX,
 // owner as the value, for whoever looks), in one round trip; won[i] says
 // whether this caller holds lists[i]'s lock and should count that kind.
+// The value is owner and a random word of the call's own, and the lock is
+// won when it holds that value after the SET: so the pipeline sent again
+// after its reply was lost (go-redis's MaxRetries), whose SET NX then fails
+// on the call's own lock, still wins it, where no instance would count the
+// kind until the lock expired.
 func (c *Client) LockGauges(ctx context.Context, lists []Lists, owner string, ttl time.Duration) (won []bool, err error) {
-	cmds := make([]*redis.BoolCmd, len(lists))
+	value := owner + " " + rand.Text()
+	holders := make([]*redis.StringCmd, len(lists))
 	if _, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, l := range lists {
-			cmds[i] = p.SetNX(ctx, l.GaugeLock(), owner, ttl)
+			p.SetNX(ctx, l.GaugeLock(), value, ttl)
+			holders[i] = p.Get(ctx, l.GaugeLock())
 		}
 		return nil
-	}); err != nil {
+	}); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("lock the gauges: %w", err)
 	}
 	won = make([]bool, len(lists))
-	for i, cmd := range cmds {
-		won[i] = cmd.Val()
+	for i, h := range holders {
+		won[i] = h.Val() == value
 	}
 	return won, nil
 }

@@ -164,7 +164,8 @@ func (l Lists) Lease(attemptUID string) string {
 
 // batchKey holds the token of the batch an instance has in flight; an Ack
 // with another token (a delayed Ack of a batch that was recovered meanwhile)
-// changes nothing.
+// changes nothing. With no batch in flight it holds, for a minute, the
+// token the last Ack set (see ackScript).
 func (l Lists) batchKey(instanceID string) string {
 	return l.Output + ":batch:" + instanceID
 }
@@ -193,6 +194,15 @@ func (l Lists) Inputs(lanes []int) []string {
 		out = append(out, l.PriorityInput(lane))
 	}
 	return append(out, l.Input)
+}
+
+// PopReceipt returns the key where a worker's pop of more jobs from list
+// keeps what it took, so that the pop sent again after its reply was lost
+// returns the same jobs (see the reference worker's popScript):
+// "<list>:pop:<popper>:<seq>", popper unique to the worker and seq to its
+// pop. It shares list's hash tag.
+func PopReceipt(list, popper string, seq uint64) string {
+	return list + ":pop:" + popper + ":" + strconv.FormatUint(seq, 10)
 }
 
 // KindPause returns the key whose existence pauses the whole kind (the

@@ -46,7 +46,7 @@ func TestNextPipelines(t *testing.T) {
 	require.EqualError(t, d.Ack(ctx, both[:3], nil), `ack 3 results of "`+b.lists.Output+
 		`": the batch has 2 messages; pass every fetched message, dead ones included`)
 	require.NoError(t, d.Ack(ctx, both, second[1:]))
-	require.Zero(t, b.rdb.Exists(ctx, b.lists.batchKey("A")).Val(), "no batch in flight")
+	requireNoBatchInFlight(t, b, "A")
 	requireList(t, b, b.lists.Processing("A"))
 	require.Equal(t, int64(1), b.rdb.LLen(ctx, b.lists.Dead).Val())
 }

@@ -111,9 +111,13 @@ func queueStats(ctx context.Context, p redis.Pipeliner, s StatsAdd) {
 }
 
 // AddStats writes adds in one round trip (the dispatcher's timeouts and an
-// idle poller's counts, when no other write carries them).
+// idle poller's counts, when no other write carries them), in MULTI/EXEC,
+// which go-redis does not send again once it was written: a lost reply
+// returns an error and the counts are written once, where a pipeline sent
+// again counted them twice. The caller must not send them again (a lost
+// count is better than one counted twice).
 func (c *Client) AddStats(ctx context.Context, adds []StatsAdd) error {
-	_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		for _, s := range adds {
 			queueStats(ctx, p, s)
 		}

@@ -250,6 +250,7 @@ func TestDeploymentsOnOneRedisStayApart(t *testing.T) {
 		"<input>:incident:<minute>", "<input>:incident:worker",
 		"<input>:paused", "<input>:paused-models",
 		"<input>:stats10:<ten minutes>", "<input>:stats:<minute>", "<input>:throttle",
+		"<output>:batch:<instance>", // for a minute after the last Ack
 		"<output>:heartbeat:<instance>", "<output>:heartbeat:<instance>:ahead",
 	}, patterns)
 }

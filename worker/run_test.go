@@ -48,10 +48,16 @@ func setupRun(t *testing.T, edit func(*Config)) *runBundle {
 
 func (b *runBundle) pushJob(t *testing.T, uid, url string, timeoutAt time.Time) {
 	t.Helper()
+	pushJobTo(t, b.rdb, b.cfg.Input, uid, url, timeoutAt)
+}
+
+// pushJobTo pushes a job of the row uid (attempt "att-<uid>") to input.
+func pushJobTo(t *testing.T, rdb *redis.Client, input, uid, url string, timeoutAt time.Time) {
+	t.Helper()
 	data, err := json.Marshal(redisio.Job{Kind: "big_tables", UID: uid, AttemptUID: "att-" + uid, AttemptNo: 1,
 		TimeoutAt: timeoutAt, Payload: map[string]any{"input_url": url}})
 	require.NoError(t, err)
-	require.NoError(t, b.rdb.RPush(context.Background(), b.cfg.Input, data).Err())
+	require.NoError(t, rdb.RPush(context.Background(), input, data).Err())
 }
 
 // nextResult waits up to 10 s for the next result on the output list.

@@ -4,7 +4,9 @@
 //
 //  1. pop a JSON job from the kind's input list (default "<kind>-input"):
 //     BLPOP with a 1 s timeout, then LPOP with a count for the rest of the
-//     free slots, so a busy worker takes jobs in batches;
+//     free slots, so a busy worker takes jobs in batches (in a script that
+//     keeps what it popped under a receipt, so that the LPOP sent again
+//     after a lost reply returns the same jobs: popScript);
 //  2. drop a job whose timeout_at has passed: the service has already
 //     counted that attempt as timed out, so its result would be stale;
 //  3. do the job: an HTTP GET of payload.input_url with a time limit and a
@@ -28,6 +30,7 @@ package worker
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -177,6 +180,11 @@ type Stats struct {
 type Worker struct {
 	cfg                            Config
 	done, expired, malformed, lost atomic.Int64
+	popper                         string // random, names its pops' receipts
+	// pops counts the pops that took more jobs, and receipt is the last
+	// one's (see popScript); used by the one goroutine that pops.
+	pops    uint64
+	receipt string
 }
 
 // New checks cfg, fills in its defaults and returns a worker.
@@ -185,7 +193,7 @@ func New(cfg Config) (*Worker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Worker{cfg: cfg}, nil
+	return &Worker{cfg: cfg, popper: rand.Text()}, nil
 }
 
 // Stats returns the worker's counters.
@@ -258,10 +266,37 @@ func tryAcquire(slots chan struct{}) bool {
 	}
 }
 
+// popScript pops up to ARGV[1] jobs from the list KEYS[1] and keeps them
+// under KEYS[2], the pop's receipt (redisio.PopReceipt), for ARGV[2] ms.
+// When the receipt holds jobs already, it returns them and pops nothing:
+// that is the same pop sent again by the client after its reply was lost
+// (go-redis does, MaxRetries), whose jobs would otherwise be in no list
+// and in no worker's hands, lost until their attempts time out. KEYS[3],
+// the receipt of the worker's previous pop, whose reply came, is deleted.
+var popScript = redis.NewScript(`
+redis.call('DEL', KEYS[3])
+local kept = redis.call('LRANGE', KEYS[2], 0, -1)
+if #kept > 0 then return kept end
+local jobs = redis.call('LPOP', KEYS[1], ARGV[1])
+if not jobs then return {} end
+for i = 1, #jobs, 1000 do
+  redis.call('RPUSH', KEYS[2], unpack(jobs, i, math.min(i + 999, #jobs)))
+end
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+return jobs
+`)
+
+// popReceiptTTL is how long a pop's receipt lives when no later pop
+// deletes it: longer than go-redis's tries of one command with the
+// options redisio.Open gives it (4 tries, a read timeout of 3 s each).
+const popReceiptTTL = time.Minute
+
 // pop takes up to n messages from the first of the priority lists and the
 // input list that has one (one BLPOP on all of them: Redis checks the keys
 // in order): it waits up to pollTimeout for the first one, and takes the
-// others from the same list only if they are already there.
+// others from the same list only if they are already there, with
+// popScript, so that a lost reply loses none of them. A lost reply of the
+// BLPOP loses its job (see docs/protocol.md, "When a reply is lost").
 func (w *Worker) pop(ctx context.Context, n int) ([]string, error) {
 	lists := append(w.cfg.PriorityInputs[:len(w.cfg.PriorityInputs):len(w.cfg.PriorityInputs)], w.cfg.Input)
 	kv, err := w.cfg.Redis.BLPop(ctx, pollTimeout, lists...).Result()
@@ -273,9 +308,12 @@ func (w *Worker) pop(ctx context.Context, n int) ([]string, error) {
 	}
 	list, msgs := kv[0], kv[1:] // BLPOP answers [list, element]
 	if n > 1 {
-		more, err := w.cfg.Redis.LPopCount(ctx, list, n-1).Result()
+		w.pops++
+		receipt, last := redisio.PopReceipt(list, w.popper, w.pops), cmp.Or(w.receipt, redisio.PopReceipt(list, w.popper, 0))
+		w.receipt = receipt
+		more, err := popScript.Run(ctx, w.cfg.Redis, []string{list, receipt, last}, n-1, popReceiptTTL.Milliseconds()).StringSlice()
 		if err != nil && !errors.Is(err, redis.Nil) {
-			return msgs, fmt.Errorf("LPOP %s: %w", list, err)
+			return msgs, fmt.Errorf("pop more jobs from %s: %w", list, err)
 		}
 		msgs = append(msgs, more...)
 	}

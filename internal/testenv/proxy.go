@@ -1,8 +1,13 @@
 package testenv
 
 import (
+	"bytes"
 	"net"
+	"net/url"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -10,7 +15,8 @@ import (
 // server look down (open connections are closed, new ones are refused at
 // once) and Freeze makes it hang (connections stay open, nothing passes)
 // without touching the server that other tests share; Restore brings it
-// back.
+// back. In front of Redis, LoseReply loses the reply of one command that
+// Redis ran.
 type Proxy struct {
 	Addr   string
 	target string
@@ -21,6 +27,13 @@ type Proxy struct {
 	down   bool
 	frozen bool
 	conns  map[net.Conn]struct{}
+	losses []*loss // armed by LoseReply, each taken by the first command it matches
+}
+
+// loss is one reply LoseReply is to lose.
+type loss struct {
+	match func(args []string) bool
+	done  chan struct{}
 }
 
 // NewProxy starts a proxy to target ("host:port") and closes it when the
@@ -36,6 +49,36 @@ func NewProxy(t testing.TB, target string) *Proxy {
 	go p.serve()
 	t.Cleanup(func() { _ = ln.Close(); p.Cut() })
 	return p
+}
+
+// RedisProxy starts a proxy in front of the test Redis (see RedisURL) and
+// returns it with the Redis URL through it.
+func RedisProxy(t testing.TB) (*Proxy, string) {
+	t.Helper()
+	u, err := url.Parse(RedisURL())
+	if err != nil {
+		t.Fatalf("parse REFRESHER_TEST_REDIS: %v", err)
+	}
+	p := NewProxy(t, u.Host)
+	u.Host = p.Addr
+	return p, u.String()
+}
+
+// LoseReply arms the proxy to lose the reply of the next command match
+// accepts (its arguments, the command's name in lower case): the command
+// reaches Redis, which runs it, but its reply, and every byte after it on
+// that connection, is dropped, and the connection is closed once the reply
+// came. The client sees the connection break after Redis ran the command,
+// as after a network failure, and go-redis sends the command again on a
+// new connection (MaxRetries). A pipeline that holds the command loses all
+// its replies. Each call arms one loss, beside those armed before. The
+// channel is closed once a command matched.
+func (p *Proxy) LoseReply(match func(args []string) bool) <-chan struct{} {
+	l := &loss{match: match, done: make(chan struct{})}
+	p.mu.Lock()
+	p.losses = append(p.losses, l)
+	p.mu.Unlock()
+	return l.done
 }
 
 func (p *Proxy) serve() {
@@ -58,12 +101,30 @@ func (p *Proxy) serve() {
 		}
 		p.conns[c], p.conns[up] = struct{}{}, struct{}{}
 		p.mu.Unlock()
-		go p.pipe(c, up)
-		go p.pipe(up, c)
+		var lost atomic.Bool // the replies on this connection are lost
+		var cmds commands
+		go p.pipe(up, c, func(b []byte) bool {
+			for _, args := range cmds.feed(b) {
+				p.mu.Lock()
+				for i, l := range p.losses {
+					if l.match(args) {
+						p.losses = append(p.losses[:i], p.losses[i+1:]...)
+						lost.Store(true)
+						close(l.done)
+						break
+					}
+				}
+				p.mu.Unlock()
+			}
+			return true
+		})
+		go p.pipe(c, up, func([]byte) bool { return !lost.Load() })
 	}
 }
 
-func (p *Proxy) pipe(dst, src net.Conn) {
+// pipe copies src to dst while pass lets each read through; the first read
+// it refuses closes both.
+func (p *Proxy) pipe(dst, src net.Conn, pass func([]byte) bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
@@ -73,6 +134,9 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 				p.thawed.Wait()
 			}
 			p.mu.Unlock()
+			if !pass(buf[:n]) {
+				break
+			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				break
 			}
@@ -87,6 +151,63 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 	delete(p.conns, dst)
 	delete(p.conns, src)
 	p.mu.Unlock()
+}
+
+// commands splits a client's stream of RESP commands (arrays of bulk
+// strings, as clients send them) into their arguments.
+type commands struct{ buf []byte }
+
+// feed adds b and returns the commands it completes, the first argument
+// in lower case.
+func (c *commands) feed(b []byte) [][]string {
+	c.buf = append(c.buf, b...)
+	var out [][]string
+	for {
+		args, n := parseCommand(c.buf)
+		if n == 0 {
+			return out
+		}
+		c.buf = c.buf[n:]
+		if len(args) > 0 {
+			args[0] = strings.ToLower(args[0])
+			out = append(out, args)
+		}
+	}
+}
+
+// parseCommand reads one command from the start of b and returns it with
+// the bytes it took, 0 when b does not hold a whole one. Anything but an
+// array of bulk strings takes a line and yields no arguments.
+func parseCommand(b []byte) ([]string, int) {
+	line := func(at int) (string, int) {
+		i := bytes.Index(b[at:], []byte("\r\n"))
+		if i < 0 {
+			return "", -1
+		}
+		return string(b[at : at+i]), at + i + 2
+	}
+	head, at := line(0)
+	if at < 0 {
+		return nil, 0
+	}
+	if !strings.HasPrefix(head, "*") {
+		return nil, at
+	}
+	n, _ := strconv.Atoi(head[1:])
+	args := make([]string, 0, n)
+	for range n {
+		var h string
+		if h, at = line(at); at < 0 {
+			return nil, 0
+		}
+		size, _ := strconv.Atoi(strings.TrimPrefix(h, "$"))
+		if len(b) < at+size+2 {
+			return nil, 0
+		}
+		args = append(args, string(b[at:at+size]))
+		at += size + 2
+	}
+	return args, at
 }
 
 // Freeze holds every byte in either direction, on open and new
