@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
@@ -96,4 +98,48 @@ func TestOpenPresizesArrays(t *testing.T) {
 	var null bool
 	must(t, c.QueryRow(context.Background(), "SELECT $1::text[] IS NULL", texts(nil)).Scan(&null))
 	eq(t, null, true)
+}
+
+// BenchmarkBuildParams builds the parameters of a Save of 1000 started
+// attempts (the keys, the attempt UIDs, three times and a number) the way
+// pgx does for each statement on a connection (ExtendedQueryBuilder.Build,
+// which drops its buffer of the last statement), through pgx's own type
+// map and through one with presizeArrays; "int64-keys" sends the keys as
+// array[int64], as Save did before, which pgx boxes one by one.
+//
+//	go test ./models/pgstore -run '^$' -bench BuildParams -benchmem
+func BenchmarkBuildParams(b *testing.B) {
+	at := time.Date(2026, 3, 4, 5, 6, 7, 123456000, time.UTC)
+	ids, keys := make([]string, 1000), make([]int64, 1000)
+	uids := make(array[pgtype.Text], 1000)
+	for i := range ids {
+		ids[i], keys[i] = strconv.Itoa(100000+i), int64(100000+i)
+		uids[i] = pgtype.Text{String: "d4m0abc0000000" + strconv.Itoa(100000+i), Valid: true}
+	}
+	sd := &pgconn.StatementDescription{ParamOIDs: []uint32{
+		pgtype.Int8ArrayOID, pgtype.TextArrayOID, pgtype.TimestamptzOID, pgtype.TimestamptzOID, pgtype.Int4OID, pgtype.TimestamptzOID,
+	}}
+	scalars := []any{timestamp(at), timestamp(at.Add(time.Hour)), int32(1), timestamp(at.Add(time.Hour))}
+	sized := pgtype.NewMap()
+	presizeArrays(sized)
+	for _, c := range []struct {
+		name string
+		m    *pgtype.Map
+		keys any
+	}{
+		{"pgx", pgtype.NewMap(), idsArg(keyType{kind: kindInt, bits: 64}, ids)},
+		{"pgx-int64-keys", pgtype.NewMap(), array[int64](keys)},
+		{"presized", sized, idsArg(keyType{kind: kindInt, bits: 64}, ids)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var eqb pgx.ExtendedQueryBuilder
+			args := append([]any{c.keys, uids}, scalars...)
+			for b.Loop() {
+				if err := eqb.Build(c.m, sd, args); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
