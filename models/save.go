@@ -28,8 +28,10 @@ func (s ColumnSet) Has(c int) bool { return s&(1<<c) != 0 }
 // them for a row that was not read from the database. A column the read
 // left out (Loaded.Unread) counts as changed when State sets it, and never
 // when it is still zero (see Unknown). It does not allocate.
-func Changed(r *Row) ColumnSet {
-	unknown := Unknown(r)
+func Changed(r *Row) ColumnSet { return changed(r, Unknown(r)) }
+
+// changed is Changed for a row whose Unknown columns are unknown.
+func changed(r *Row, unknown ColumnSet) ColumnSet {
 	if !r.Loaded.OK {
 		return AllColumns &^ unknown
 	}
@@ -49,20 +51,18 @@ func Changed(r *Row) ColumnSet {
 // (as Column.Same compares them): a bulk write sets those from one
 // argument instead of one value per row. rows must not be empty.
 func Uniform(cols ColumnSet, rows []*Row) ColumnSet {
-	var u ColumnSet
-	for c := range StateColumns {
-		if !cols.Has(c) {
-			continue
+	u, first := cols, &rows[0].State
+	for _, r := range rows[1:] {
+		if u == 0 {
+			break
 		}
-		same := true
-		for _, r := range rows[1:] {
-			if !StateColumns[c].Same(&rows[0].State, &r.State) {
-				same = false
-				break
+		if r.State == *first {
+			continue // every column the same: one comparison, not one per column
+		}
+		for c := range StateColumns {
+			if u.Has(c) && !StateColumns[c].Same(first, &r.State) {
+				u &^= 1 << c
 			}
-		}
-		if same {
-			u |= 1 << c
 		}
 	}
 	return u
@@ -128,7 +128,7 @@ func GroupByID(rows []Row, guard []string, all, byID bool, valid func(byID bool,
 		unknown := Unknown(r)
 		cols := AllColumns &^ unknown
 		if !all {
-			if cols = Changed(r); cols == 0 {
+			if cols = changed(r, unknown); cols == 0 {
 				continue
 			}
 		}

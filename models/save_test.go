@@ -44,6 +44,16 @@ func TestChangedAndUniform(t *testing.T) {
 	s.State.AttemptNo++
 	u := Uniform(AllColumns, []*Row{&r, &s})
 	eq(t, u, AllColumns&^(1<<10|1<<3), "all but status and attempt_no hold one value")
+
+	// Rows equal to the first skip the columns' comparisons; a later row
+	// still drops the columns it differs in, and a time equal once stored
+	// (here in another zone) is the same.
+	same, other := r, r
+	other.State.LastError = "later"
+	other.State.AttemptAt = r.State.AttemptAt.In(time.FixedZone("X", 3600))
+	eq(t, Uniform(AllColumns, []*Row{&r, &same, &same, &other, &same}), AllColumns&^(1<<9), "all but last_error (column 9)")
+	eq(t, Uniform(1<<9|1<<10, []*Row{&r, &same}), ColumnSet(1<<9|1<<10), "only the columns asked")
+	eq(t, Uniform(AllColumns, []*Row{&r}), AllColumns, "one row")
 }
 
 func TestGroupByID(t *testing.T) {

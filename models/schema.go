@@ -124,7 +124,10 @@ func (c *Column) InState() bool { return c.Time != nil || c.Text != nil || c.Int
 func (c *Column) Same(a, b *policy.State) bool {
 	switch c.Kind {
 	case TimeColumn:
-		return SameTime(*c.Time(a), *c.Time(b))
+		// Equal values (the same time copied, the common case) first:
+		// SameTime decodes both.
+		ta, tb := c.Time(a), c.Time(b)
+		return *ta == *tb || SameTime(*ta, *tb)
 	case TextColumn:
 		return *c.Text(a) == *c.Text(b)
 	}

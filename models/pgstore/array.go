@@ -11,6 +11,12 @@ import (
 // allocation per element (boxed into an interface by pgtype.FlatArray, or
 // by reflection for a slice of pgtype.Text), which for a batch's
 // attempt UIDs or keys made the encoding 5-6 times slower.
+//
+// T is a pgtype value (pgtype.Text, Int8, Int4, Timestamptz), whose
+// pointer implements the valuer its codec encodes directly. A pointer to
+// a Go int64, int32 or string does not: pgx dereferences it by reflection
+// (derefPointerEncodePlan), which boxes each element again, an allocation
+// per element of 1000 (see texts for strings).
 type array[T any] []T
 
 // Dimensions implements pgtype.ArrayGetter: one dimension, or none (NULL)
@@ -27,6 +33,32 @@ func (a array[T]) Index(i int) any { return &a[i] }
 
 // IndexType implements pgtype.ArrayGetter.
 func (a array[T]) IndexType() any { return new(T) }
+
+// texts is a slice of strings as a text[] parameter, encoded like array
+// through a pointer to each element, typed so that pgx finds its
+// TextValuer without dereferencing it by reflection (see array): a
+// batch's keys travel without a copy of the slice.
+type texts []string
+
+// Dimensions implements pgtype.ArrayGetter.
+func (a texts) Dimensions() []pgtype.ArrayDimension { return array[string](a).Dimensions() }
+
+// Index implements pgtype.ArrayGetter.
+func (a texts) Index(i int) any { return (*textElem)(&a[i]) }
+
+// IndexType implements pgtype.ArrayGetter.
+func (a texts) IndexType() any { return new(textElem) }
+
+// plain implements plainer.
+func (a texts) plain() any { return []string(a) }
+
+// textElem is an element of texts: never NULL, "" an empty text.
+type textElem string
+
+// TextValue implements pgtype.TextValuer.
+func (e *textElem) TextValue() (pgtype.Text, error) {
+	return pgtype.Text{String: string(*e), Valid: true}, nil
+}
 
 // plain implements plainer: the slice itself, which pgx encodes in any
 // mode.

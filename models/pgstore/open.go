@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/refresher/refresher/internal/redact"
@@ -19,8 +20,9 @@ const openHint = `check "database:" in the config or REFRESHER_DATABASE, and tha
 // maxConns connections (at least 1; stores.Open passes its
 // Options.MaxConnections, which holds the default), and pings it. Every
 // connection's TimeZone is UTC, whatever the URL says, and its
-// application_name "refresher" unless the URL names one. Errors never show
-// the password.
+// application_name "refresher" unless the URL names one, and its array
+// parameters encode into a buffer grown once (presizeArrays). Errors never
+// show the password.
 func Open(ctx context.Context, rawURL string, maxConns int) (*Store, error) {
 	if maxConns < 1 {
 		return nil, fmt.Errorf("pgstore: maxConns must be at least 1, not %d (stores.Open passes a default)", maxConns)
@@ -36,6 +38,10 @@ func Open(ctx context.Context, rawURL string, maxConns int) (*Store, error) {
 	cfg.ConnConfig.RuntimeParams["timezone"] = "UTC"
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "refresher"
+	}
+	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
+		presizeArrays(c.TypeMap())
+		return nil
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -138,7 +138,7 @@ func unnestUpdate(q compiled, g models.SaveGroup, succeeded *time.Time) (string,
 	// sends an integer key only in the spelling PostgreSQL prints.
 	keyText := succeeded != nil && byType.kind != kindInt
 	if keyText {
-		args = append(args, array[string](g.IDs))
+		args = append(args, texts(g.IDs))
 		from = append(from, "$"+strconv.Itoa(len(args))+"::text[]")
 		names = append(names, "s")
 	}
@@ -172,17 +172,17 @@ func unnestUpdate(q compiled, g models.SaveGroup, succeeded *time.Time) (string,
 // element; else the strings.
 func idsArg(t keyType, ids []string) any {
 	if t.kind != kindInt {
-		return array[string](ids)
+		return texts(ids)
 	}
-	a := make([]int64, len(ids))
+	a := make([]pgtype.Int8, len(ids))
 	for i, id := range ids {
 		n, err := strconv.ParseInt(strings.TrimSpace(id), 10, t.bits)
 		if err != nil {
-			return array[string](ids) // not checked: let the server say what is wrong
+			return texts(ids) // not checked: let the server say what is wrong
 		}
-		a[i] = n
+		a[i] = pgtype.Int8{Int64: n, Valid: true}
 	}
-	return array[int64](a)
+	return array[pgtype.Int8](a)
 }
 
 // SaveSuccesses implements models.Tx.SaveSuccesses with one UPDATE per up
@@ -217,8 +217,8 @@ func (tx *Tx) SaveSuccesses(ctx context.Context, t models.Table, now time.Time, 
 		}
 		defer res.Close()
 		at := positions(rows, b.Rows)
+		var i int64 // one per statement: Scan's pointer escapes
 		for res.Next() {
-			var i int64
 			if err := res.Scan(&i); err != nil {
 				return 0, err
 			}
@@ -262,11 +262,11 @@ func columnArray(col *models.Column, rows []*models.Row) any {
 		}
 		return array[pgtype.Timestamptz](a)
 	case models.IntColumn:
-		a := make([]int32, len(rows))
+		a := make([]pgtype.Int4, len(rows))
 		for i, r := range rows {
-			a[i] = int32(*col.Int(&r.State))
+			a[i] = pgtype.Int4{Int32: int32(*col.Int(&r.State)), Valid: true}
 		}
-		return array[int32](a)
+		return array[pgtype.Int4](a)
 	}
 	a := make([]pgtype.Text, len(rows))
 	for i, r := range rows {
