@@ -235,7 +235,8 @@ func printComparison(w io.Writer, o options, due int64, vs []compared, runs map[
 	fmt.Fprintln(w, "throttle holds with their time and its share of the cycle's wall time) and the model counts the")
 	fmt.Fprintln(w, "gauges and the dashboard ran, with their time, are the service child's own during the cycle")
 	fmt.Fprintln(w, "(medians): the load moves them much less than the wall time. The database CPU is the server's")
-	fmt.Fprintln(w, "whole process CPU over the run: other clients of a shared server count too.")
+	fmt.Fprintln(w, "whole process CPU over the run: other clients of a shared server count too (PostgreSQL's: the")
+	fmt.Fprintln(w, "bench database's backends and the server's background processes).")
 }
 
 // profileDirName is a variant's name as a directory name: letters and

@@ -69,6 +69,7 @@ type options struct {
 	guard          bool
 	ledger         bool // --ledger: on against off
 	pgStats        bool // --pg-stats: PostgreSQL's counters under each run (pgstat.go)
+	pgStatements   bool // --pg-statements: pg_stat_statements under each run (pgstatements.go)
 	// --priority (priority.go)
 	priority bool
 	triggers int
@@ -109,6 +110,7 @@ func main() {
 	fs.BoolVar(&o.ledger, "ledger", false, "compare the full cycle with the ledger on against off, the default (instead of the standard table)")
 	fs.BoolVar(&o.priority, "priority", false, "compare the full cycle of a kind with a priority lane, while --triggers rows are triggered \"refresh now\" at priority 0 one by one, against the plain service; reports when a worker received each triggered job (instead of the standard table)")
 	fs.BoolVar(&o.pgStats, "pg-stats", false, "--store postgres: print under each full-cycle run the bench database's commits, rows and blocks, the server's WAL records and syncs, and the bench table's index scans and entries read")
+	fs.BoolVar(&o.pgStatements, "pg-statements", false, "--store postgres: print under each run pg_stat_statements of the bench database over the run, per model (the server must preload pg_stat_statements; the shared one does not)")
 	fs.IntVar(&o.triggers, "triggers", 100, "--priority: rows triggered during each run")
 	fs.BoolVar(&o.child.lanes, "child-lanes", false, "internal: the service child's kind has priority 10 and a lane for level 0")
 	fs.DurationVar(&o.child.gauges, "child-gauges", 0, "internal: the service child runs the alert gauges at this interval")
@@ -431,6 +433,7 @@ func (e *env) cycle(ctx context.Context, v variant, mode string, p *plan, profil
 	cpu, dbCPU, redi := startCPU(c.pid), startCPUs(e.st.serverPIDs), startCPU(e.redisPID)
 	self := startCPU(os.Getpid())
 	reads := e.pageReads(ctx)
+	statements := e.resetPGStatements(ctx)
 	t0 := time.Now()
 	if err := c.start(); err != nil {
 		return res, err
@@ -482,6 +485,7 @@ func (e *env) cycle(ctx context.Context, v variant, mode string, p *plan, profil
 		}
 	}
 	res.cpu, res.dbCPU, res.redi, res.bench = cpu.Stop(), dbCPU.Stop(), redi.Stop(), self.Stop()
+	statements.print(ctx, p.active)
 	res.cmds = [2]map[string]commandStat{cmdsBefore, e.commandStats(ctx)}
 	res.dash = stopDash()
 	if err := res.dash.err(); err != nil {

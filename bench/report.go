@@ -135,7 +135,8 @@ func printStandard(w io.Writer, o options, due int64, impls []string, full, spli
 	fmt.Fprintln(w, "CPU and RSS ratios are service/baseline too (lower is better). Backlog wait is refresh_at -> job")
 	fmt.Fprintln(w, "popped when every row is due at the start; steady lateness (target p99 < 1s) is the same with rows")
 	fmt.Fprintln(w, "falling due at a constant rate. Database and Redis CPU is the whole server's, other users included")
-	fmt.Fprintln(w, "(SQLite runs inside each child: its CPU is the process CPU).")
+	fmt.Fprintln(w, "(PostgreSQL's: the bench database's backends and the server's background processes; SQLite runs")
+	fmt.Fprintln(w, "inside each child: its CPU is the process CPU).")
 }
 
 func resultOf(impl string, full, split, steady map[string]runResult, label string) runResult {
