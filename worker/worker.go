@@ -39,7 +39,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/netip"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -181,10 +180,13 @@ type Worker struct {
 	cfg                            Config
 	done, expired, malformed, lost atomic.Int64
 	popper                         string // random, names its pops' receipts
-	// pops counts the pops that took more jobs, and receipt is the last
-	// one's (see popScript); used by the one goroutine that pops.
-	pops    uint64
-	receipt string
+	// popMu guards the pops' state: pops counts the pops that took more
+	// jobs, receipt is the last one's whose reply came (see popScript), and
+	// plainPop is set once Redis refused the script for good.
+	popMu    sync.Mutex
+	pops     uint64
+	receipt  string
+	plainPop bool
 }
 
 // New checks cfg, fills in its defaults and returns a worker.
@@ -264,60 +266,6 @@ func tryAcquire(slots chan struct{}) bool {
 	default:
 		return false
 	}
-}
-
-// popScript pops up to ARGV[1] jobs from the list KEYS[1] and keeps them
-// under KEYS[2], the pop's receipt (redisio.PopReceipt), for ARGV[2] ms.
-// When the receipt holds jobs already, it returns them and pops nothing:
-// that is the same pop sent again by the client after its reply was lost
-// (go-redis does, MaxRetries), whose jobs would otherwise be in no list
-// and in no worker's hands, lost until their attempts time out. KEYS[3],
-// the receipt of the worker's previous pop, whose reply came, is deleted.
-var popScript = redis.NewScript(`
-redis.call('DEL', KEYS[3])
-local kept = redis.call('LRANGE', KEYS[2], 0, -1)
-if #kept > 0 then return kept end
-local jobs = redis.call('LPOP', KEYS[1], ARGV[1])
-if not jobs then return {} end
-for i = 1, #jobs, 1000 do
-  redis.call('RPUSH', KEYS[2], unpack(jobs, i, math.min(i + 999, #jobs)))
-end
-redis.call('PEXPIRE', KEYS[2], ARGV[2])
-return jobs
-`)
-
-// popReceiptTTL is how long a pop's receipt lives when no later pop
-// deletes it: longer than go-redis's tries of one command with the
-// options redisio.Open gives it (4 tries, a read timeout of 3 s each).
-const popReceiptTTL = time.Minute
-
-// pop takes up to n messages from the first of the priority lists and the
-// input list that has one (one BLPOP on all of them: Redis checks the keys
-// in order): it waits up to pollTimeout for the first one, and takes the
-// others from the same list only if they are already there, with
-// popScript, so that a lost reply loses none of them. A lost reply of the
-// BLPOP loses its job (see docs/protocol.md, "When a reply is lost").
-func (w *Worker) pop(ctx context.Context, n int) ([]string, error) {
-	lists := append(w.cfg.PriorityInputs[:len(w.cfg.PriorityInputs):len(w.cfg.PriorityInputs)], w.cfg.Input)
-	kv, err := w.cfg.Redis.BLPop(ctx, pollTimeout, lists...).Result()
-	if errors.Is(err, redis.Nil) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("BLPOP %s: %w", strings.Join(lists, " "), err)
-	}
-	list, msgs := kv[0], kv[1:] // BLPOP answers [list, element]
-	if n > 1 {
-		w.pops++
-		receipt, last := redisio.PopReceipt(list, w.popper, w.pops), cmp.Or(w.receipt, redisio.PopReceipt(list, w.popper, 0))
-		w.receipt = receipt
-		more, err := popScript.Run(ctx, w.cfg.Redis, []string{list, receipt, last}, n-1, popReceiptTTL.Milliseconds()).StringSlice()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return msgs, fmt.Errorf("pop more jobs from %s: %w", list, err)
-		}
-		msgs = append(msgs, more...)
-	}
-	return msgs, nil
 }
 
 // handle does one message from the input list, start to finish.
