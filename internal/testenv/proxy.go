@@ -27,6 +27,7 @@ type Proxy struct {
 	down   bool
 	frozen bool
 	conns  map[net.Conn]struct{}
+	resp   bool    // the clients speak RESP (RedisProxy): their commands are parsed for LoseReply
 	losses []*loss // armed by LoseReply, each taken by the first command it matches
 }
 
@@ -40,11 +41,17 @@ type loss struct {
 // test ends.
 func NewProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
+	return newProxy(t, target, false)
+}
+
+// newProxy is NewProxy; resp says the clients speak RESP.
+func newProxy(t testing.TB, target string, resp bool) *Proxy {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("listen for proxy: %v", err)
 	}
-	p := &Proxy{Addr: ln.Addr().String(), target: target, ln: ln, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{Addr: ln.Addr().String(), target: target, ln: ln, conns: map[net.Conn]struct{}{}, resp: resp}
 	p.thawed = sync.NewCond(&p.mu)
 	go p.serve()
 	t.Cleanup(func() { _ = ln.Close(); p.Cut() })
@@ -59,7 +66,7 @@ func RedisProxy(t testing.TB) (*Proxy, string) {
 	if err != nil {
 		t.Fatalf("parse REFRESHER_TEST_REDIS: %v", err)
 	}
-	p := NewProxy(t, u.Host)
+	p := newProxy(t, u.Host, true)
 	u.Host = p.Addr
 	return p, u.String()
 }
@@ -72,8 +79,12 @@ func RedisProxy(t testing.TB) (*Proxy, string) {
 // as after a network failure, and go-redis sends the command again on a
 // new connection (MaxRetries). A pipeline that holds the command loses all
 // its replies. Each call arms one loss, beside those armed before. The
-// channel is closed once a command matched.
+// channel is closed once a command matched. Only a proxy from RedisProxy
+// reads its clients' commands.
 func (p *Proxy) LoseReply(match func(args []string) bool) <-chan struct{} {
+	if !p.resp {
+		panic("testenv: LoseReply needs a proxy in front of Redis (RedisProxy)")
+	}
 	l := &loss{match: match, done: make(chan struct{})}
 	p.mu.Lock()
 	p.losses = append(p.losses, l)
@@ -104,6 +115,9 @@ func (p *Proxy) serve() {
 		var lost atomic.Bool // the replies on this connection are lost
 		var cmds commands
 		go p.pipe(up, c, func(b []byte) bool {
+			if !p.resp {
+				return true
+			}
 			for _, args := range cmds.feed(b) {
 				p.mu.Lock()
 				for i, l := range p.losses {
@@ -175,6 +189,9 @@ func (c *commands) feed(b []byte) [][]string {
 	}
 }
 
+// maxArgs bounds the arguments of a command parseCommand reads.
+const maxArgs = 1 << 20
+
 // parseCommand reads one command from the start of b and returns it with
 // the bytes it took, 0 when b does not hold a whole one. Anything but an
 // array of bulk strings takes a line and yields no arguments.
@@ -193,14 +210,20 @@ func parseCommand(b []byte) ([]string, int) {
 	if !strings.HasPrefix(head, "*") {
 		return nil, at
 	}
-	n, _ := strconv.Atoi(head[1:])
+	n, err := strconv.Atoi(head[1:])
+	if err != nil || n < 0 || n > maxArgs {
+		return nil, at // not a command a client sends
+	}
 	args := make([]string, 0, n)
 	for range n {
 		var h string
 		if h, at = line(at); at < 0 {
 			return nil, 0
 		}
-		size, _ := strconv.Atoi(strings.TrimPrefix(h, "$"))
+		size, err := strconv.Atoi(strings.TrimPrefix(h, "$"))
+		if err != nil || size < 0 {
+			return nil, at // not a bulk string: skip what was read
+		}
 		if len(b) < at+size+2 {
 			return nil, 0
 		}
