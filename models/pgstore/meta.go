@@ -166,6 +166,10 @@ type keyType struct {
 	typ  string // quoted type name for casts; "" compares as text
 	kind keyKind
 	bits int // of integer kinds
+	// viaText: an array of typ is sent as text[] and cast, for a type
+	// whose arrays pgx cannot encode (an extension's, whose OID it does
+	// not know: citext).
+	viaText bool
 }
 
 type keyKind int
@@ -185,8 +189,10 @@ func (c colMeta) keyType() keyType {
 		return keyType{typ: c.typ, kind: kindInt, bits: 32}
 	case "int8":
 		return keyType{typ: c.typ, kind: kindInt, bits: 64}
-	case "text", "varchar", "bpchar", "citext", "name":
+	case "text", "varchar", "bpchar", "name":
 		return keyType{typ: c.typ, kind: kindString}
+	case "citext":
+		return keyType{typ: c.typ, kind: kindString, viaText: true}
 	case "uuid":
 		return keyType{typ: c.typ, kind: kindUUID}
 	}
@@ -198,13 +204,16 @@ func (k keyType) match(column, param string) string {
 	if k.typ == "" {
 		return column + "::text = ANY(" + param + "::text[])"
 	}
-	return column + " = ANY(" + param + "::" + k.typ + "[])"
+	return column + " = ANY(" + param + "::" + k.arrayType() + ")"
 }
 
 // arrayType is the array type for a parameter of keys.
 func (k keyType) arrayType() string {
-	if k.typ == "" {
+	switch {
+	case k.typ == "":
 		return "text[]"
+	case k.viaText:
+		return "text[]::" + k.typ + "[]"
 	}
 	return k.typ + "[]"
 }
