@@ -30,7 +30,8 @@ func (s ColumnSet) Has(c int) bool { return s&(1<<c) != 0 }
 // when it is still zero (see Unknown). It does not allocate.
 func Changed(r *Row) ColumnSet { return changed(r, Unknown(r)) }
 
-// changed is Changed for a row whose Unknown columns are unknown.
+// changed is Changed given unknown, the row's Unknown columns (GroupByID
+// has them already).
 func changed(r *Row, unknown ColumnSet) ColumnSet {
 	if !r.Loaded.OK {
 		return AllColumns &^ unknown

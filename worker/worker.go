@@ -6,7 +6,8 @@
 //     BLPOP with a 1 s timeout, then LPOP with a count for the rest of the
 //     free slots, so a busy worker takes jobs in batches (in a script that
 //     keeps what it popped under a receipt, so that the LPOP sent again
-//     after a lost reply returns the same jobs: popScript);
+//     after a lost reply returns the same jobs: popScript; a plain LPOP
+//     when Redis refuses scripts);
 //  2. drop a job whose timeout_at has passed: the service has already
 //     counted that attempt as timed out, so its result would be stale;
 //  3. do the job: an HTTP GET of payload.input_url with a time limit and a
