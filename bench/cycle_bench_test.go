@@ -19,7 +19,10 @@ import (
 //	go test ./bench -run '^$' -bench FullCycle -benchtime 1x
 //
 // service/baseline is the full cycle's ratio of the medians (1.00: as fast
-// as the hand-written loop); apply-only and dispatch-only are each phase's.
+// as the hand-written loop); apply-only and dispatch-only are each phase's;
+// total-CPU-service/baseline is the CPU the machine spent per cycle
+// (process, database, Redis, workers; lower is better), which depends less
+// on how the cores were shared out.
 // REFRESHER_BENCH_ROWS (default 20000) and REFRESHER_BENCH_REPEAT (default
 // 3) size it; a quiet machine is needed for figures worth comparing.
 func BenchmarkFullCycle(b *testing.B) {
@@ -52,6 +55,11 @@ func BenchmarkFullCycle(b *testing.B) {
 					b.ReportMetric(base, "baseline-models/s")
 				}
 			}
+			cpu, err := totalCPURatio(string(out))
+			if err != nil {
+				b.Fatalf("%v\n%s", err, out)
+			}
+			b.ReportMetric(cpu, "total-CPU-service/baseline")
 		})
 	}
 }
@@ -71,6 +79,16 @@ func serviceAndBaseline(out, label string) (service, baseline float64, err error
 	return service, baseline, nil
 }
 
+// totalCPURatio reads the ratio column of the bench table's total CPU
+// line (the seconds beside it are rounded to a tenth).
+func totalCPURatio(out string) (float64, error) {
+	m := regexp.MustCompile(`total CPU \(full cycle\).*\s([\d.]+)x\s*\n`).FindStringSubmatch(out)
+	if m == nil {
+		return 0, fmt.Errorf("the bench printed no total CPU line with a ratio")
+	}
+	return strconv.ParseFloat(m[1], 64)
+}
+
 func TestServiceAndBaseline(t *testing.T) {
 	out := "      full cycle: models/s                   4729                   5202             0.91x\n" +
 		"      apply only: models/s                  12652                  14933             0.85x\n"
@@ -80,5 +98,12 @@ func TestServiceAndBaseline(t *testing.T) {
 	}
 	if _, _, err := serviceAndBaseline(out, "dispatch only: models/s"); err == nil {
 		t.Fatal("a missing line: no error")
+	}
+	cpu := "      total CPU (full cycle)   8.4 s = 84 µs/model   7.9 s = 79 µs/model   1.06x\n"
+	if r, err := totalCPURatio(cpu); err != nil || r != 1.06 {
+		t.Fatalf("total CPU: got %v %v, want 1.06", r, err)
+	}
+	if _, err := totalCPURatio(out); err == nil {
+		t.Fatal("a missing total CPU line: no error")
 	}
 }

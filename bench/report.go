@@ -92,9 +92,6 @@ func printStandard(w io.Writer, o options, due int64, impls []string, full, spli
 		}
 		fmt.Fprintln(tw, l+"\t")
 	}
-	s, b := "service", "baseline"
-	_ = s
-	_ = b
 	line("full cycle: wall time", func(r runResult) string { return round(r.wall) }, nil)
 	line("full cycle: models/s", func(r runResult) string { return fmt.Sprintf("%.0f", r.rate()) },
 		func(s, b runResult) string { return ratio(s.rate(), b.rate()) })
@@ -113,6 +110,8 @@ func printStandard(w io.Writer, o options, due int64, impls []string, full, spli
 	}
 	line("Redis CPU (full cycle)", func(r runResult) string { return secs(r.redi) + " = " + perDue(r.redi, r.n) + "/model" },
 		func(s, b runResult) string { return ratio(s.redi, b.redi) })
+	line("total CPU (full cycle)", func(r runResult) string { return secs(r.totalCPU()) + " = " + perDue(r.totalCPU(), r.n) + "/model" },
+		func(s, b runResult) string { return ratio(s.totalCPU(), b.totalCPU()) })
 	line("peak RSS (full cycle)", func(r runResult) string { return mb(r.rssKB) },
 		func(s, b runResult) string { return ratio(float64(s.rssKB), float64(b.rssKB)) })
 	if len(steady) > 0 {
@@ -136,7 +135,8 @@ func printStandard(w io.Writer, o options, due int64, impls []string, full, spli
 	fmt.Fprintln(w, "popped when every row is due at the start; steady lateness (target p99 < 1s) is the same with rows")
 	fmt.Fprintln(w, "falling due at a constant rate. Database and Redis CPU is the whole server's, other users included")
 	fmt.Fprintln(w, "(PostgreSQL's: the bench database's backends and the server's background processes; SQLite runs")
-	fmt.Fprintln(w, "inside each child: its CPU is the process CPU).")
+	fmt.Fprintln(w, "inside each child: its CPU is the process CPU). Total CPU is process + database + Redis + the bench's")
+	fmt.Fprintln(w, "workers: the whole machine's work per cycle, whatever the scheduling.")
 }
 
 func resultOf(impl string, full, split, steady map[string]runResult, label string) runResult {
