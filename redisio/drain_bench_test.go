@@ -112,6 +112,32 @@ func BenchmarkFetchAck(b *testing.B) {
 		}
 		report(b, ns)
 	})
+	// A poller behind a backlog: the output list holds eight batches when
+	// each is fetched (the native move's COPY or SORT, see fetchScript).
+	b.Run("backlog", func(b *testing.B) {
+		d := c.Drain(lists, "bench-backlog", 0)
+		for range 7 {
+			fill(b)
+		}
+		var ns int64
+		for b.Loop() {
+			fill(b)
+			timed(&ns, func() {
+				msgs, err := d.Fetch(ctx, n, 0)
+				if err != nil || len(msgs) != n {
+					b.Fatalf("fetched %d of %d: %v", len(msgs), n, err)
+				}
+				if err := d.Ack(ctx, msgs, nil); err != nil {
+					b.Fatal(err)
+				}
+			})
+		}
+		report(b, ns)
+		b.StopTimer()
+		if err := rdb.Del(ctx, lists.Output).Err(); err != nil {
+			b.Fatal(err)
+		}
+	})
 	b.Run("lpop", func(b *testing.B) {
 		var ns int64
 		for b.Loop() {
