@@ -217,8 +217,8 @@ func (c *Client) Drain(lists Lists, instanceID string, heartbeatTTL time.Duratio
 //
 // A batch of only new messages, of at least ARGV[10] (0: never), moves
 // natively when the ahead list is empty: COPY and LTRIM (or, when the
-// output list is much longer than the batch, SORT ... BY nosort LIMIT
-// STORE) copy it into the processing list when that is empty, else into
+// output list is long enough that copying all of it costs more, SORT ...
+// BY nosort LIMIT STORE) copy it into the processing list when that is empty, else into
 // the ahead list, LTRIM cuts it from the output list, and the script
 // returns its count (negative: in the ahead list) instead of the
 // messages, which Fetch reads with LRANGE (in MULTI/EXEC, so from the
@@ -349,10 +349,15 @@ if i == n then
     -- is too heavy for the proof: the copy would be wasted.
     if k >= least and usage * k <= 4 * limit * total then
       -- dest is empty (no key). COPY copies the output list's nodes whole
-      -- and LTRIM cuts the copy to the batch: cheap while the list is a
-      -- few batches long. SORT copies just the batch, message by message.
+      -- and LTRIM cuts the copy to the batch: its cost follows the list's
+      -- memory, about 0.23 µs of Redis per KiB. SORT copies just the
+      -- batch, message by message: about 0.2 µs per message plus 0.9 per
+      -- KiB of them. So COPY while usage <= k * (800 + 3 * the bytes of
+      -- a message): a list of up to about 12 batches of the small results
+      -- a bench's workers send, under 4 of 1 KiB results
+      -- (BenchmarkNativeMoveCopyOrSort).
       local copied
-      if total <= 4 * k then
+      if usage <= k * (800 + 3 * usage / total) then
         copied = redis.pcall('COPY', KEYS[1], dest)
         if copied == 1 then
           -- The copy keeps the output list's TTL, if it has one: a

@@ -2,6 +2,7 @@ package redisio
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -111,6 +112,32 @@ func BenchmarkFetchAck(b *testing.B) {
 		}
 		report(b, ns)
 	})
+	// A poller behind a backlog: the output list holds eight batches when
+	// each is fetched (the native move's COPY or SORT, see fetchScript).
+	b.Run("backlog", func(b *testing.B) {
+		d := c.Drain(lists, "bench-backlog", 0)
+		for range 7 {
+			fill(b)
+		}
+		var ns int64
+		for b.Loop() {
+			fill(b)
+			timed(&ns, func() {
+				msgs, err := d.Fetch(ctx, n, 0)
+				if err != nil || len(msgs) != n {
+					b.Fatalf("fetched %d of %d: %v", len(msgs), n, err)
+				}
+				if err := d.Ack(ctx, msgs, nil); err != nil {
+					b.Fatal(err)
+				}
+			})
+		}
+		report(b, ns)
+		b.StopTimer()
+		if err := rdb.Del(ctx, lists.Output).Err(); err != nil {
+			b.Fatal(err)
+		}
+	})
 	b.Run("lpop", func(b *testing.B) {
 		var ns int64
 		for b.Loop() {
@@ -124,4 +151,62 @@ func BenchmarkFetchAck(b *testing.B) {
 		}
 		report(b, ns)
 	})
+}
+
+// BenchmarkNativeMoveCopyOrSort measures what the fetch script's two
+// native moves of a batch of 1000 cost Redis (INFO commandstats, µs of
+// the main thread per batch), for output lists of several lengths and two
+// sizes of result: COPY of the whole list, PERSIST and the two LTRIMs,
+// against SORT ... BY nosort LIMIT STORE and the LTRIM of the output list.
+// fetchScript picks the cheaper one from the list's memory and length. Run
+// it on a Redis of its own (REFRESHER_TEST_REDIS):
+//
+//	go test ./redisio -run '^$' -bench NativeMoveCopyOrSort -benchtime 40x
+func BenchmarkNativeMoveCopyOrSort(b *testing.B) {
+	const k = 1000
+	rdb, prefix := testenv.Redis(b)
+	ctx := context.Background()
+	out, dst := prefix+"o", prefix+"d"
+	usec := func(names ...string) int64 {
+		info, _ := rdb.Info(ctx, "commandstats").Result()
+		var n int64
+		for _, name := range names {
+			if _, rest, ok := strings.Cut(info, "cmdstat_"+name+":"); ok {
+				_, rest, _ = strings.Cut(rest, "usec=")
+				v, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+				n += v
+			}
+		}
+		return n
+	}
+	for _, pad := range []int{0, 900} {
+		for _, total := range []int{2 * k, 4 * k, 8 * k, 12 * k, 16 * k, 32 * k} {
+			vals := make([]any, total)
+			for i := range vals {
+				vals[i] = `{"uid":"` + strconv.Itoa(100000+i) + `","attempt_uid":"d4mc0r8k6bqs73e1q2` + strconv.Itoa(i%10) + `g","type":"success","status":"` + strings.Repeat("x", pad) + `"}`
+			}
+			for _, move := range []string{"copy", "sort"} {
+				b.Run(fmt.Sprintf("result-%dB/list-%d/%s", len(vals[0].(string)), total, move), func(b *testing.B) {
+					var us int64
+					for b.Loop() {
+						b.StopTimer()
+						rdb.Del(ctx, out, dst)
+						rdb.RPush(ctx, out, vals...)
+						b.StartTimer()
+						before := usec("copy", "sort", "ltrim", "persist")
+						if move == "copy" {
+							rdb.Copy(ctx, out, dst, 0, false)
+							rdb.Persist(ctx, dst)
+							rdb.LTrim(ctx, dst, 0, k-1)
+						} else {
+							rdb.Do(ctx, "SORT", out, "BY", "nosort", "LIMIT", 0, k, "STORE", dst)
+						}
+						rdb.LTrim(ctx, out, k, -1)
+						us += usec("copy", "sort", "ltrim", "persist") - before
+					}
+					b.ReportMetric(float64(us)/float64(b.N), "redis-µs/batch")
+				})
+			}
+		}
+	}
 }

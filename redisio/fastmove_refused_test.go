@@ -95,12 +95,12 @@ func aclDrain(t *testing.T, cfg Config, deny ...string) (*Drain, *redis.Client, 
 // left behind would be applied twice).
 func TestNativeMoveRefusedFallsBackToLua(t *testing.T) {
 	t.Parallel()
-	// More than four batches: the move is a SORT, and the proof copies
-	// slices (COPY); three: the move is a COPY, then PERSIST.
+	// Thirty batches: the move is a SORT, and the proof copies slices
+	// (COPY); three: the move is a COPY, then PERSIST.
 	for _, c := range []struct {
 		deny  string
 		total int
-	}{{"-copy", 5 * minFastMove}, {"-memory", 5 * minFastMove}, {"-persist", 3 * minFastMove}} {
+	}{{"-copy", 30 * minFastMove}, {"-memory", 30 * minFastMove}, {"-persist", 3 * minFastMove}} {
 		deny, total := c.deny, c.total
 		t.Run(deny, func(t *testing.T) {
 			t.Parallel()
@@ -137,7 +137,7 @@ func TestDrainWithoutMemoryCommand(t *testing.T) {
 	require.Equal(t, []string{"1", "2"}, uidsOf(msgs))
 }
 
-// An output list of more than four batches is moved with SORT ... STORE
+// An output list of thirty batches is moved with SORT ... STORE
 // (not COPY), in order, to the processing and the ahead list; a batch over
 // the size limit is weighed in slices and leaves no scratch key.
 func TestNativeMoveBySort(t *testing.T) {
@@ -146,7 +146,7 @@ func TestNativeMoveBySort(t *testing.T) {
 	ctx := t.Context()
 	log := &cmdLog{}
 	b.rdb.AddHook(log)
-	pushResults(t, b, 1000)
+	pushResults(t, b, 30*minFastMove)
 	d := b.client.Drain(b.lists, "A", 0)
 	msgs, err := d.Fetch(ctx, minFastMove, 0)
 	require.NoError(t, err)

@@ -359,3 +359,57 @@ func TestFastMoveSkipsHeavyBatches(t *testing.T) {
 	require.NotContains(t, log.names, "lrange", "moved through Lua")
 	require.NoError(t, d.Ack(ctx, msgs, nil))
 }
+
+// The native move copies the whole output list (COPY, then LTRIM) while
+// that costs Redis less than SORT ... STORE of the batch: up to about 12
+// batches of small results, under 4 of 1 KiB results (see fetchScript).
+// Before, any list longer than four batches went through SORT, which
+// costs about 0.2 µs of Redis per result whatever the list's length.
+func TestNativeMoveCopiesWhileCheaperThanSort(t *testing.T) {
+	t.Parallel()
+	pad := strings.Repeat("p", 1000)
+	for _, tc := range []struct {
+		name  string
+		total int // results queued, each batch minFastMove
+		pad   string
+		want  string // the command that moved the batch
+	}{
+		{"ten small batches", 10 * minFastMove, "", "copy"},
+		{"twenty small batches", 20 * minFastMove, "", "sort"},
+		{"six batches of 1 KiB results", 6 * minFastMove, pad, "sort"},
+		{"three batches of 1 KiB results", 3 * minFastMove, pad, "copy"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			d, admin, l := aclDrain(t, Config{})
+			vals := make([]any, tc.total)
+			for i := range vals {
+				vals[i] = `{"uid":"` + fmt.Sprint(i) + `","attempt_uid":"a","type":"success","status":"` + tc.pad + `"}`
+			}
+			require.NoError(t, admin.RPush(ctx, l.Output, vals...).Err())
+			calls := func(name string) int {
+				info := admin.Info(ctx, "commandstats").Val()
+				_, rest, ok := strings.Cut(info, "cmdstat_"+name+":calls=")
+				if !ok {
+					return 0
+				}
+				var n int
+				_, _ = fmt.Sscanf(rest, "%d", &n)
+				return n
+			}
+			copies, sorts := calls("copy"), calls("sort")
+			msgs, err := d.Fetch(ctx, minFastMove, 0)
+			require.NoError(t, err)
+			require.Equal(t, seq(0, minFastMove), uidsOf(msgs))
+			copied, sorted := calls("copy") > copies, calls("sort") > sorts
+			if tc.want == "copy" {
+				require.True(t, copied && !sorted, "moved by COPY: %v, by SORT: %v", copied, sorted)
+			} else {
+				require.True(t, sorted, "moved by SORT")
+			}
+			require.NoError(t, d.Ack(ctx, msgs, nil))
+			require.EqualValues(t, tc.total-minFastMove, admin.LLen(ctx, l.Output).Val())
+		})
+	}
+}
