@@ -73,8 +73,8 @@ func (w *Worker) pop(ctx context.Context, n int) ([]string, error) {
 // receipt whose reply came is taken for the previous pop's (and deleted by
 // the next). A Redis that refuses the script (an ACL without EVAL, a
 // server without Lua) gets a plain LPOP with a count, whose lost reply
-// loses its jobs; a refusal for good (NOPERM, unknown command) makes that
-// the worker's way from then on.
+// loses its jobs; a refusal for good (redisio.RefusedForGood: NOPERM, an
+// unknown command, not OOM) makes that the worker's way from then on.
 func (w *Worker) popMore(ctx context.Context, list string, n int) ([]string, error) {
 	w.popMu.Lock()
 	defer w.popMu.Unlock()
@@ -93,7 +93,7 @@ func (w *Worker) popMore(ctx context.Context, list string, n int) ([]string, err
 		var refused redis.Error
 		if tries == 1 && errors.As(err, &refused) {
 			// Redis answered: the script did not run, nothing was popped.
-			if forGood(err) {
+			if redisio.RefusedForGood(err) {
 				w.plainPop = true
 				w.cfg.Logger.Warn("Redis refuses the pop script: popping with LPOP, whose lost reply loses its jobs (allow EVAL, EVALSHA and the keys <list>:pop:*; see docs/protocol.md)",
 					"list", list, "err", err)
@@ -106,13 +106,6 @@ func (w *Worker) popMore(ctx context.Context, list string, n int) ([]string, err
 		time.Sleep(wait)
 		wait = min(2*wait, popRetryMax)
 	}
-}
-
-// forGood says whether Redis's refusal of the pop script will stay: the
-// user may not run scripts, or the server has none.
-func forGood(err error) bool {
-	msg := err.Error()
-	return strings.HasPrefix(msg, "NOPERM") || strings.Contains(msg, "unknown command")
 }
 
 // lpop takes up to n jobs from list with one LPOP.
