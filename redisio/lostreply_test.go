@@ -331,18 +331,21 @@ func TestResumeKindReplyLost(t *testing.T) {
 
 // The gauge lock's pipeline sent again still wins the lock its first run
 // took: before, its SET NX failed on the caller's own lock, and no
-// instance counted the kind's gauges until the lock expired.
+// instance counted the kind's gauges until the lock expired. The script
+// finds the call's own value and answers it.
 func TestLockGaugesReplyLost(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := t.Context()
 	c, p := lossy(t, b)
-	done := p.LoseReply(command("set", b.lists.GaugeLock()))
-	won, err := c.LockGauges(ctx, []Lists{b.lists}, "me", time.Minute)
+	done := p.LoseReply(func(a []string) bool {
+		return len(a) > 3 && a[0] == "eval" && a[3] == b.lists.GaugeLock()
+	})
+	won, err := c.LockGauges(ctx, []Lists{b.lists}, 7, "me", time.Minute)
 	require.NoError(t, err)
 	lost(t, done)
 	require.Equal(t, []bool{true}, won)
-	won, err = c.LockGauges(ctx, []Lists{b.lists}, "me", time.Minute)
+	won, err = c.LockGauges(ctx, []Lists{b.lists}, 7, "me", time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, []bool{false}, won, "held by the first call, of the same owner")
 }
