@@ -3,8 +3,6 @@ package redisio
 import (
 	"context"
 	"fmt"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // The operator's reads and changes of a kind's dead-letter list (the
@@ -25,10 +23,12 @@ func (c *Client) DeadLetters(ctx context.Context, l Lists, offset, limit int64) 
 
 // replayScript removes one dead letter (by its exact text) and, only if it
 // was there, pushes the original onto the output list: a replay that races
-// another never pushes a message twice.
-var replayScript = redis.NewScript(`
-if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 1 then
-  redis.call('RPUSH', KEYS[2], ARGV[2])
+// another never pushes a message twice. It runs once per call
+// (onceScript): sent again after a lost reply, it reports what its first
+// run did.
+var replayScript = onceScript(`
+if redis.call('LREM', KEYS[2], 1, ARGV[2]) == 1 then
+  redis.call('RPUSH', KEYS[3], ARGV[3])
   return 1
 end
 return 0`)
@@ -37,17 +37,22 @@ return 0`)
 // (its original message) onto the output list, in one atomic step; it
 // reports false, and pushes nothing, when the entry is no longer there.
 func (c *Client) ReplayDead(ctx context.Context, l Lists, entry, msg string) (bool, error) {
-	n, err := replayScript.Run(ctx, c.rdb, []string{l.Dead, l.Output}, entry, msg).Int()
+	n, err := c.runOnce(ctx, replayScript, []string{l.Dead, l.Output}, entry, msg)
 	if err != nil {
 		return false, fmt.Errorf("replay from %s: %w", l.Dead, err)
 	}
 	return n == 1, nil
 }
 
+// discardScript removes one dead letter (by its exact text), once per call
+// (onceScript): a plain LREM sent again after a lost reply would remove a
+// second, identical entry, and report that the first was gone.
+var discardScript = onceScript(`return redis.call('LREM', KEYS[2], 1, ARGV[2])`)
+
 // DiscardDead removes the dead letter whose text is entry; it reports
 // false when it is no longer there.
 func (c *Client) DiscardDead(ctx context.Context, l Lists, entry string) (bool, error) {
-	n, err := c.rdb.LRem(ctx, l.Dead, 1, entry).Result()
+	n, err := c.runOnce(ctx, discardScript, []string{l.Dead}, entry)
 	if err != nil {
 		return false, fmt.Errorf("discard from %s: %w", l.Dead, err)
 	}

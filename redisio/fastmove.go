@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -32,9 +31,8 @@ const (
 // life: a Redis that refuses CONFIG GET (managed services rename it, ACLs
 // deny it) or an embedded server that lacks it gets the Lua move, which
 // checks every result. A network error is returned and not kept; so is
-// a reply that says Redis cannot answer now (BUSY with a script, LOADING,
-// a cluster failing over: transientReply), which gets the Lua move this
-// once.
+// any other refusal (BUSY with a script, LOADING, a cluster failing over,
+// OOM: not RefusedForGood), which gets the Lua move this once.
 func (c *Client) fastMoveMin(ctx context.Context) (int, error) {
 	switch c.fastMove.Load() {
 	case fastMoveOn:
@@ -48,26 +46,11 @@ func (c *Client) fastMoveMin(ctx context.Context) (int, error) {
 	case err == nil && v["list-compress-depth"] == "0":
 		c.fastMove.Store(fastMoveOn)
 		return minFastMove, nil
-	case errors.As(err, &reply) && transientReply(reply.Error()):
+	case errors.As(err, &reply) && !RefusedForGood(err):
 		return 0, nil
-	case err == nil || errors.As(err, &reply):
+	case err == nil || RefusedForGood(err):
 		c.fastMove.Store(fastMoveOff)
 		return 0, nil
 	}
 	return 0, fmt.Errorf("ask whether Redis compresses lists: %w", err)
-}
-
-// transientReply says whether an error reply is Redis saying it cannot
-// answer now rather than that it will not (an ACL's NOPERM, an unknown or
-// renamed command).
-func transientReply(msg string) bool {
-	if reconfiguring(msg) {
-		return true
-	}
-	for _, p := range []string{"BUSY ", "LOADING ", "MOVED ", "ASK "} {
-		if strings.HasPrefix(msg, p) {
-			return true
-		}
-	}
-	return false
 }

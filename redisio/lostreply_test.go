@@ -204,8 +204,7 @@ func TestPushReplyLost(t *testing.T) {
 }
 
 // The writes that set a value (pauses, throttle holds, lease answers) are
-// the same when sent twice; their second reply may say less than the
-// first did (ResumeKind: the kind was not paused).
+// the same when sent twice.
 func TestIdempotentWritesReplyLost(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -241,11 +240,6 @@ func TestIdempotentWritesReplyLost(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, a, got)
 
-	done = p.LoseReply(command("del", b.lists.KindPause()))
-	_, err = c.ResumeKind(ctx, b.lists)
-	require.NoError(t, err)
-	lost(t, done)
-	require.Zero(t, b.rdb.Exists(ctx, b.lists.KindPause()).Val())
 }
 
 // The incident window's counts go in MULTI/EXEC, which go-redis does not
@@ -268,36 +262,90 @@ func TestTallyReplyLost(t *testing.T) {
 	require.Equal(t, []int{5, 2}, []int{results, failures}, "counted once")
 }
 
-// Replaying a dead letter sent twice pushes it once; the second run finds
-// the entry gone, so ReplayDead reports false although it replayed it.
+// Replaying a dead letter sent twice pushes it once and reports that it
+// replayed it: the run sent again finds the first one's receipt
+// (onceScript). It used to find the entry gone and report false, and the
+// dashboard told the operator that the entry was already gone.
 func TestReplayDeadReplyLost(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := t.Context()
 	c, p := lossy(t, b)
-	require.NoError(t, b.rdb.RPush(ctx, b.lists.Dead, "entry").Err())
+	require.NoError(t, b.rdb.RPush(ctx, b.lists.Dead, "entry", "entry").Err())
+	require.NoError(t, replayScript.Load(ctx, b.rdb).Err()) // so that the EVALSHA lost runs it
 	done := p.LoseReply(runOf(replayScript))
-	_, err := c.ReplayDead(ctx, b.lists, "entry", "msg")
+	ok, err := c.ReplayDead(ctx, b.lists, "entry", "msg")
 	require.NoError(t, err)
 	lost(t, done)
+	require.True(t, ok, "reported replayed")
 	requireList(t, b, b.lists.Output, "msg")
-	requireList(t, b, b.lists.Dead)
+	requireList(t, b, b.lists.Dead, "entry")
+}
+
+// Discarding a dead letter sent twice removes one entry and reports it
+// removed. As a plain LREM it removed a second, identical entry (two
+// failures of one attempt with the same text) and reported false.
+func TestDiscardDeadReplyLost(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	c, p := lossy(t, b)
+	require.NoError(t, b.rdb.RPush(ctx, b.lists.Dead, "entry", "entry").Err())
+	require.NoError(t, discardScript.Load(ctx, b.rdb).Err()) // so that the EVALSHA lost runs it
+	done := p.LoseReply(runOf(discardScript))
+	ok, err := c.DiscardDead(ctx, b.lists, "entry")
+	require.NoError(t, err)
+	lost(t, done)
+	require.True(t, ok, "reported discarded")
+	requireList(t, b, b.lists.Dead, "entry")
+
+	ok, err = c.DiscardDead(ctx, b.lists, "entry")
+	require.NoError(t, err)
+	require.True(t, ok, "a new call is not the one sent again")
+	ok, err = c.DiscardDead(ctx, b.lists, "entry")
+	require.NoError(t, err)
+	require.False(t, ok)
+}
+
+// Resuming a kind sent twice reports that the kind was paused: the run sent
+// again finds the first one's receipt. As a plain DEL it reported false,
+// and the API, the dashboard and the CLI said the kind was not paused (and
+// the ledger did not record the resume).
+func TestResumeKindReplyLost(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	c, p := lossy(t, b)
+	require.NoError(t, c.PauseKind(ctx, b.lists, PauseInfo{Note: "n"}))
+	require.NoError(t, resumeKindScript.Load(ctx, b.rdb).Err()) // so that the EVALSHA lost runs it
+	done := p.LoseReply(runOf(resumeKindScript))
+	was, err := c.ResumeKind(ctx, b.lists)
+	require.NoError(t, err)
+	lost(t, done)
+	require.True(t, was, "reported paused")
+	require.Zero(t, b.rdb.Exists(ctx, b.lists.KindPause()).Val())
+	was, err = c.ResumeKind(ctx, b.lists)
+	require.NoError(t, err)
+	require.False(t, was)
 }
 
 // The gauge lock's pipeline sent again still wins the lock its first run
 // took: before, its SET NX failed on the caller's own lock, and no
-// instance counted the kind's gauges until the lock expired.
+// instance counted the kind's gauges until the lock expired. The script
+// finds the call's own value and answers it.
 func TestLockGaugesReplyLost(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := t.Context()
 	c, p := lossy(t, b)
-	done := p.LoseReply(command("set", b.lists.GaugeLock()))
-	won, err := c.LockGauges(ctx, []Lists{b.lists}, "me", time.Minute)
+	done := p.LoseReply(func(a []string) bool {
+		return len(a) > 3 && a[0] == "eval" && a[3] == b.lists.GaugeLock()
+	})
+	won, err := c.LockGauges(ctx, []Lists{b.lists}, 7, "me", time.Minute)
 	require.NoError(t, err)
 	lost(t, done)
 	require.Equal(t, []bool{true}, won)
-	won, err = c.LockGauges(ctx, []Lists{b.lists}, "me", time.Minute)
+	won, err = c.LockGauges(ctx, []Lists{b.lists}, 7, "me", time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, []bool{false}, won, "held by the first call, of the same owner")
 }

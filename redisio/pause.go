@@ -39,9 +39,14 @@ func (c *Client) PauseKind(ctx context.Context, l Lists, info PauseInfo) error {
 	return nil
 }
 
+// resumeKindScript deletes the kind's pause, once per call (onceScript):
+// a DEL sent again after a lost reply would report that the kind was not
+// paused.
+var resumeKindScript = onceScript(`return redis.call('DEL', KEYS[2])`)
+
 // ResumeKind ends the kind's pause; it reports whether the kind was paused.
 func (c *Client) ResumeKind(ctx context.Context, l Lists) (bool, error) {
-	n, err := c.rdb.Del(ctx, l.KindPause()).Result()
+	n, err := c.runOnce(ctx, resumeKindScript, []string{l.KindPause()})
 	if err != nil {
 		return false, fmt.Errorf("resume kind: delete %s: %w", l.KindPause(), err)
 	}

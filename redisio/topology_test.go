@@ -40,7 +40,7 @@ func TestOnRedisCluster(t *testing.T) {
 
 	// The gauges of every kind in one pipeline, across the masters.
 	c := New(rdb)
-	won, err := c.LockGauges(t.Context(), all, "other", time.Minute)
+	won, err := c.LockGauges(t.Context(), all, 1, "other", time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, make([]bool, 6), won, "each kind's lock is held already")
 	got, err := c.ShareGauges(t.Context(), all, make([][]byte, 6), nil, time.Minute)
@@ -138,7 +138,7 @@ func exerciseKind(t *testing.T, c *Client, rdb redis.UniversalClient, l Lists) {
 	require.NoError(t, err)
 	require.Equal(t, []any{3, 1, true}, []any{res, fails, flagged})
 
-	won, err := c.LockGauges(ctx, []Lists{l}, "me", time.Minute)
+	won, err := c.LockGauges(ctx, []Lists{l}, 1, "me", time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, []bool{true}, won)
 	_, err = c.ShareGauges(ctx, []Lists{l}, [][]byte{[]byte("{}")}, []StatsSample{{At: now, Backlog: 7, LatenessSeconds: 30, Paused: true}}, time.Minute)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"time"
 
@@ -54,8 +55,8 @@ type GaugeConfig struct {
 	Inspector models.Inspector
 	Redis     *redisio.Client
 	// Interval is how often the gauges are computed, by all instances
-	// together: one instance counts a kind once per Interval (at most every
-	// 0.9 Interval, see Tick). Default 15s.
+	// together: one instance counts a kind once per Interval (per period
+	// of the Unix time, see Tick). Default 15s.
 	Interval time.Duration
 	// Counter owns the kinds' counts: give the operator's server the same
 	// one, so that the gauges take the dashboard's count while it is fresh
@@ -102,8 +103,8 @@ func GaugeShareAge(interval time.Duration) time.Duration {
 // count, so that alerts and absent() see them from the start.
 //
 // Computing them costs the Inspector's counts, so one instance computes a
-// kind's per Interval: each instance tries the kind's Redis lock (SET NX,
-// with a TTL of 0.9 Interval); the winner counts and stores the kind's
+// kind's per Interval: each instance tries the kind's Redis lock of the
+// period (redisio.LockGauges); the winner counts and stores the kind's
 // snapshot in Redis, and every instance sets its gauges from the latest
 // snapshot. The winner also samples the kind's due count, oldest due age
 // and pause into its stats for the dashboard's charts
@@ -199,12 +200,18 @@ type gaugeKindValue struct {
 	Levels []models.LevelAlert `json:",omitempty"`
 }
 
-// Run updates the gauges every Interval until ctx ends.
+// Run updates the gauges every Interval until ctx ends. Each tick tries
+// the locks of the period after the last one it tried, or of the period
+// of now when that is later (redisio.GaugePeriod): a tick delayed into the
+// next period, or a next tick come early, never tries its own period again,
+// so an instance alone counts at every tick.
 func (g *Gauges) Run(ctx context.Context) {
 	t := time.NewTicker(g.cfg.Interval)
 	defer t.Stop()
+	last := int64(math.MinInt64)
 	for {
-		if _, err := g.Tick(ctx); err != nil && ctx.Err() == nil {
+		last = max(g.period(g.cfg.Clock.Now()), last+1)
+		if _, err := g.tick(ctx, last); err != nil && ctx.Err() == nil {
 			g.cfg.Logger.Warn("alert gauges not updated", "err", err)
 		}
 		if !sleepOrWake(ctx, forever, t.C) {
@@ -213,18 +220,29 @@ func (g *Gauges) Run(ctx context.Context) {
 	}
 }
 
-// Tick counts the kinds whose lock this instance wins, and sets the gauges
-// of the others from their shared snapshots; computed says whether it
-// counted any. The lock lives 0.9 Interval: it is set a little after each
-// tick, so a lock of a whole Interval was often still held at the next
-// tick, and a lone instance counted only every other tick. A kind whose
-// count fails keeps the last snapshot; the error is returned.
+// period returns the gauges' period that holds at.
+func (g *Gauges) period(at time.Time) int64 { return redisio.GaugePeriod(at, g.cfg.Interval) }
+
+// gaugeLockPeriods is how many periods a kind's gauge lock lives: past the
+// period it names, so that an instance whose clock is behind, whose tick
+// names that period late, finds it held rather than counting it again.
+const gaugeLockPeriods = 2
+
+// Tick counts the kinds whose lock of the period of now this instance
+// wins, and sets the gauges of the others from their shared snapshots;
+// computed says whether it counted any. One instance counts a kind per
+// period (an Interval of the Unix time), whichever instances tick in it. A
+// kind whose count fails keeps the last snapshot; the error is returned.
 func (g *Gauges) Tick(ctx context.Context) (computed bool, err error) {
+	return g.tick(ctx, g.period(g.cfg.Clock.Now()))
+}
+
+// tick is Tick for the period period.
+func (g *Gauges) tick(ctx context.Context, period int64) (computed bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.Interval)
 	defer cancel()
 	now := g.cfg.Clock.Now()
-	ttl := g.cfg.Interval - g.cfg.Interval/10
-	won, err := g.cfg.Redis.LockGauges(ctx, g.kindLists, now.Format(time.RFC3339Nano), ttl)
+	won, err := g.cfg.Redis.LockGauges(ctx, g.kindLists, period, now.Format(time.RFC3339Nano), gaugeLockPeriods*g.cfg.Interval)
 	if err != nil {
 		return false, err
 	}

@@ -155,23 +155,39 @@ func TestGaugesPauseEndsAndSeriesExistFromTheStart(t *testing.T) {
 }
 
 // TestGaugesLoneInstanceCountsEveryTick: an instance alone counts at each
-// tick of its Interval, not every other one (its own lock, set just after
-// a tick, must be gone by the next).
+// tick of its Interval, not every other one, however late a tick takes the
+// lock. Its Redis hangs from before the second tick to 0.3 Interval after
+// it, so that tick takes the lock late: a lock that lived 0.9 Interval from
+// then was still held at the third tick, which did not count (under load
+// this happened by itself). The lock of a period never meets the next
+// period's tick.
 func TestGaugesLoneInstanceCountsEveryTick(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := gaugeTable(t, "lone")
-	rdb, prefix := testenv.Redis(t)
+	_, prefix := testenv.Redis(t)
+	proxy, u := testenv.RedisProxy(t)
+	rdb, err := redisio.Open(ctx, u, redisio.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
 	in := &callCounting{Inspector: mysqlstore.New(db)}
-	const interval = 400 * time.Millisecond
+	const interval = 500 * time.Millisecond
 	g := NewGauges(prometheus.NewRegistry(), GaugeConfig{
 		Kinds:     []GaugeKind{{Name: "lone", Table: models.Table{Name: "lone", Key: "id"}, Lists: redisio.DefaultLists(prefix + "lone")}},
 		Inspector: in, Redis: redisio.New(rdb), Interval: interval})
-	runCtx, cancel := context.WithTimeout(ctx, 6*interval+interval/2)
+	runCtx, cancel := context.WithTimeout(ctx, 6*interval+3*interval/4)
 	defer cancel()
-	g.Run(runCtx) // ticks at 0, 1, ..., 6 intervals
-	if n := in.counts.Load(); n < 6 {
-		t.Fatalf("counted %d times in 7 ticks, want at least 6", n)
+	go func() {
+		time.Sleep(interval * 8 / 10)
+		proxy.Freeze()
+		time.Sleep(interval / 2)
+		proxy.Restore()
+	}()
+	g.Run(runCtx) // ticks at 0, 1 (its lock at 1.3), 2, ..., 6 intervals
+	if n := in.counts.Load(); n < 7 {
+		t.Fatalf("counted %d times in 7 ticks, want 7", n)
 	}
 }
 

@@ -1,0 +1,48 @@
+package redisio
+
+import (
+	"context"
+	"crypto/rand"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// An operator's change whose reply is lost is sent again by go-redis
+// (MaxRetries, see docs/protocol.md, "When a reply is lost"): its second
+// run would find its work done and report "nothing done", or, for an
+// action that is not idempotent, do it twice. A once script runs its body
+// at most once per call: the call names a receipt of its own
+// (onceReceipt: the key it acts on, ":once:" and a random word), and the
+// body's reply is kept there for onceTTL; the same call sent again finds
+// the receipt and returns the first run's reply without running the body.
+
+// onceTTL is how long a once script's receipt answers the same call sent
+// again; go-redis's retries of a call end within seconds.
+const onceTTL = time.Minute
+
+// onceScript wraps body, a Lua chunk that returns an integer, so that it
+// runs once per receipt. KEYS[1] is the receipt and ARGV[1] its TTL in ms;
+// body reads its own keys from KEYS[2] on and its arguments from ARGV[2] on.
+func onceScript(body string) *redis.Script {
+	return redis.NewScript(`
+local done = redis.call('GET', KEYS[1])
+if done then return tonumber(done) end
+local n = (function()
+` + body + `
+end)()
+redis.call('SET', KEYS[1], n, 'PX', ARGV[1])
+return n`)
+}
+
+// onceReceipt returns a new receipt for a once script that acts on key:
+// "<key>:once:<random>", in key's hash slot.
+func onceReceipt(key string) string { return key + ":once:" + rand.Text() }
+
+// runOnce runs s, a onceScript, on keys (its body's) and args under a new
+// receipt for keys[0], and returns the body's reply (errors unwrapped: the
+// caller names its action).
+func (c *Client) runOnce(ctx context.Context, s *redis.Script, keys []string, args ...any) (int64, error) {
+	return s.Run(ctx, c.rdb, append([]string{onceReceipt(keys[0])}, keys...),
+		append([]any{onceTTL.Milliseconds()}, args...)...).Int64()
+}
