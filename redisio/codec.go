@@ -313,6 +313,15 @@ func DecodeResultLimit(raw []byte, maxBytes int) (Result, error) {
 	if len(raw) > maxBytes {
 		return Result{}, invalid("message is %d bytes, the limit is %d", len(raw), maxBytes)
 	}
+	if r, ok := decodePlainSuccess(raw); ok {
+		return r, nil // what decodeResultJSON returns for it, in one pass
+	}
+	return decodeResultJSON(raw)
+}
+
+// decodeResultJSON is DecodeResultLimit's general path, for a message
+// within the size limit.
+func decodeResultJSON(raw []byte) (Result, error) {
 	trimmed := bytes.TrimLeft(raw, " \t\r\n")
 	if len(trimmed) == 0 {
 		return Result{}, invalid("message is empty")

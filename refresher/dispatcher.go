@@ -259,10 +259,23 @@ func (d *dispatcher) sleepFor(ctx context.Context) (wait time.Duration, park boo
 	return min(max(wait, minSleep), d.cfg.MaxSleep), false
 }
 
-// started is one attempt started in a pass, kept to undo it if its push fails.
+// started is one attempt started in a pass, kept to undo it if its push
+// fails: of the row as it was before the start (after a timeout), what
+// Store.SaveIfAttempt reads of it, which writes every column the row knows
+// (see models.GroupByID with all): its key, its primary key when the claim
+// read it (Loaded.ID), the columns the claim left unread (Loaded.Unread)
+// and its state. Not the whole claimed row: that is twice the size, copied
+// and then cleared for every row a pass starts.
 type started struct {
-	before models.Row // the row as it was before the start (after a timeout)
-	uid    string
+	key, id string
+	unread  models.ColumnSet
+	state   policy.State // before the start
+	uid     string
+}
+
+// row is the row SaveIfAttempt writes back to undo the start.
+func (s *started) row() models.Row {
+	return models.Row{Key: s.key, State: s.state, Loaded: models.Loaded{ID: s.id, Unread: s.unread}}
 }
 
 // runOnce claims one batch of due rows, applies timeouts, starts attempts,
@@ -421,9 +434,13 @@ func (d *dispatcher) asksSchedule(now time.Time) func(policy.State) bool {
 // saves them, in the claim's transaction; it advances the claim cursor
 // after a full batch, unless the claim was of urgent rows only.
 func (d *dispatcher) claimTx(ctx context.Context, tx models.Tx, rows []models.Row, now time.Time, urgentOnly bool) error {
-	// Cleared, so that the last batch's rows and payloads can be freed.
-	clear(d.jobs[:cap(d.jobs)])
-	clear(d.starts[:cap(d.starts)])
+	// Cleared, so that the last batch's rows and payloads can be freed:
+	// what this transaction's earlier round (or a pass that failed)
+	// appended. Past their length the buffers are zero already (takeBatch
+	// hands them over cleared, and only appends write them), so the half
+	// megabyte of a full batch is not cleared twice per pass.
+	clear(d.jobs)
+	clear(d.starts)
 	d.jobs, d.lists, d.starts = d.jobs[:0], d.lists[:0], d.starts[:0]
 	d.tally.reset()
 	d.entries.reset()
@@ -500,8 +517,7 @@ func (d *dispatcher) decide(row *models.Row, now time.Time, pol policy.Policy) {
 	d.tally.due(row.Key, dec)
 	d.entries.due(row, before, dec, sched, pol, now)
 	if dec.Action == policy.DueStarted {
-		d.starts = append(d.starts, started{before: *row, uid: dec.AttemptUID})
-		d.starts[len(d.starts)-1].before.State = dec.BeforeStart
+		d.starts = append(d.starts, started{key: row.Key, id: row.Loaded.ID, unread: row.Loaded.Unread, state: dec.BeforeStart, uid: dec.AttemptUID})
 		d.jobs = append(d.jobs, d.job(row))
 		d.lists = append(d.lists, d.kind.inputList(row.Priority))
 	}
@@ -525,8 +541,8 @@ func (d *dispatcher) job(row *models.Row) redisio.Job {
 func (d *dispatcher) undo(ctx context.Context, starts []started) (int, error) {
 	rows := make([]models.Row, len(starts))
 	uids := make([]string, len(starts))
-	for i, s := range starts {
-		rows[i], uids[i] = s.before, s.uid
+	for i := range starts {
+		rows[i], uids[i] = starts[i].row(), starts[i].uid
 	}
 	n, err := d.store.SaveIfAttempt(ctx, d.kind.Table, rows, uids)
 	if err != nil {
@@ -538,8 +554,8 @@ func (d *dispatcher) undo(ctx context.Context, starts []started) (int, error) {
 		now := d.clock.Now()
 		entries := make([]policy.Entry, len(starts))
 		for i, s := range starts {
-			entries[i] = policy.Entry{At: now, Kind: d.kind.Name, Key: s.before.Key, Event: policy.EventUndone, Attempt: s.uid,
-				Planned: s.before.State.RefreshAt, Dispatched: attemptTime(s.uid)}
+			entries[i] = policy.Entry{At: now, Kind: d.kind.Name, Key: s.key, Event: policy.EventUndone, Attempt: s.uid,
+				Planned: s.state.RefreshAt, Dispatched: attemptTime(s.uid)}
 		}
 		if lerr := d.ledger.AppendLedger(ctx, entries); lerr != nil {
 			d.log.Warn("cannot record the undone attempts in the ledger", "err", lerr)

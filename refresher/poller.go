@@ -661,6 +661,7 @@ func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.T
 		}
 		holds, leases = nil, leases[:0]
 		changed := make(map[string]struct{}, len(rows))
+		fastApplied := 0 // results written by SaveSuccesses, all successes
 		// By pointer: a message is about 200 bytes, and copying each twice
 		// per batch showed in the profile. msgs stays as given: a message
 		// that turns out dead goes to dead as a copy with its error.
@@ -671,8 +672,9 @@ func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.T
 				continue
 			}
 			if wrote(i) {
-				// What Apply decides for a current, on-time success.
-				p.tally.apply(m.Result.UID, m.Result.Type, policy.ApplyDecision{Outcome: policy.OutcomeApplied})
+				// What Apply decides for a current, on-time success,
+				// counted after the loop.
+				fastApplied++
 				p.note(m.Result, string(policy.OutcomeApplied))
 				at := fast.succ[fast.at[i]].State.RefreshAt
 				if !at.IsZero() && (earliest.IsZero() || at.Before(earliest)) {
@@ -718,6 +720,7 @@ func (p *poller) applyTx(ctx context.Context, msgs []redisio.Message, now time.T
 				earliest = at
 			}
 		}
+		p.tally.applied(redisio.ResultSuccess, fastApplied)
 		if len(changed) > 0 {
 			save := make([]models.Row, 0, len(changed))
 			for key := range changed {

@@ -41,6 +41,15 @@ func (t *tally) reset() {
 
 func (t *tally) result(typ, outcome string) { t.results[[2]string{typ, outcome}]++ }
 
+// applied counts n results of type typ applied as they came (what apply
+// counts for each with policy.OutcomeApplied): the poller's plain
+// successes, counted once per batch rather than once each.
+func (t *tally) applied(typ string, n int) {
+	if n > 0 {
+		t.results[[2]string{typ, string(policy.OutcomeApplied)}] += n
+	}
+}
+
 func (t *tally) decision(d policy.Decision, cause string) {
 	t.decisions[[2]string{d.Branch.String(), cause}]++
 	if d.Branch == policy.BranchThrottled {
