@@ -50,9 +50,25 @@ const popRetryMax = 2 * time.Second
 // receipt: a lost reply of it loses its job (see docs/protocol.md, "When
 // a reply is lost").
 func (w *Worker) pop(ctx context.Context, n int) ([]string, error) {
-	list, msgs, err := w.wait(ctx)
-	if err != nil {
-		return msgs, err
+	list, msgs, err := w.cfg.Input, []string(nil), error(nil)
+	if kept := len(w.cfg.PriorityInputs) == 0 && !w.blpopOnly(); kept {
+		msgs, kept, err = w.popKept(ctx)
+		if err != nil {
+			return msgs, err
+		}
+		if !kept {
+			return w.pop(ctx, n) // Redis refused BLMOVE for good: BLPOP
+		}
+	} else {
+		lists := append(w.cfg.PriorityInputs[:len(w.cfg.PriorityInputs):len(w.cfg.PriorityInputs)], w.cfg.Input)
+		kv, err := w.cfg.Redis.BLPop(ctx, pollTimeout, lists...).Result()
+		if errors.Is(err, redis.Nil) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("BLPOP %s: %w", strings.Join(lists, " "), err)
+		}
+		list, msgs = kv[0], kv[1:] // BLPOP answers [list, element]
 	}
 	if len(msgs) > 0 && n > len(msgs) {
 		more, err := w.popMore(ctx, list, n-len(msgs))
@@ -62,26 +78,6 @@ func (w *Worker) pop(ctx context.Context, n int) ([]string, error) {
 		}
 	}
 	return msgs, nil
-}
-
-// wait takes the first job(s) of a pop (see pop) and names the list they
-// came from.
-func (w *Worker) wait(ctx context.Context) (list string, msgs []string, err error) {
-	if len(w.cfg.PriorityInputs) == 0 && !w.blpopOnly() {
-		msgs, kept, err := w.popKept(ctx)
-		if kept || err != nil {
-			return w.cfg.Input, msgs, err
-		} // else Redis refused BLMOVE for good: BLPOP
-	}
-	lists := append(w.cfg.PriorityInputs[:len(w.cfg.PriorityInputs):len(w.cfg.PriorityInputs)], w.cfg.Input)
-	kv, err := w.cfg.Redis.BLPop(ctx, pollTimeout, lists...).Result()
-	if errors.Is(err, redis.Nil) {
-		return "", nil, nil
-	}
-	if err != nil {
-		return "", nil, fmt.Errorf("BLPOP %s: %w", strings.Join(lists, " "), err)
-	}
-	return kv[0], kv[1:], nil // BLPOP answers [list, element]
 }
 
 // blpopOnly says whether Redis refused popKept's BLMOVE for good.
