@@ -95,53 +95,16 @@ func TestWorkerPopMoreReplyLost(t *testing.T) {
 	}
 }
 
-// The wait for a job whose reply is lost loses nothing: the BLMOVE sent
-// again moves the next job into the same receipt, and the worker takes
-// both, more than its one free slot (the second waits for it). A BLPOP
-// sent again, as before, took the next job and lost the first until its
-// attempt timed out.
+// A BLPOP whose reply is lost loses the job Redis popped for it, as a
+// worker killed holding it would: the BLPOP sent again takes the next one,
+// and the lost job's attempt times out at the service, which retries it.
+// The worker goes on.
 func TestWorkerBlockingPopReplyLost(t *testing.T) {
 	t.Parallel()
 	srv, _ := testServer(t)
-	rdb, prefix := testenv.Redis(t)
-	input := prefix + "big_tables-input"
-	for _, uid := range []string{"1", "2", "3"} {
-		pushJobTo(t, rdb, input, uid, srv.URL+"/ok", time.Now().Add(time.Hour))
-	}
-	var done <-chan struct{}
-	b := lossyRun(t, func(p *testenv.Proxy, c Config) {
-		// The wait, whichever command it is (BLPOP before popKept).
-		done = p.LoseReply(func(a []string) bool { return len(a) > 1 && (a[0] == "blmove" || a[0] == "blpop") && a[1] == c.Input })
-	}, func(c *Config) { c.Input, c.Concurrency = input, 1 })
-	got := map[string]bool{}
-	for range 3 {
-		got[b.nextResult(t).UID] = true
-	}
-	<-done
-	require.Equal(t, map[string]bool{"1": true, "2": true, "3": true}, got)
-	b.stop(t)
-	require.Equal(t, Stats{Done: 3}, b.worker.Stats())
-	require.Zero(t, rdb.LLen(t.Context(), b.cfg.Output).Val())
-}
-
-// With priority lists the worker waits on all of them with one BLPOP,
-// which Redis cannot keep under a receipt: its lost reply loses its job,
-// as a worker killed holding it would. The BLPOP sent again takes the
-// next one, and the lost job's attempt times out at the service, which
-// retries it. The worker goes on.
-func TestWorkerBlockingPopOfLanesReplyLost(t *testing.T) {
-	t.Parallel()
-	srv, _ := testServer(t)
-	rdb, prefix := testenv.Redis(t)
-	lists := redisio.DefaultLists(prefix + "big_tables")
-	lane := lists.PriorityInput(0)
-	for _, uid := range []string{"1", "2", "3"} {
-		pushJobTo(t, rdb, lists.Input, uid, srv.URL+"/ok", time.Now().Add(time.Hour))
-	}
-	var done <-chan struct{}
-	b := lossyRun(t, func(p *testenv.Proxy, c Config) {
-		done = p.LoseReply(func(a []string) bool { return len(a) > 1 && a[0] == "blpop" && a[1] == lane })
-	}, func(c *Config) { c.Input, c.PriorityInputs, c.Concurrency = lists.Input, []string{lane}, 1 })
+	b, rdb, done := queuedLossyRun(t, srv, func(c Config) func([]string) bool {
+		return func(a []string) bool { return len(a) > 1 && a[0] == "blpop" && a[1] == c.Input }
+	})
 	got := map[string]bool{}
 	for range 2 {
 		got[b.nextResult(t).UID] = true
@@ -168,6 +131,5 @@ func TestPopDeletesTheLastReceipt(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, msgs, 3)
 	}
-	// Each pop waits under a receipt (popKept) and pops more under another.
-	require.Equal(t, []string{redisio.PopReceipt(input, w.popper, 4)}, rdb.Keys(t.Context(), input+":pop:*").Val())
+	require.Equal(t, []string{redisio.PopReceipt(input, w.popper, 2)}, rdb.Keys(t.Context(), input+":pop:*").Val())
 }

@@ -41,91 +41,29 @@ const popReceiptTTL = time.Minute
 const popRetryMax = 2 * time.Second
 
 // pop takes up to n messages from the first of the priority lists and the
-// input list that has one: it waits up to pollTimeout for the first one,
-// and takes the others from the same list only if they are already there
-// (popMore). Without priority lists the wait is popKept's, whose lost
-// reply loses nothing, and it may bring more than n jobs (the pop sent
-// again took one more). With priority lists it is one BLPOP on all of them
-// (Redis checks the keys in order), which Redis cannot keep under a
-// receipt: a lost reply of it loses its job (see docs/protocol.md, "When
-// a reply is lost").
+// input list that has one (one BLPOP on all of them: Redis checks the keys
+// in order): it waits up to pollTimeout for the first one, and takes the
+// others from the same list only if they are already there (popMore). A
+// lost reply of the BLPOP loses its job (see docs/protocol.md, "When a
+// reply is lost").
 func (w *Worker) pop(ctx context.Context, n int) ([]string, error) {
-	list, msgs, err := w.cfg.Input, []string(nil), error(nil)
-	if kept := len(w.cfg.PriorityInputs) == 0 && !w.blpopOnly(); kept {
-		msgs, kept, err = w.popKept(ctx)
-		if err != nil {
-			return msgs, err
-		}
-		if !kept {
-			return w.pop(ctx, n) // Redis refused BLMOVE for good: BLPOP
-		}
-	} else {
-		lists := append(w.cfg.PriorityInputs[:len(w.cfg.PriorityInputs):len(w.cfg.PriorityInputs)], w.cfg.Input)
-		kv, err := w.cfg.Redis.BLPop(ctx, pollTimeout, lists...).Result()
-		if errors.Is(err, redis.Nil) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("BLPOP %s: %w", strings.Join(lists, " "), err)
-		}
-		list, msgs = kv[0], kv[1:] // BLPOP answers [list, element]
+	lists := append(w.cfg.PriorityInputs[:len(w.cfg.PriorityInputs):len(w.cfg.PriorityInputs)], w.cfg.Input)
+	kv, err := w.cfg.Redis.BLPop(ctx, pollTimeout, lists...).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
 	}
-	if len(msgs) > 0 && n > len(msgs) {
-		more, err := w.popMore(ctx, list, n-len(msgs))
+	if err != nil {
+		return nil, fmt.Errorf("BLPOP %s: %w", strings.Join(lists, " "), err)
+	}
+	list, msgs := kv[0], kv[1:] // BLPOP answers [list, element]
+	if n > 1 {
+		more, err := w.popMore(ctx, list, n-1)
 		msgs = append(msgs, more...)
 		if err != nil {
 			return msgs, fmt.Errorf("pop more jobs from %s: %w", list, err)
 		}
 	}
 	return msgs, nil
-}
-
-// blpopOnly says whether Redis refused popKept's BLMOVE for good.
-func (w *Worker) blpopOnly() bool {
-	w.popMu.Lock()
-	defer w.popMu.Unlock()
-	return w.plainWait
-}
-
-// popKept waits up to pollTimeout for a job of the input list and moves it
-// into a new receipt (BLMOVE; redisio.PopReceipt, as popScript's), then
-// takes every job in that receipt, gives it popReceiptTTL and deletes the
-// previous pop's receipt. The BLMOVE sent again after its reply was lost
-// moves the next job beside the first (or times out): both are taken, none
-// is lost. The receipt is taken whether a job came or not, since a BLMOVE
-// sent again that timed out leaves the first run's job there. When a step
-// fails, the next call waits on the same receipt and takes what is left in
-// it. ok is false, with nothing taken, when Redis refuses BLMOVE for good
-// (redisio.RefusedForGood: Redis before 6.2, an ACL without BLMOVE or the
-// keys <list>:pop:*): the worker then waits with BLPOP from then on.
-func (w *Worker) popKept(ctx context.Context) (msgs []string, ok bool, err error) {
-	w.popMu.Lock()
-	defer w.popMu.Unlock()
-	list := w.cfg.Input
-	receipt := redisio.PopReceipt(list, w.popper, w.pops+1)
-	last := cmp.Or(w.receipt, redisio.PopReceipt(list, w.popper, 0))
-	err = w.cfg.Redis.BLMove(ctx, list, receipt, "LEFT", "RIGHT", pollTimeout).Err()
-	if redisio.RefusedForGood(err) {
-		w.plainWait = true
-		w.cfg.Logger.Warn("Redis refuses BLMOVE into the pop's receipt: waiting with BLPOP, whose lost reply loses its job (allow BLMOVE and the keys <list>:pop:*; see docs/protocol.md)",
-			"list", list, "err", err)
-		return nil, false, nil
-	}
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, true, fmt.Errorf("BLMOVE %s %s: %w", list, receipt, err)
-	}
-	var jobs *redis.StringSliceCmd
-	if _, err := w.cfg.Redis.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Del(ctx, last)
-		p.PExpire(ctx, receipt, popReceiptTTL)
-		jobs = p.LRange(ctx, receipt, 0, -1)
-		return nil
-	}); err != nil {
-		return nil, true, fmt.Errorf("take the pop's receipt %s: %w", receipt, err)
-	}
-	w.pops++
-	w.receipt = receipt
-	return jobs.Val(), true, nil
 }
 
 // popMore takes up to n jobs from list if they are there, with popScript

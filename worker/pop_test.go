@@ -128,37 +128,3 @@ func TestWorkerWithoutScripts(t *testing.T) {
 	}
 	require.Equal(t, int64(8), admin.LLen(ctx, "out").Val(), "results within 5 s of 8 queued jobs")
 }
-
-// A worker whose Redis user may not BLMOVE (an ACL written for an earlier
-// worker; Redis before 6.2 has no BLMOVE) waits with BLPOP from its first
-// refusal on, and does every job: the refusal is for good
-// (redisio.RefusedForGood), so it is not asked again at every pop.
-func TestWorkerWithoutBlockingMove(t *testing.T) {
-	t.Parallel()
-	srv, _ := testServer(t)
-	tp := testenv.RedisAlone(t)
-	ctx := t.Context()
-	addr := tp.Servers[0].Addr
-	admin := redis.NewClient(&redis.Options{Addr: addr})
-	t.Cleanup(func() { _ = admin.Close() })
-	require.NoError(t, admin.Do(ctx, "ACL", "SETUSER", "worker", "on", ">pw-acl-test", "~*", "+@all", "-blmove").Err())
-	rdb := redis.NewClient(&redis.Options{Addr: addr, Username: "worker", Password: "pw-acl-test"})
-	t.Cleanup(func() { _ = rdb.Close() })
-	for i := range 8 {
-		pushJobTo(t, admin, "in", strconv.Itoa(i), srv.URL+"/ok", time.Now().Add(time.Hour))
-	}
-	w, err := New(Config{Kind: "k", Redis: rdb, Input: "in", Output: "out", Concurrency: 1,
-		AllowPrivateNetworks: true, Logger: quietLogger()})
-	require.NoError(t, err)
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = w.Run(rctx) }()
-	defer func() { cancel(); <-done }()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) && admin.LLen(ctx, "out").Val() < 8 {
-		time.Sleep(50 * time.Millisecond)
-	}
-	require.Equal(t, int64(8), admin.LLen(ctx, "out").Val(), "results within 5 s of 8 queued jobs")
-	require.True(t, w.blpopOnly())
-	require.Empty(t, admin.Keys(ctx, "in:pop:*").Val())
-}

@@ -3,13 +3,11 @@
 // documented protocol (docs/protocol.md):
 //
 //  1. pop a JSON job from the kind's input list (default "<kind>-input"):
-//     wait up to 1 s for one (BLMOVE into a receipt of its own, so that the
-//     wait sent again after a lost reply loses no job: popKept; BLPOP with
-//     priority lists, or when Redis refuses BLMOVE), then LPOP with a count
-//     for the rest of the free slots, so a busy worker takes jobs in
-//     batches (in a script that keeps what it popped under a receipt, so
-//     that the LPOP sent again after a lost reply returns the same jobs:
-//     popScript; a plain LPOP when Redis refuses scripts);
+//     BLPOP with a 1 s timeout, then LPOP with a count for the rest of the
+//     free slots, so a busy worker takes jobs in batches (in a script that
+//     keeps what it popped under a receipt, so that the LPOP sent again
+//     after a lost reply returns the same jobs: popScript; a plain LPOP
+//     when Redis refuses scripts);
 //  2. drop a job whose timeout_at has passed: the service has already
 //     counted that attempt as timed out, so its result would be stale;
 //  3. do the job: an HTTP GET of payload.input_url with a time limit and a
@@ -183,15 +181,13 @@ type Worker struct {
 	cfg                            Config
 	done, expired, malformed, lost atomic.Int64
 	popper                         string // random, names its pops' receipts
-	// popMu guards the pops' state: pops counts the pops that kept their
-	// jobs under a receipt, receipt is the last one's whose reply came (see
-	// popScript and popKept), plainPop is set once Redis refused the script
-	// for good, and plainWait once it refused BLMOVE for good.
-	popMu     sync.Mutex
-	pops      uint64
-	receipt   string
-	plainPop  bool
-	plainWait bool
+	// popMu guards the pops' state: pops counts the pops that took more
+	// jobs, receipt is the last one's whose reply came (see popScript), and
+	// plainPop is set once Redis refused the script for good.
+	popMu    sync.Mutex
+	pops     uint64
+	receipt  string
+	plainPop bool
 }
 
 // New checks cfg, fills in its defaults and returns a worker.
@@ -241,13 +237,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		for range free - len(msgs) {
 			<-slots
 		}
-		for i, msg := range msgs {
-			if i >= free {
-				// A pop sent again after its reply was lost may bring
-				// more jobs than free slots (see popKept): the others
-				// wait for a slot.
-				slots <- struct{}{}
-			}
+		for _, msg := range msgs {
 			inHand.Go(func() {
 				defer func() { <-slots }()
 				w.handle(context.WithoutCancel(ctx), log, msg)
