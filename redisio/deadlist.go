@@ -24,9 +24,9 @@ func (c *Client) DeadLetters(ctx context.Context, l Lists, offset, limit int64) 
 // replayScript removes one dead letter (by its exact text) and, only if it
 // was there, pushes the original onto the output list: a replay that races
 // another never pushes a message twice. It runs once per call
-// (onceScript): sent again after a lost reply, it reports what its first
+// (newOnceScript): sent again after a lost reply, it reports what its first
 // run did.
-var replayScript = onceScript(`
+var replayScript = newOnceScript(`
 if redis.call('LREM', KEYS[2], 1, ARGV[2]) == 1 then
   redis.call('RPUSH', KEYS[3], ARGV[3])
   return 1
@@ -45,9 +45,9 @@ func (c *Client) ReplayDead(ctx context.Context, l Lists, entry, msg string) (bo
 }
 
 // discardScript removes one dead letter (by its exact text), once per call
-// (onceScript): a plain LREM sent again after a lost reply would remove a
+// (newOnceScript): a plain LREM sent again after a lost reply would remove a
 // second, identical entry, and report that the first was gone.
-var discardScript = onceScript(`return redis.call('LREM', KEYS[2], 1, ARGV[2])`)
+var discardScript = newOnceScript(`return redis.call('LREM', KEYS[2], 1, ARGV[2])`)
 
 // DiscardDead removes the dead letter whose text is entry; it reports
 // false when it is no longer there.

@@ -2,6 +2,7 @@ package redisio
 
 import (
 	"context"
+	"github.com/redis/go-redis/v9"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -37,4 +38,30 @@ func TestReplayAndDiscardDead(t *testing.T) {
 		require.Equal(t, want, done, "discard %d", i+1)
 	}
 	require.Equal(t, []string{"e2"}, rdb.LRange(ctx, l.Dead, 0, -1).Val())
+}
+
+// An operator's Redis user whose ACL names the kind's keys only (its dead
+// list, its pause key) may not write "<key>:once:<random>": discard and
+// resume fall back to the body alone (runOnce), as before the receipts.
+func TestOperatorWritesUnderKeyACL(t *testing.T) {
+	t.Parallel()
+	tp := testenv.RedisAlone(t)
+	ctx := t.Context()
+	addr := tp.Servers[0].Addr
+	admin := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = admin.Close() })
+	l := DefaultLists("k")
+	require.NoError(t, admin.Do(ctx, "ACL", "SETUSER", "op", "on", ">pw-acl-test",
+		"~"+l.Dead, "~"+l.Output, "~"+l.KindPause(), "+@all").Err())
+	op := redis.NewClient(&redis.Options{Addr: addr, Username: "op", Password: "pw-acl-test"})
+	t.Cleanup(func() { _ = op.Close() })
+	c := New(op)
+	require.NoError(t, admin.RPush(ctx, l.Dead, "a").Err())
+	ok, err := c.DiscardDead(ctx, l, "a")
+	require.NoError(t, err, "discard")
+	require.True(t, ok)
+	require.NoError(t, c.PauseKind(ctx, l, PauseInfo{Note: "n"}))
+	was, err := c.ResumeKind(ctx, l)
+	require.NoError(t, err, "resume")
+	require.True(t, was)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -31,8 +32,9 @@ const (
 // life: a Redis that refuses CONFIG GET (managed services rename it, ACLs
 // deny it) or an embedded server that lacks it gets the Lua move, which
 // checks every result. A network error is returned and not kept; so is
-// any other refusal (BUSY with a script, LOADING, a cluster failing over,
-// OOM: not RefusedForGood), which gets the Lua move this once.
+// a reply that says Redis cannot answer now (BUSY with a script, LOADING,
+// a cluster failing over: transientReply), which gets the Lua move this
+// once.
 func (c *Client) fastMoveMin(ctx context.Context) (int, error) {
 	switch c.fastMove.Load() {
 	case fastMoveOn:
@@ -46,11 +48,28 @@ func (c *Client) fastMoveMin(ctx context.Context) (int, error) {
 	case err == nil && v["list-compress-depth"] == "0":
 		c.fastMove.Store(fastMoveOn)
 		return minFastMove, nil
-	case errors.As(err, &reply) && !RefusedForGood(err):
+	case errors.As(err, &reply) && transientReply(reply.Error()):
 		return 0, nil
-	case err == nil || RefusedForGood(err):
+	case err == nil || errors.As(err, &reply):
 		c.fastMove.Store(fastMoveOff)
 		return 0, nil
 	}
 	return 0, fmt.Errorf("ask whether Redis compresses lists: %w", err)
+}
+
+// transientReply says whether an error reply is Redis saying it cannot
+// answer now rather than that it will not (an ACL's NOPERM, an unknown or
+// renamed command, or a managed service's own wording of a refusal). It is
+// narrower than !RefusedForGood on purpose: a CONFIG GET refused in words of
+// its own would otherwise be asked again at every fetch.
+func transientReply(msg string) bool {
+	if reconfiguring(msg) {
+		return true
+	}
+	for _, p := range []string{"BUSY ", "LOADING ", "MOVED ", "ASK "} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }

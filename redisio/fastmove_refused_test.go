@@ -1,6 +1,8 @@
 package redisio
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -202,4 +204,52 @@ return 1`, nil)
 	least, err := c.fastMoveMin(ctx)
 	require.NoError(t, err)
 	require.Equal(t, minFastMove, least)
+}
+
+// errorReply is an error reply of Redis (go-redis's redis.Error).
+type errorReply string
+
+func (e errorReply) Error() string { return string(e) }
+func (errorReply) RedisError()     {}
+
+// refuseConfig answers every CONFIG command with msg, as a managed Redis or
+// a proxy whose own wording is neither NOPERM nor "unknown command", and
+// counts them.
+type refuseConfig struct {
+	msg   string
+	calls atomic.Int64
+}
+
+func (*refuseConfig) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *refuseConfig) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "config" {
+			h.calls.Add(1)
+			cmd.SetErr(errorReply(h.msg))
+			return cmd.Err()
+		}
+		return next(ctx, cmd)
+	}
+}
+func (*refuseConfig) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A Redis that refuses CONFIG GET in words of its own (neither NOPERM nor
+// "unknown command") gets the Lua move for the Client's life: asked once,
+// not at every fetch (one more round trip per batch).
+func TestConfigRefusedInOtherWordsAskedOnce(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := testenv.Redis(t)
+	c := redis.NewClient(&redis.Options{Addr: rdb.Options().Addr, DB: rdb.Options().DB})
+	t.Cleanup(func() { _ = c.Close() })
+	h := &refuseConfig{msg: "ERR command 'CONFIG' is not allowed"}
+	c.AddHook(h)
+	client := New(c)
+	d := client.Drain(DefaultLists(prefix+"k"), "A", 0)
+	for range 3 {
+		_, err := d.Fetch(t.Context(), 10, 0)
+		require.NoError(t, err)
+	}
+	require.Equal(t, int64(1), h.calls.Load(), "CONFIG GET asked at every fetch")
 }

@@ -23,12 +23,14 @@ import (
 // lock's value. A lock named by its period, not only by its TTL, lets a
 // lone instance count at each of its ticks whatever the delays: its tick of
 // the next period never meets the lock of the last, which a TTL shorter
-// than the interval, racing the ticker, did under load.
+// than the interval, racing the ticker, did under load. A value that does
+// not start with a period and a space is an earlier version's lock (when
+// it was taken, then a word; it lives less than an interval): held.
 var gaugeLockScript = redis.NewScript(`
 local held = redis.call('GET', KEYS[1])
 if held then
-  local p = tonumber(string.match(held, '^%d+'))
-  if p and p >= tonumber(ARGV[1]) then return held end
+  local p = tonumber(string.match(held, '^(%d+) '))
+  if not p or p >= tonumber(ARGV[1]) then return held end
 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 return ARGV[2]`)

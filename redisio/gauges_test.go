@@ -32,3 +32,19 @@ func TestLockGaugesByPeriod(t *testing.T) {
 	require.Equal(t, int64(2), GaugePeriod(time.UnixMilli(59_999), 20*time.Second))
 	require.Equal(t, int64(3), GaugePeriod(time.UnixMilli(60_000), 20*time.Second))
 }
+
+// During a rolling upgrade, an instance of the version before the period
+// lock holds the gauge lock as "<RFC3339> <random>" (SET NX, 0.9
+// interval): held, not read as period 2026 and taken, so that the kind is
+// not counted twice in that interval.
+func TestGaugeLockOfTheLastVersionHeld(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	now := time.Now()
+	old := now.Format(time.RFC3339Nano) + " OLDINSTANCEWORD"
+	require.NoError(t, b.rdb.Set(ctx, b.lists.GaugeLock(), old, 13*time.Second).Err())
+	won, err := b.client.LockGauges(ctx, []Lists{b.lists}, GaugePeriod(now, 15*time.Second), "new", 30*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, []bool{false}, won, "the old version's lock, held this interval, is taken: %q", b.rdb.Get(ctx, b.lists.GaugeLock()).Val())
+}

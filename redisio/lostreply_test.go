@@ -272,8 +272,8 @@ func TestReplayDeadReplyLost(t *testing.T) {
 	ctx := t.Context()
 	c, p := lossy(t, b)
 	require.NoError(t, b.rdb.RPush(ctx, b.lists.Dead, "entry", "entry").Err())
-	require.NoError(t, replayScript.Load(ctx, b.rdb).Err()) // so that the EVALSHA lost runs it
-	done := p.LoseReply(runOf(replayScript))
+	require.NoError(t, replayScript.once.Load(ctx, b.rdb).Err()) // so that the EVALSHA lost runs it
+	done := p.LoseReply(runOf(replayScript.once))
 	ok, err := c.ReplayDead(ctx, b.lists, "entry", "msg")
 	require.NoError(t, err)
 	lost(t, done)
@@ -291,8 +291,8 @@ func TestDiscardDeadReplyLost(t *testing.T) {
 	ctx := t.Context()
 	c, p := lossy(t, b)
 	require.NoError(t, b.rdb.RPush(ctx, b.lists.Dead, "entry", "entry").Err())
-	require.NoError(t, discardScript.Load(ctx, b.rdb).Err()) // so that the EVALSHA lost runs it
-	done := p.LoseReply(runOf(discardScript))
+	require.NoError(t, discardScript.once.Load(ctx, b.rdb).Err()) // so that the EVALSHA lost runs it
+	done := p.LoseReply(runOf(discardScript.once))
 	ok, err := c.DiscardDead(ctx, b.lists, "entry")
 	require.NoError(t, err)
 	lost(t, done)
@@ -317,8 +317,8 @@ func TestResumeKindReplyLost(t *testing.T) {
 	ctx := t.Context()
 	c, p := lossy(t, b)
 	require.NoError(t, c.PauseKind(ctx, b.lists, PauseInfo{Note: "n"}))
-	require.NoError(t, resumeKindScript.Load(ctx, b.rdb).Err()) // so that the EVALSHA lost runs it
-	done := p.LoseReply(runOf(resumeKindScript))
+	require.NoError(t, resumeKindScript.once.Load(ctx, b.rdb).Err()) // so that the EVALSHA lost runs it
+	done := p.LoseReply(runOf(resumeKindScript.once))
 	was, err := c.ResumeKind(ctx, b.lists)
 	require.NoError(t, err)
 	lost(t, done)

@@ -21,28 +21,50 @@ import (
 // again; go-redis's retries of a call end within seconds.
 const onceTTL = time.Minute
 
-// onceScript wraps body, a Lua chunk that returns an integer, so that it
-// runs once per receipt. KEYS[1] is the receipt and ARGV[1] its TTL in ms;
-// body reads its own keys from KEYS[2] on and its arguments from ARGV[2] on.
-func onceScript(body string) *redis.Script {
-	return redis.NewScript(`
+// onceScript is a body run once per call (once), and the same body run
+// alone (plain), for a Redis user that may not write the receipt.
+type onceScript struct{ once, plain *redis.Script }
+
+// newOnceScript wraps body, a Lua chunk that returns an integer, so that
+// it runs once per receipt (a body that fails leaves 0 there: done
+// nothing). KEYS[1] is the receipt and ARGV[1] its TTL in
+// ms; body reads its own keys from KEYS[2] on and its arguments from
+// ARGV[2] on.
+func newOnceScript(body string) onceScript {
+	return onceScript{
+		once: redis.NewScript(`
 local done = redis.call('GET', KEYS[1])
 if done then return tonumber(done) end
+-- Written before the body acts, so that a user who may read the receipt
+-- but not write it is refused before anything is done (runOnce's plain).
+redis.call('SET', KEYS[1], 0, 'PX', ARGV[1])
 local n = (function()
 ` + body + `
 end)()
 redis.call('SET', KEYS[1], n, 'PX', ARGV[1])
-return n`)
+return n`),
+		plain: redis.NewScript(`return (function()
+` + body + `
+end)()`),
+	}
 }
 
 // onceReceipt returns a new receipt for a once script that acts on key:
 // "<key>:once:<random>", in key's hash slot.
 func onceReceipt(key string) string { return key + ":once:" + rand.Text() }
 
-// runOnce runs s, a onceScript, on keys (its body's) and args under a new
-// receipt for keys[0], and returns the body's reply (errors unwrapped: the
-// caller names its action).
-func (c *Client) runOnce(ctx context.Context, s *redis.Script, keys []string, args ...any) (int64, error) {
-	return s.Run(ctx, c.rdb, append([]string{onceReceipt(keys[0])}, keys...),
+// runOnce runs s on keys (its body's) and args under a new receipt for
+// keys[0], and returns the body's reply (errors unwrapped: the caller
+// names its action). A Redis user that may not touch the receipt (an ACL
+// that names the kind's keys only: NOPERM before the body runs) gets the
+// body alone, as before the receipts, whose reply sent again after a lost
+// one may be wrong (docs/protocol.md, "When a reply is lost").
+func (c *Client) runOnce(ctx context.Context, s onceScript, keys []string, args ...any) (int64, error) {
+	n, err := s.once.Run(ctx, c.rdb, append([]string{onceReceipt(keys[0])}, keys...),
 		append([]any{onceTTL.Milliseconds()}, args...)...).Int64()
+	if !RefusedForGood(err) {
+		return n, err
+	}
+	// KEYS[1] and ARGV[1] are the body's to skip: the key it acts on, and 0.
+	return s.plain.Run(ctx, c.rdb, append([]string{keys[0]}, keys...), append([]any{0}, args...)...).Int64()
 }

@@ -39,10 +39,10 @@ func (c *Client) PauseKind(ctx context.Context, l Lists, info PauseInfo) error {
 	return nil
 }
 
-// resumeKindScript deletes the kind's pause, once per call (onceScript):
+// resumeKindScript deletes the kind's pause, once per call (newOnceScript):
 // a DEL sent again after a lost reply would report that the kind was not
 // paused.
-var resumeKindScript = onceScript(`return redis.call('DEL', KEYS[2])`)
+var resumeKindScript = newOnceScript(`return redis.call('DEL', KEYS[2])`)
 
 // ResumeKind ends the kind's pause; it reports whether the kind was paused.
 func (c *Client) ResumeKind(ctx context.Context, l Lists) (bool, error) {

@@ -14,8 +14,9 @@ import (
 // cannot answer now (BUSY with a script, LOADING, MOVED or ASK, a cluster
 // or replication failing over), is out of memory (OOM), is a replica
 // (READONLY), or the command failed this time. A caller that keeps a
-// fallback for the client's life (the worker's plain LPOP, the drain's Lua
-// move) takes it on this answer only.
+// fallback for the client's life (the worker's plain LPOP) takes it on
+// this answer only. (The drain's CONFIG GET probe is the other way round:
+// it keeps any refusal but the few that say "not now", transientReply.)
 func RefusedForGood(err error) bool {
 	var reply redis.Error
 	if !errors.As(err, &reply) {
