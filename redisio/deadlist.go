@@ -21,14 +21,17 @@ func (c *Client) DeadLetters(ctx context.Context, l Lists, offset, limit int64) 
 	return n.Val(), rng.Val(), nil
 }
 
-// replayScript removes one dead letter (by its exact text) and, only if it
-// was there, pushes the original onto the output list: a replay that races
-// another never pushes a message twice. It runs once per call
-// (newOnceScript): sent again after a lost reply, it reports what its first
-// run did.
+// replayScript pushes the original onto the output list only if its dead
+// letter (by its exact text) is there, then removes the letter: a replay
+// that races another never pushes a message twice, and one whose push is
+// refused (an ACL without RPUSH, an output key that is not a list) keeps
+// its letter, as Redis does not undo a script's earlier writes when a
+// later command fails. It runs once per call (newOnceScript): sent again
+// after a lost reply, it reports what its first run did.
 var replayScript = newOnceScript(`
-if redis.call('LREM', KEYS[2], 1, ARGV[2]) == 1 then
+if redis.call('LPOS', KEYS[2], ARGV[2]) then
   redis.call('RPUSH', KEYS[3], ARGV[3])
+  redis.call('LREM', KEYS[2], 1, ARGV[2])
   return 1
 end
 return 0`)

@@ -40,7 +40,6 @@ func TestReplayAndDiscardDead(t *testing.T) {
 	require.Equal(t, []string{"e2"}, rdb.LRange(ctx, l.Dead, 0, -1).Val())
 }
 
-// An operator's Redis user whose ACL names the kind's keys only (its dead
 // list, its pause key) may not write "<key>:once:<random>": discard and
 // resume fall back to the body alone (runOnce), as before the receipts.
 func TestOperatorWritesUnderKeyACL(t *testing.T) {
@@ -64,4 +63,28 @@ func TestOperatorWritesUnderKeyACL(t *testing.T) {
 	was, err := c.ResumeKind(ctx, l)
 	require.NoError(t, err, "resume")
 	require.True(t, was)
+}
+
+// a replay whose push is refused (here the output key holds
+
+// a string: WRONGTYPE) must leave the dead letter where it was, so that
+
+// the operator can fix the cause and replay it. replayScript removes the
+
+// dead letter first and pushes second, and Redis does not roll a script
+
+// back: the replay reports an error and the message is gone from both
+
+// lists. (once.go's "a body that fails leaves 0 there: done nothing" is
+
+// untrue for it too: the body did remove the entry.)
+func TestReplayRefusedKeepsDeadLetter(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	require.NoError(t, b.rdb.RPush(ctx, b.lists.Dead, "e1").Err())
+	require.NoError(t, b.rdb.Set(ctx, b.lists.Output, "not a list", 0).Err())
+	_, err := b.client.ReplayDead(ctx, b.lists, "e1", "original 1")
+	require.Error(t, err)
+	require.Equal(t, []string{"e1"}, b.rdb.LRange(ctx, b.lists.Dead, 0, -1).Val(), "a refused replay lost its dead letter")
 }

@@ -253,3 +253,24 @@ func TestConfigRefusedInOtherWordsAskedOnce(t *testing.T) {
 	}
 	require.Equal(t, int64(1), h.calls.Load(), "CONFIG GET asked at every fetch")
 }
+
+// for the Client's life, and asks again once Redis accepts connections.
+func TestFastMoveAsksAgainAfterMaxClients(t *testing.T) {
+	t.Parallel()
+	tp := testenv.RedisAlone(t)
+	ctx := t.Context()
+	addr := tp.Servers[0].Addr
+	admin := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1})
+	t.Cleanup(func() { _ = admin.Close() })
+	require.NoError(t, admin.ConfigSet(ctx, "maxclients", "1").Err())
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c := New(rdb)
+	_, err := c.fastMoveMin(ctx)
+	require.Error(t, err, "the refused connection")
+	require.Equal(t, fastMoveUnknown, c.fastMove.Load(), "a passing maxclients refusal was kept")
+	require.NoError(t, admin.ConfigSet(ctx, "maxclients", "1000").Err())
+	least, err := c.fastMoveMin(ctx)
+	require.NoError(t, err)
+	require.Equal(t, minFastMove, least)
+}

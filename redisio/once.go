@@ -3,6 +3,7 @@ package redisio
 import (
 	"context"
 	"crypto/rand"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -21,23 +22,35 @@ import (
 // again; go-redis's retries of a call end within seconds.
 const onceTTL = time.Minute
 
+// onceRefused is a once script's answer when it may not use its receipt:
+// no body answers it (each answers a count).
+const onceRefused = -2
+
 // onceScript is a body run once per call (once), and the same body run
 // alone (plain), for a Redis user that may not write the receipt.
+//
+// once answers onceRefused, with nothing done, when Redis refuses it the
+// receipt inside the script (Redis 7.0 words a command an ACL denies there
+// as "ERR ... can't run this command", not NOPERM, and a script cannot
+// tell it from other errors but by failing).
 type onceScript struct{ once, plain *redis.Script }
 
 // newOnceScript wraps body, a Lua chunk that returns an integer, so that
-// it runs once per receipt (a body that fails leaves 0 there: done
-// nothing). KEYS[1] is the receipt and ARGV[1] its TTL in
+// it runs once per receipt. A body that fails leaves 0 there (done
+// nothing): so each body's commands that can fail come before its first
+// write. KEYS[1] is the receipt and ARGV[1] its TTL in
 // ms; body reads its own keys from KEYS[2] on and its arguments from
 // ARGV[2] on.
 func newOnceScript(body string) onceScript {
 	return onceScript{
 		once: redis.NewScript(`
-local done = redis.call('GET', KEYS[1])
+local done = redis.pcall('GET', KEYS[1])
+if type(done) == 'table' and done.err then return ` + strconv.Itoa(onceRefused) + ` end
 if done then return tonumber(done) end
--- Written before the body acts, so that a user who may read the receipt
--- but not write it is refused before anything is done (runOnce's plain).
-redis.call('SET', KEYS[1], 0, 'PX', ARGV[1])
+-- Written before the body acts, so that a user who may not write the
+-- receipt is refused before anything is done.
+local set = redis.pcall('SET', KEYS[1], 0, 'PX', ARGV[1])
+if type(set) == 'table' and set.err then return ` + strconv.Itoa(onceRefused) + ` end
 local n = (function()
 ` + body + `
 end)()
@@ -55,14 +68,15 @@ func onceReceipt(key string) string { return key + ":once:" + rand.Text() }
 
 // runOnce runs s on keys (its body's) and args under a new receipt for
 // keys[0], and returns the body's reply (errors unwrapped: the caller
-// names its action). A Redis user that may not touch the receipt (an ACL
-// that names the kind's keys only: NOPERM before the body runs) gets the
+// names its action). A Redis user that may not touch the receipt gets the
 // body alone, as before the receipts, whose reply sent again after a lost
-// one may be wrong (docs/protocol.md, "When a reply is lost").
+// one may be wrong (docs/protocol.md, "When a reply is lost"): an ACL that
+// names the kind's keys only (NOPERM before the script runs), or one that
+// denies GET or SET (once's onceRefused).
 func (c *Client) runOnce(ctx context.Context, s onceScript, keys []string, args ...any) (int64, error) {
 	n, err := s.once.Run(ctx, c.rdb, append([]string{onceReceipt(keys[0])}, keys...),
 		append([]any{onceTTL.Milliseconds()}, args...)...).Int64()
-	if !RefusedForGood(err) {
+	if !RefusedForGood(err) && (err != nil || n != onceRefused) {
 		return n, err
 	}
 	// KEYS[1] and ARGV[1] are the body's to skip: the key it acts on, and 0.
