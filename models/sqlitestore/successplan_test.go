@@ -212,8 +212,9 @@ func (p queryPlan) readsDocumentOnce() bool {
 	return reads == 1
 }
 
-// searchesByKey reports whether the join's loops are j outside and table
-// plan searched by rowid or by key inside.
+// searchesByKey reports whether the join's loops are the document's rows
+// outside (j, or json_each itself) and table plan searched by rowid or by
+// key inside.
 func (p queryPlan) searchesByKey(key string) bool {
 	var loops []string
 	for _, st := range p {
@@ -221,6 +222,7 @@ func (p queryPlan) searchesByKey(key string) bool {
 			loops = append(loops, st.detail)
 		}
 	}
-	return len(loops) == 2 && loops[0] == "SCAN j" && strings.HasPrefix(loops[1], "SEARCH plan USING ") &&
+	return len(loops) == 2 && (loops[0] == "SCAN j" || strings.HasPrefix(loops[0], "SCAN json_each")) &&
+		strings.HasPrefix(loops[1], "SEARCH plan USING ") &&
 		(strings.Contains(loops[1], "rowid=?)") || strings.Contains(loops[1], "("+key+"=?)"))
 }
