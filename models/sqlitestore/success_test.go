@@ -108,7 +108,10 @@ func TestSaveSuccessesLeavesFailingSinceAlone(t *testing.T) {
 		r := &models.Row{Key: "1", State: w}
 		stmts := successUpdates(q, models.SaveGroup{Cols: models.SuccessColumns, IDs: []string{"1", "2"}, Rows: []*models.Row{r, r}, Guard: []string{"g", "h"}}, now)
 		eq(t, len(stmts), 2, "statements")
-		set := func(query string) string { return query[:strings.Index(query, " FROM ")] }
+		set := func(query string) string { // the SET clause
+			_, set, _ := strings.Cut(query, " SET ")
+			return set[:strings.Index(set, " FROM ")]
+		}
 		if strings.Contains(set(stmts[0].query), models.ColFailingSince) || !strings.Contains(stmts[0].query, `"`+models.ColFailingSince+`" IS ?`) {
 			t.Fatalf("the first UPDATE should leave %s out of its SET and ask for its value: %s", models.ColFailingSince, stmts[0].query)
 		}
