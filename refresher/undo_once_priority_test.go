@@ -11,13 +11,13 @@ import (
 	"github.com/refresher/refresher/policy"
 )
 
-// Review2 probe: a row triggered "refresh now" at a priority
+// A row triggered "refresh now" at a priority
 // (refresh_priority_once, docs/schedules.md: for the row's next attempt
 // only) whose push fails must come back exactly as it was: due, and at the
-// priority it was triggered at. The claim clears refresh_priority_once and
-// the undo (dispatcher.undo, SaveIfAttempt) writes state columns only, so
-// the trigger's priority is lost with an attempt that never ran.
-func TestReview2UndoKeepsOneShotPriority(t *testing.T) {
+// priority it was triggered at. The claim clears refresh_priority_once;
+// the undo (dispatcher.undo, Store.SaveIfAttempt) sets it back, as the
+// attempt it was for never ran.
+func TestUndoKeepsOneShotPriority(t *testing.T) {
 	t.Parallel()
 	forEachStore(t, allStores, func(t *testing.T, store string) {
 		b := setup(t, setupOpts{store: store, timeout: time.Hour})
