@@ -280,14 +280,17 @@ type started struct {
 	uid       string
 }
 
-// newStarted is the started record of row, claimed and just started with
-// attempt uid; before is its state before the start.
-func newStarted(row *models.Row, before policy.State, uid string) started {
-	s := started{key: row.Key, id: row.Loaded.ID, unread: row.Loaded.Unread, state: before, uid: uid}
+// appendStarted appends to starts the started record of row, claimed and
+// just started with attempt uid; before is its state before the start. It
+// appends the record in place rather than returning one: a pass copies a
+// record per row it starts.
+func appendStarted(starts []started, row *models.Row, before *policy.State, uid string) []started {
+	starts = append(starts, started{key: row.Key, id: row.Loaded.ID, unread: row.Loaded.Unread, state: *before, uid: uid})
 	if row.Priority.Source == models.PriorityOnce {
+		s := &starts[len(starts)-1]
 		s.once, s.onceLevel = true, int16(row.Priority.Level)
 	}
-	return s
+	return starts
 }
 
 // row is the row SaveIfAttempt writes back to undo the start, with the
@@ -540,7 +543,7 @@ func (d *dispatcher) decide(row *models.Row, now time.Time, pol policy.Policy) {
 	d.tally.due(row.Key, dec)
 	d.entries.due(row, before, dec, sched, pol, now)
 	if dec.Action == policy.DueStarted {
-		d.starts = append(d.starts, newStarted(row, dec.BeforeStart, dec.AttemptUID))
+		d.starts = appendStarted(d.starts, row, &dec.BeforeStart, dec.AttemptUID)
 		d.jobs = append(d.jobs, d.job(row))
 		d.lists = append(d.lists, d.kind.inputList(row.Priority))
 	}
