@@ -410,3 +410,16 @@ func AlertsByPriority(def int, sc LevelScans) ([]LevelAlert, error) {
 	slices.SortFunc(out, func(a, b LevelAlert) int { return a.Level - b.Level })
 	return out, nil
 }
+
+// RestoresOnce reports whether a SaveIfAttempt batch holds a row whose
+// one-shot priority its claim cleared (Priority of source PriorityOnce,
+// see Store.SaveIfAttempt): only then do the drivers add the statements
+// that set it back.
+func RestoresOnce(rows []*Row) bool {
+	for _, r := range rows {
+		if r.Priority.Source == PriorityOnce {
+			return true
+		}
+	}
+	return false
+}

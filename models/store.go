@@ -99,7 +99,12 @@ type Store interface {
 	// SaveIfAttempt writes rows like Tx.Save, in its own statements outside
 	// any transaction, but only those whose refresh_attempt_uid still equals
 	// attemptUIDs[i] ("" means NULL). It returns how many rows it wrote. The
-	// dispatcher undoes attempts whose push failed with it.
+	// dispatcher undoes attempts whose push failed with it. A row whose
+	// Priority is of source PriorityOnce (claimed by its one-shot priority,
+	// which the claim cleared) also gets refresh_priority_once set back to
+	// its Priority.Level, in the same transaction and under the same guard,
+	// unless the column holds a value (a newer trigger wins); tables
+	// without the priority columns are written as before.
 	SaveIfAttempt(ctx context.Context, t Table, rows []Row, attemptUIDs []string) (int, error)
 	// NextDue returns the earliest refresh_at of rows with a key; ok is
 	// false when there is none. It may be in the past and does not lock.

@@ -266,16 +266,42 @@ func (d *dispatcher) sleepFor(ctx context.Context) (wait time.Duration, park boo
 // read it (Loaded.ID), the columns the claim left unread (Loaded.Unread)
 // and its state. Not the whole claimed row: that is twice the size, copied
 // and then cleared for every row a pass starts.
+//
+// once and onceLevel keep the one-shot priority (refresh_priority_once, a
+// SMALLINT) the claim cleared, when the row was claimed by it, so that the
+// undo sets it back: the attempt it was for never ran (docs/schedules.md).
+// They sit in the padding after unread: started is no larger for them.
 type started struct {
-	key, id string
-	unread  models.ColumnSet
-	state   policy.State // before the start
-	uid     string
+	key, id   string
+	unread    models.ColumnSet
+	once      bool
+	onceLevel int16
+	state     policy.State // before the start
+	uid       string
 }
 
-// row is the row SaveIfAttempt writes back to undo the start.
+// appendStarted appends to starts the started record of row, claimed and
+// just started with attempt uid; before is its state before the start. It
+// appends the record in place rather than returning one: a pass copies a
+// record per row it starts.
+func appendStarted(starts []started, row *models.Row, before *policy.State, uid string) []started {
+	starts = append(starts, started{key: row.Key, id: row.Loaded.ID, unread: row.Loaded.Unread, state: *before, uid: uid})
+	if row.Priority.Source == models.PriorityOnce {
+		s := &starts[len(starts)-1]
+		s.once, s.onceLevel = true, int16(row.Priority.Level)
+	}
+	return starts
+}
+
+// row is the row SaveIfAttempt writes back to undo the start, with the
+// one-shot priority it restores (Priority of source PriorityOnce) when the
+// claim cleared one.
 func (s *started) row() models.Row {
-	return models.Row{Key: s.key, State: s.state, Loaded: models.Loaded{ID: s.id, Unread: s.unread}}
+	r := models.Row{Key: s.key, State: s.state, Loaded: models.Loaded{ID: s.id, Unread: s.unread}}
+	if s.once {
+		r.Priority = models.Priority{Level: int(s.onceLevel), Source: models.PriorityOnce}
+	}
+	return r
 }
 
 // runOnce claims one batch of due rows, applies timeouts, starts attempts,
@@ -517,7 +543,7 @@ func (d *dispatcher) decide(row *models.Row, now time.Time, pol policy.Policy) {
 	d.tally.due(row.Key, dec)
 	d.entries.due(row, before, dec, sched, pol, now)
 	if dec.Action == policy.DueStarted {
-		d.starts = append(d.starts, started{key: row.Key, id: row.Loaded.ID, unread: row.Loaded.Unread, state: dec.BeforeStart, uid: dec.AttemptUID})
+		d.starts = appendStarted(d.starts, row, &dec.BeforeStart, dec.AttemptUID)
 		d.jobs = append(d.jobs, d.job(row))
 		d.lists = append(d.lists, d.kind.inputList(row.Priority))
 	}
@@ -538,6 +564,8 @@ func (d *dispatcher) job(row *models.Row) redisio.Job {
 // undo restores the rows of attempts whose jobs could not be pushed, so the
 // attempts do not count against their models and the rows are due again. A
 // row whose attempt UID changed meanwhile (enabled by the user) is left alone.
+// A row claimed by its one-shot priority gets it back, unless a newer
+// trigger set one meanwhile (see Store.SaveIfAttempt).
 func (d *dispatcher) undo(ctx context.Context, starts []started) (int, error) {
 	rows := make([]models.Row, len(starts))
 	uids := make([]string, len(starts))

@@ -62,7 +62,8 @@ func (tx *Tx) Save(ctx context.Context, t models.Table, rows []models.Row) error
 // dispatcher uses it to undo attempts whose Redis push failed: rows is the
 // state before the attempt started and attemptUIDs the UIDs it gave them, so
 // a row that a result, an enable or another dispatcher changed in between
-// is left alone.
+// is left alone. A row claimed by its one-shot priority gets it back (see
+// saveRestoringOnce).
 //
 // The count is MySQL's affected rows: a row already holding exactly the
 // given state counts as not written.
@@ -81,6 +82,9 @@ func (s *Store) SaveIfAttempt(ctx context.Context, t models.Table, rows []models
 	}
 	return models.SaveBatches(q.table, groups, func(b models.SaveGroup) (int, error) {
 		query, args := q.update(b)
+		if q.prioritized() && models.RestoresOnce(b.Rows) {
+			return s.saveRestoringOnce(ctx, q, b, query, args)
+		}
 		return models.RowsAffected(s.db.ExecContext(ctx, query, args...))
 	})
 }

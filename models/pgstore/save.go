@@ -44,7 +44,8 @@ func (tx *Tx) Save(ctx context.Context, t models.Table, rows []models.Row) error
 // caller transaction, but only those whose refresh_attempt_uid still equals
 // attemptUIDs[i] ("" means NULL; the guard is IS NOT DISTINCT FROM). It
 // returns how many rows it wrote (PostgreSQL counts every row matched, even
-// one that already held the given state).
+// one that already held the given state). A row claimed by its one-shot
+// priority gets it back (see saveRestoringOnce).
 func (s *Store) SaveIfAttempt(ctx context.Context, t models.Table, rows []models.Row, attemptUIDs []string) (int, error) {
 	if err := models.CheckAttemptUIDs(t, rows, attemptUIDs); err != nil {
 		return 0, err
@@ -56,6 +57,10 @@ func (s *Store) SaveIfAttempt(ctx context.Context, t models.Table, rows []models
 	rows, attemptUIDs = models.LastWins(rows, attemptUIDs)
 	return models.SaveBatches(q.table, groupByID(q, rows, attemptUIDs, true), func(b models.SaveGroup) (int, error) {
 		query, args := unnestUpdate(q, b, nil)
+		if q.meta.prioritized() && models.RestoresOnce(b.Rows) {
+			n, err := s.saveRestoringOnce(ctx, q, b, query, args)
+			return n, withSchemaHint(err)
+		}
 		tag, err := s.pool.Exec(ctx, query, s.encodable(args)...)
 		return int(tag.RowsAffected()), withSchemaHint(err)
 	})

@@ -37,7 +37,8 @@ func (tx *Tx) Save(ctx context.Context, t models.Table, rows []models.Row) error
 // those whose refresh_attempt_uid still equals attemptUIDs[i] ("" means
 // NULL). It returns how many rows it wrote (SQLite counts a row that
 // already held the given state as written). The dispatcher uses it to undo
-// attempts whose Redis push failed.
+// attempts whose Redis push failed; a row claimed by its one-shot priority
+// gets it back (see saveRestoringOnce).
 func (s *Store) SaveIfAttempt(ctx context.Context, t models.Table, rows []models.Row, attemptUIDs []string) (int, error) {
 	if err := models.CheckAttemptUIDs(t, rows, attemptUIDs); err != nil {
 		return 0, err
@@ -54,6 +55,10 @@ func (s *Store) SaveIfAttempt(ctx context.Context, t models.Table, rows []models
 	rows, attemptUIDs = models.LastWins(rows, attemptUIDs)
 	return models.SaveBatches(q.table, models.GroupByID(rows, attemptUIDs, true, q.meta.rowid, nil), func(b models.SaveGroup) (int, error) {
 		query, args := jsonUpdate(q, b, nil)
+		if q.prioritized() && models.RestoresOnce(b.Rows) {
+			n, err := s.saveRestoringOnce(ctx, q, b, query, args)
+			return n, withSchemaHint(err)
+		}
 		n, err := models.RowsAffected(s.db.ExecContext(ctx, query, args...))
 		return n, withSchemaHint(err)
 	})

@@ -35,6 +35,7 @@ func Run(t *testing.T, h Harness) {
 		{"SaveWritesOnlyWhatChanged", testSaveOnlyChanged},
 		{"SaveManyRows", testSaveMany},
 		{"SaveIfAttempt", testSaveIfAttempt},
+		{"SaveIfAttemptRestoresOnce", testSaveIfAttemptRestoresOnce},
 		{"SaveSuccessesOnlyWhereApplyWould", testSaveSuccesses},
 		{"SaveSuccessesAcrossBatches", testSaveSuccessesAcrossBatches},
 		{"LockByKeys", testLockByKeys},
