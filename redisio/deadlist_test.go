@@ -2,7 +2,6 @@ package redisio
 
 import (
 	"context"
-	"github.com/redis/go-redis/v9"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -40,44 +39,10 @@ func TestReplayAndDiscardDead(t *testing.T) {
 	require.Equal(t, []string{"e2"}, rdb.LRange(ctx, l.Dead, 0, -1).Val())
 }
 
-// list, its pause key) may not write "<key>:once:<random>": discard and
-// resume fall back to the body alone (runOnce), as before the receipts.
-func TestOperatorWritesUnderKeyACL(t *testing.T) {
-	t.Parallel()
-	tp := testenv.RedisAlone(t)
-	ctx := t.Context()
-	addr := tp.Servers[0].Addr
-	admin := redis.NewClient(&redis.Options{Addr: addr})
-	t.Cleanup(func() { _ = admin.Close() })
-	l := DefaultLists("k")
-	require.NoError(t, admin.Do(ctx, "ACL", "SETUSER", "op", "on", ">pw-acl-test",
-		"~"+l.Dead, "~"+l.Output, "~"+l.KindPause(), "+@all").Err())
-	op := redis.NewClient(&redis.Options{Addr: addr, Username: "op", Password: "pw-acl-test"})
-	t.Cleanup(func() { _ = op.Close() })
-	c := New(op)
-	require.NoError(t, admin.RPush(ctx, l.Dead, "a").Err())
-	ok, err := c.DiscardDead(ctx, l, "a")
-	require.NoError(t, err, "discard")
-	require.True(t, ok)
-	require.NoError(t, c.PauseKind(ctx, l, PauseInfo{Note: "n"}))
-	was, err := c.ResumeKind(ctx, l)
-	require.NoError(t, err, "resume")
-	require.True(t, was)
-}
-
-// a replay whose push is refused (here the output key holds
-
-// a string: WRONGTYPE) must leave the dead letter where it was, so that
-
-// the operator can fix the cause and replay it. replayScript removes the
-
-// dead letter first and pushes second, and Redis does not roll a script
-
-// back: the replay reports an error and the message is gone from both
-
-// lists. (once.go's "a body that fails leaves 0 there: done nothing" is
-
-// untrue for it too: the body did remove the entry.)
+// A replay whose push is refused (here the output key holds a string:
+// WRONGTYPE) leaves the dead letter where it was, so that the operator can
+// fix the cause and replay it: the script pushes before it removes, as
+// Redis does not undo a script's earlier writes.
 func TestReplayRefusedKeepsDeadLetter(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -254,7 +254,10 @@ func TestConfigRefusedInOtherWordsAskedOnce(t *testing.T) {
 	require.Equal(t, int64(1), h.calls.Load(), "CONFIG GET asked at every fetch")
 }
 
-// for the Client's life, and asks again once Redis accepts connections.
+// A Redis at maxclients refuses the connection of the CONFIG GET probe;
+// go-redis reports that as a network error, not an error reply, so
+// fastMoveMin does not keep the Lua move for the Client's life, and asks
+// again once Redis accepts connections.
 func TestFastMoveAsksAgainAfterMaxClients(t *testing.T) {
 	t.Parallel()
 	tp := testenv.RedisAlone(t)
