@@ -38,9 +38,8 @@ type onceScript struct{ once, plain *redis.Script }
 // newOnceScript wraps body, a Lua chunk that returns an integer, so that
 // it runs once per receipt. A body that fails leaves 0 there (done
 // nothing): so each body's commands that can fail come before its first
-// write. KEYS[1] is the receipt and ARGV[1] its TTL in
-// ms; body reads its own keys from KEYS[2] on and its arguments from
-// ARGV[2] on.
+// write. KEYS[1] is the receipt and ARGV[1] its TTL in ms; body reads its
+// own keys from KEYS[2] on and its arguments from ARGV[2] on.
 func newOnceScript(body string) onceScript {
 	return onceScript{
 		once: redis.NewScript(`
