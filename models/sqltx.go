@@ -45,3 +45,31 @@ func RowsAffected(res sql.Result, err error) (int, error) {
 	n, err := res.RowsAffected()
 	return int(n), err
 }
+
+// SaveRestoringOnce is the database/sql drivers' SaveIfAttempt of one batch
+// b (its UPDATE: query, args) that holds rows claimed by their one-shot
+// priority, which the claim cleared (RestoresOnce): in one transaction it
+// first runs restore (the driver's UPDATE of refresh_priority_once with
+// the arguments level, key, guard, guarded by the attempt UID and the
+// column being NULL: a newer trigger wins) for each such row, then the
+// batch's UPDATE, which changes the attempt UID restore asks for. One
+// statement per such row: only triggered rows of a failed push take this
+// path. guard turns an attempt UID guard into its argument (nil for ""). It
+// returns the rows the batch's UPDATE wrote.
+func SaveRestoringOnce(ctx context.Context, db *sql.DB, b SaveGroup, restore string, guard func(string) any, query string, args []any) (int, error) {
+	n := 0
+	err := InSQLTx(ctx, db, nil, func(tx *sql.Tx) error {
+		for i, r := range b.Rows {
+			if r.Priority.Source != PriorityOnce {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, restore, r.Priority.Level, r.Key, guard(b.Guard[i])); err != nil {
+				return err
+			}
+		}
+		var err error
+		n, err = RowsAffected(tx.ExecContext(ctx, query, args...))
+		return err
+	})
+	return n, err
+}
