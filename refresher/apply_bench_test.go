@@ -3,10 +3,8 @@ package refresher
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
@@ -43,27 +41,7 @@ func benchApplyPass(b *testing.B, store string, rows int, analyze bool) {
 	ctx := context.Background()
 	d := teststore.Open(b, store)
 	rdb, prefix := testenv.Redis(b)
-	idType := "BIGINT"
-	if store == teststore.SQLite {
-		idType = "INTEGER"
-	}
-	d.Exec(b, "CREATE TABLE amodels (id "+idType+" NOT NULL PRIMARY KEY, input_url VARCHAR(255) NOT NULL)")
-	if _, err := d.Store.Migrate(ctx, []string{"amodels"}, io.Discard, false); err != nil {
-		b.Fatal(err)
-	}
-	for lo := 1; lo <= rows; lo += 250 {
-		var q strings.Builder
-		var args []any
-		q.WriteString("INSERT INTO amodels (id, input_url) VALUES ")
-		for id := lo; id < lo+250 && id <= rows; id++ {
-			if id > lo {
-				q.WriteString(", ")
-			}
-			q.WriteString("(?, ?)")
-			args = append(args, id, fmt.Sprintf("https://example.com/exports/%d.csv", id))
-		}
-		d.Exec(b, q.String(), args...)
-	}
+	seedBenchTable(b, d, store, "amodels", rows)
 	if store == teststore.SQLite && analyze {
 		d.Exec(b, "ANALYZE") // as the bench seeds its table (bench/sqlite.go)
 	}

@@ -38,28 +38,7 @@ func benchDispatchPass(b *testing.B, store string, rows int) {
 	ctx := context.Background()
 	d := teststore.Open(b, store)
 	rdb, prefix := testenv.Redis(b)
-	// As the bench's table: on SQLite the key is the rowid.
-	idType := "BIGINT"
-	if store == teststore.SQLite {
-		idType = "INTEGER"
-	}
-	d.Exec(b, "CREATE TABLE dmodels (id "+idType+" NOT NULL PRIMARY KEY, input_url VARCHAR(255) NOT NULL)")
-	if _, err := d.Store.Migrate(ctx, []string{"dmodels"}, io.Discard, false); err != nil {
-		b.Fatal(err)
-	}
-	for lo := 1; lo <= rows; lo += 250 {
-		var q strings.Builder
-		var args []any
-		q.WriteString("INSERT INTO dmodels (id, input_url) VALUES ")
-		for id := lo; id < lo+250 && id <= rows; id++ {
-			if id > lo {
-				q.WriteString(", ")
-			}
-			q.WriteString("(?, ?)")
-			args = append(args, id, fmt.Sprintf("https://example.com/exports/%d.csv", id))
-		}
-		d.Exec(b, q.String(), args...)
-	}
+	seedBenchTable(b, d, store, "dmodels", rows)
 	sched, err := schedule.Parse(dailyAt14)
 	if err != nil {
 		b.Fatal(err)
@@ -128,4 +107,31 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// seedBenchTable creates table as the bench's (on SQLite the key is the
+// rowid), migrates it and inserts rows rows with ids 1..rows, all due.
+func seedBenchTable(b *testing.B, d *teststore.DB, store, table string, rows int) {
+	b.Helper()
+	idType := "BIGINT"
+	if store == teststore.SQLite {
+		idType = "INTEGER"
+	}
+	d.Exec(b, "CREATE TABLE "+table+" (id "+idType+" NOT NULL PRIMARY KEY, input_url VARCHAR(255) NOT NULL)")
+	if _, err := d.Store.Migrate(context.Background(), []string{table}, io.Discard, false); err != nil {
+		b.Fatal(err)
+	}
+	for lo := 1; lo <= rows; lo += 250 {
+		var q strings.Builder
+		var args []any
+		q.WriteString("INSERT INTO " + table + " (id, input_url) VALUES ")
+		for id := lo; id < lo+250 && id <= rows; id++ {
+			if id > lo {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?)")
+			args = append(args, id, fmt.Sprintf("https://example.com/exports/%d.csv", id))
+		}
+		d.Exec(b, q.String(), args...)
+	}
 }
