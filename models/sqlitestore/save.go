@@ -27,11 +27,7 @@ func (tx *Tx) Save(ctx context.Context, t models.Table, rows []models.Row) error
 	rows, _ = models.LastWins(rows, nil)
 	_, err = models.SaveBatches(q.table, models.GroupByID(rows, nil, false, q.meta.rowid, nil), func(b models.SaveGroup) (int, error) {
 		query, args := jsonUpdate(q, b, nil)
-		query, err := tx.leanOrAsWritten(ctx, query, args, len(b.IDs))
-		if err != nil {
-			return 0, err
-		}
-		_, err = tx.tx.ExecContext(ctx, query, args...)
+		_, err := tx.tx.ExecContext(ctx, query, args...)
 		return 0, err
 	})
 	return err
@@ -106,9 +102,7 @@ func columnValue(col *models.Column, s *policy.State) any {
 // (ANALYZEd while it was small) it loops over the table outside, and a
 // json_each inside that loop parses the whole document once per row of
 // the table: about 1 ms per row for a batch of 1000, 100 s per statement
-// on a 100,000-row table (TestJSONUpdateReadsDocumentOnce). Save and
-// SaveSuccesses run a large batch without it when SQLite's plan reads the
-// document once anyway (see leanOrAsWritten).
+// on a 100,000-row table (TestJSONUpdateReadsDocumentOnce).
 //
 // With succeeded it is SaveSuccesses's (see there), now being *succeeded.
 func jsonUpdate(q compiled, batch models.SaveGroup, succeeded *time.Time) (string, []any) {
@@ -163,7 +157,7 @@ func (d updateDoc) update(q compiled, batch models.SaveGroup, succeeded *time.Ti
 	first := &batch.Rows[0].State
 	held &= d.same
 	var b strings.Builder
-	b.WriteString(materialized + `SELECT value ->> 'k' AS "k"`)
+	b.WriteString(`WITH j AS MATERIALIZED (SELECT value ->> 'k' AS "k"`)
 	for c := range models.StateColumns {
 		if d.perRow.Has(c) {
 			fmt.Fprintf(&b, `, value ->> 'c%d' AS "c%d"`, c, c)
@@ -399,12 +393,8 @@ func (tx *Tx) wholeOrUndo(ctx context.Context, stmts []statement, n int) (bool, 
 		if changed >= n {
 			break
 		}
-		var query string
-		if query, err = tx.leanOrAsWritten(ctx, st.query, st.args, n); err != nil {
-			break
-		}
 		var c int
-		if c, err = models.RowsAffected(tx.tx.ExecContext(ctx, query, st.args...)); err != nil {
+		if c, err = models.RowsAffected(tx.tx.ExecContext(ctx, st.query, st.args...)); err != nil {
 			break
 		}
 		changed += c

@@ -151,11 +151,65 @@ func TestJSONUpdateReadsDocumentOnce(t *testing.T) {
 	}
 }
 
+// queryPlan is EXPLAIN QUERY PLAN's answer: its steps in order, each
+// with the id of the step it belongs to (0 for the statement's own).
+type queryPlan []planStep
+
+type planStep struct {
+	id, parent int
+	detail     string
+}
+
 func explain(t testing.TB, s *Store, query string, args ...any) queryPlan {
 	t.Helper()
-	p, err := explainPlan(context.Background(), s.DB(), query, args)
+	rows, err := s.DB().Query("EXPLAIN QUERY PLAN "+query, args...)
 	must(t, err)
+	defer rows.Close()
+	var p queryPlan
+	for rows.Next() {
+		var st planStep
+		var notused int
+		must(t, rows.Scan(&st.id, &st.parent, &notused, &st.detail))
+		p = append(p, st)
+	}
+	must(t, rows.Err())
 	return p
+}
+
+func (p queryPlan) String() string {
+	var b strings.Builder
+	for i, st := range p {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%d<%d %s", st.id, st.parent, st.detail)
+	}
+	return b.String()
+}
+
+// readsDocumentOnce reports whether json_each is read in one step, once
+// per statement: inside the materialization of j, or as the join's
+// outermost loop. (Anywhere else, a loop outside it would read it again
+// for each of its rows.)
+func (p queryPlan) readsDocumentOnce() bool {
+	materialize, outermost, reads := -1, -1, 0
+	for _, st := range p {
+		switch {
+		case st.detail == "MATERIALIZE j":
+			materialize = st.id
+		case st.parent == 0 && outermost < 0:
+			outermost = st.id
+		}
+	}
+	for _, st := range p {
+		if strings.Contains(st.detail, "json_each") {
+			reads++
+			if st.parent != materialize && st.id != outermost {
+				return false
+			}
+		}
+	}
+	return reads == 1
 }
 
 // searchesByKey reports whether the join's loops are the document's rows
