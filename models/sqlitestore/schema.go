@@ -122,6 +122,8 @@ func (s tableSchema) meta(key string) tableMeta {
 	m.priorityIndex = s.indexLedBy(models.ColPriority, models.ColRefreshAt)
 	m.priorityOnceIndex = s.indexLedBy(models.ColPriorityOnce)
 	m.priorityAttemptIndex = s.indexLedBy(models.ColPriority, models.ColAttemptNo)
+	m.attemptUIDIndex = s.indexLedBy(models.ColAttemptUID)
+	m.disabledIndex = s.indexLedBy(models.ColDisabledUntil, models.ColFailingSince)
 	return m
 }
 

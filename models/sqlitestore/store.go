@@ -428,8 +428,13 @@ type tableMeta struct {
 	// refresh_attempt_no) (migration 0005); "" until then, when the alerts
 	// by level read no attempt numbers.
 	priorityAttemptIndex string
-	migrated             bool
-	cols                 map[string]string // lower-case name -> declared type
+	// attemptUIDIndex is an index led by refresh_attempt_uid, and
+	// disabledIndex one led by (refresh_disabled_until_update,
+	// refresh_failing_since) (migration 0003): Counts reads the running,
+	// failing and disabled rows from them; "" until then.
+	attemptUIDIndex, disabledIndex string
+	migrated                       bool
+	cols                           map[string]string // lower-case name -> declared type
 }
 
 // compiled holds the quoted names and the SELECTs of one models.Table.
