@@ -84,8 +84,8 @@ func (p Policy) Due(s State, now time.Time, sched Nexter, schedErr error, uid st
 // DueInPlace is Due applied to *s in place, its decision written to *d:
 // the dispatcher's form, which runs for every row it claims and so copies
 // neither the state (216 bytes) nor the decision (456 bytes) in and out,
-// nor the policy when it has its defaults already (WithDefaults). s and d
-// must not overlap d.BeforeStart.
+// nor the policy when it has its defaults already (WithDefaults). s must
+// not point into *d (such as &d.BeforeStart), which is reset first.
 func (p *Policy) DueInPlace(s *State, now time.Time, sched Nexter, schedErr error, uid string, u float64, d *DueDecision) {
 	if !p.hasDefaults() {
 		q := p.WithDefaults()
