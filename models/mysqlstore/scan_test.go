@@ -49,4 +49,3 @@ func TestStateScanDestsAsDatabaseSQL(t *testing.T) {
 		t.Errorf("%v allocations per row's times, int and NULL text; want 0", n)
 	}
 }
-
