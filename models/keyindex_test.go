@@ -54,3 +54,24 @@ func TestLastWinsNoAllocation(t *testing.T) {
 		t.Errorf("LastWins with a repeated key: %+v", got)
 	}
 }
+
+// TestSuccessRowsRefusesRepeatedKeys: SaveSuccesses's keys must be
+// distinct (its statement could not say which of two results of one key it
+// wrote) and name an attempt; SuccessRows refuses a batch that breaks
+// either, with one hash per key.
+func TestSuccessRowsRefusesRepeatedKeys(t *testing.T) {
+	for _, succ := range [][]Success{
+		{{Key: "1", AttemptUID: "a"}, {Key: "2", AttemptUID: "b"}, {Key: "1", AttemptUID: "c"}},
+		{{Key: "1", AttemptUID: "a"}, {Key: "1", AttemptUID: "a"}},
+		{{Key: "1", AttemptUID: "a"}, {Key: "2"}},
+	} {
+		if rows, _, err := SuccessRows(Table{Name: "t"}, succ); err == nil {
+			t.Errorf("%+v: no error, rows %+v", succ, rows)
+		}
+	}
+	rows, _, err := SuccessRows(Table{Name: "t"}, []Success{{Key: "1", AttemptUID: "a"}, {Key: "2", AttemptUID: "a"}})
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("distinct keys: %v, %d rows", err, len(rows))
+	}
+	ReleaseRows(rows)
+}

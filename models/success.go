@@ -60,10 +60,12 @@ func SuccessRows(t Table, succ []Success) ([]Row, []string, error) {
 		if s.AttemptUID == "" {
 			return nil, nil, fmt.Errorf("save successes of %s: the result for key %q names no attempt", t.Name, s.Key)
 		}
-		if _, ok := seen[s.Key]; ok {
+		// One hash per key, not a lookup and then an insert: a key
+		// seen before leaves the map's size as it was.
+		n := len(seen)
+		if seen[s.Key] = i; len(seen) == n {
 			return nil, nil, fmt.Errorf("save successes of %s: key %q occurs twice; a batch's repeated keys must be read and decided in order", t.Name, s.Key)
 		}
-		seen[s.Key] = i
 	}
 	rows := ClaimRows(len(succ))[:len(succ)]
 	guard := make([]string, len(succ))

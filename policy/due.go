@@ -76,45 +76,61 @@ type DueDecision struct {
 // uid is the xid the shell made for a new attempt; it is used only when one
 // starts. Due is pure: the same inputs give the same outputs.
 func (p Policy) Due(s State, now time.Time, sched Nexter, schedErr error, uid string, u float64) (State, DueDecision) {
-	p = p.WithDefaults()
+	var d DueDecision
+	p.DueInPlace(&s, now, sched, schedErr, uid, u, &d)
+	return s, d
+}
+
+// DueInPlace is Due applied to *s in place, its decision written to *d:
+// the dispatcher's form, which runs for every row it claims and so copies
+// neither the state (216 bytes) nor the decision (456 bytes) in and out,
+// nor the policy when it has its defaults already (WithDefaults). s must
+// not point into *d (such as &d.BeforeStart), which is reset first.
+func (p *Policy) DueInPlace(s *State, now time.Time, sched Nexter, schedErr error, uid string, u float64, d *DueDecision) {
+	if !p.hasDefaults() {
+		q := p.WithDefaults()
+		p = &q
+	}
+	*d = DueDecision{}
 	if s.RefreshAt.IsZero() || s.RefreshAt.After(now) {
-		return s, DueDecision{Action: DueWaiting}
+		d.Action = DueWaiting
+		return
 	}
 	if s.Disabled() {
 		s.RefreshAt = time.Time{}
-		return s, DueDecision{Action: DueDisabledRow}
+		d.Action = DueDisabledRow
+		return
 	}
 	if schedErr != nil || sched == nil {
-		s = DisableInvalidSchedule(s, now, schedErr)
-		d := DueDecision{Action: DueInvalidSchedule, ScheduleError: "empty rule"}
+		*s = DisableInvalidSchedule(*s, now, schedErr)
+		d.Action, d.ScheduleError = DueInvalidSchedule, "empty rule"
 		if schedErr != nil {
 			d.ScheduleError = schedErr.Error()
 		}
-		return s, d
+		return
 	}
-	var d DueDecision
-	if m, ok := p.Catchup.Misfired(s, now); ok {
+	if m, ok := p.Catchup.Misfired(*s, now); ok {
 		d.Misfire, d.MissedSince = m, s.RefreshAt
 		if m == MisfireSkip {
-			var err error
-			if s, err = planNext(s, now, sched); err != nil {
+			next, err := planNext(*s, now, sched)
+			*s = next
+			if err != nil {
 				d.Action, d.ScheduleError = DueInvalidSchedule, err.Error()
-				return s, d
+				return
 			}
 			d.Action = DueMisfireSkipped
-			return s, d
+			return
 		}
 	}
 	if s.Running() {
 		d.TimedOut = true
-		s, d.Timeout = p.TimedOut(s, now, sched, u)
+		*s, d.Timeout = p.TimedOut(*s, now, sched, u)
 	}
 	if s.RefreshAt.IsZero() || s.RefreshAt.After(now) || s.Disabled() {
 		d.Action = DueWaiting
-		return s, d
+		return
 	}
-	d.BeforeStart = s
-	s = p.start(s, now, uid) // p has its defaults
+	d.BeforeStart = *s
+	p.startIn(s, now, uid) // p has its defaults
 	d.Action, d.AttemptUID = DueStarted, uid
-	return s, d
 }

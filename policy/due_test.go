@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -132,5 +133,60 @@ func TestDue(t *testing.T) {
 			require.Equal(t, tt.want, got)
 			require.Equal(t, tt.wantDec, dec)
 		})
+	}
+}
+
+// DueInPlace skips WithDefaults only for a policy it would not change:
+// hasDefaults agrees with WithDefaults on policies with each defaulted
+// field unset in turn, and DueInPlace decides as Due under each.
+func TestDueInPlaceDefaults(t *testing.T) {
+	full := Policy{Kind: "k"}.WithDefaults()
+	cases := []Policy{{}, full}
+	for i := range 11 {
+		p := full
+		switch i {
+		case 0:
+			p.Kind = ""
+		case 1:
+			p.Timeout = 0
+		case 2:
+			p.MaxTimeout = 0
+		case 3:
+			p.Retry = nil
+		case 4:
+			p.DisabledReason = ""
+		case 5:
+			p.PermanentReason = ""
+		case 6:
+			p.MaxRetryAfter = 0
+		case 7:
+			p.Guard.Threshold = 0
+		case 8:
+			p.Guard.MinResults = 0
+		case 9:
+			p.Guard.Window = 0
+		case 10:
+			p.Guard.Retry = 0
+		}
+		cases = append(cases, p)
+	}
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	sched := &fixedNext{now.Add(time.Hour)}
+	for i, p := range cases {
+		if got, want := p.hasDefaults(), reflect.DeepEqual(p, p.WithDefaults()); got != want {
+			t.Errorf("case %d: hasDefaults %v, but WithDefaults changes it: %v", i, got, !want)
+		}
+		for _, s := range []State{
+			{RefreshAt: now.Add(-time.Second)},
+			{RefreshAt: now.Add(-time.Second), AttemptUID: "old", TimeoutAt: now.Add(-time.Second), AttemptNo: 2},
+			{RefreshAt: now.Add(time.Second)},
+		} {
+			wantS, wantD := p.WithDefaults().Due(s, now, sched, nil, "uid", 0.5)
+			gotS, gotD := s, DueDecision{Action: "stale", AttemptUID: "stale"}
+			p.DueInPlace(&gotS, now, sched, nil, "uid", 0.5, &gotD)
+			if !reflect.DeepEqual(gotS, wantS) || !reflect.DeepEqual(gotD, wantD) {
+				t.Errorf("case %d, %+v: DueInPlace gave %+v %+v, Due %+v %+v", i, s, gotS, gotD, wantS, wantD)
+			}
+		}
 	}
 }

@@ -55,6 +55,11 @@ func (g Guard) WithDefaults() Guard {
 	return g
 }
 
+// hasDefaults reports whether g.WithDefaults() would return g unchanged.
+func (g *Guard) hasDefaults() bool {
+	return g.Threshold != 0 && g.MinResults != 0 && g.Window != 0 && g.Retry != 0
+}
+
 // Validate reports the first invalid field of g (after WithDefaults).
 func (g Guard) Validate() error {
 	g = g.WithDefaults()

@@ -92,6 +92,15 @@ func (p Policy) WithDefaults() Policy {
 	return p
 }
 
+// hasDefaults reports whether p.WithDefaults() would return p unchanged:
+// every field it defaults is set. The per-row transitions then use p as
+// it is rather than a copy (see DueInPlace).
+func (p *Policy) hasDefaults() bool {
+	return p.Kind != "" && p.Timeout != 0 && p.MaxTimeout != 0 && p.Retry != nil &&
+		p.DisabledReason != "" && p.PermanentReason != "" && p.MaxRetryAfter != 0 &&
+		p.Guard.hasDefaults()
+}
+
 var placeholderRE = regexp.MustCompile(`\{[^{}]*\}`)
 
 // Validate reports the first invalid field of p (after WithDefaults).
@@ -201,13 +210,18 @@ func (p Policy) Start(s State, now time.Time, uid string) State {
 
 // start is Start under p with its defaults already set (Due's).
 func (p Policy) start(s State, now time.Time, uid string) State {
+	p.startIn(&s, now, uid)
+	return s
+}
+
+// startIn is start on *s in place (DueInPlace's).
+func (p *Policy) startIn(s *State, now time.Time, uid string) {
 	s.AttemptUID = uid
 	s.AttemptNo++
 	s.AttemptAt = now
 	s.TimeoutAt = now.Add(p.Timeout)
 	s.RefreshAt = s.TimeoutAt
 	s.Status = ""
-	return s
 }
 
 // success ends the current attempt successfully at now: the attempt, the

@@ -56,6 +56,9 @@ type dispatcher struct {
 	joinErr error
 	// claimed is how many rows the pass in hand claimed.
 	claimed int
+	// dec is the decision of the row in hand (decide), kept here so that
+	// it is neither copied nor zeroed on the stack per row.
+	dec policy.DueDecision
 	// holds are the throttle groups held in the pass in hand (see throttle),
 	// read with the pauses (readPauses).
 	holds  map[string]time.Time
@@ -484,7 +487,7 @@ func (d *dispatcher) claimTx(ctx context.Context, tx models.Tx, rows []models.Ro
 	// One policy for the batch: the incident state is read once, not per row.
 	pol := d.incident.policy(d.kind.Policy).WithDefaults()
 	for i := range rows {
-		d.decide(&rows[i], now, pol)
+		d.decide(&rows[i], now, &pol)
 	}
 	if err := tx.Save(ctx, d.kind.Table, rows); err != nil {
 		return err
@@ -527,21 +530,27 @@ func (d *dispatcher) setQueued(n int64) {
 }
 
 // decide applies policy.Due under pol (the kind's, with the incident
-// state of the batch) to one claimed row in place and keeps the attempt it
-// started, if any, with its job.
-func (d *dispatcher) decide(row *models.Row, now time.Time, pol policy.Policy) {
+// state of the batch and its defaults) to one claimed row in place and
+// keeps the attempt it started, if any, with its job. It runs for every
+// claimed row: the state, the decision and the policy are passed by
+// pointer (policy.DueInPlace), not copied in and out per row, and the
+// state before is copied only for the ledger.
+func (d *dispatcher) decide(row *models.Row, now time.Time, pol *policy.Policy) {
 	if d.keepPaused(row) {
 		return
 	}
 	sched, err := d.schedules.get(row.Key, row.Rule)
-	var dec policy.DueDecision
-	before := row.State
-	row.State, dec = pol.Due(row.State, now, sched, err, xid.NewWithTime(now).String(), d.rand())
+	var before policy.State
+	if d.entries != nil {
+		before = row.State
+	}
+	dec := &d.dec
+	pol.DueInPlace(&row.State, now, sched, err, xid.NewWithTime(now).String(), d.rand(), dec)
 	if until := d.throttle.until(d.holds, row); !until.IsZero() {
-		row.State, dec = policy.Held(row.State, dec, until, now)
+		row.State, *dec = policy.Held(row.State, *dec, until, now)
 	}
 	d.tally.due(row.Key, dec)
-	d.entries.due(row, before, dec, sched, pol, now)
+	d.entries.due(row, &before, dec, sched, pol, now)
 	if dec.Action == policy.DueStarted {
 		d.starts = appendStarted(d.starts, row, &dec.BeforeStart, dec.AttemptUID)
 		d.jobs = append(d.jobs, d.job(row))

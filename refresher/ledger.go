@@ -157,7 +157,7 @@ func (b *ledgerBatch) failure(ev policy.Event, key, attempt string, dispatched t
 // (policy.RoutineStart, at the kind's priority) records nothing: the entry
 // that ends the attempt carries its dispatch, so that a routine cycle
 // costs one entry.
-func (b *ledgerBatch) due(row *models.Row, before policy.State, d policy.DueDecision, sched policy.Nexter, p policy.Policy, now time.Time) {
+func (b *ledgerBatch) due(row *models.Row, before *policy.State, d *policy.DueDecision, sched policy.Nexter, p *policy.Policy, now time.Time) {
 	if b == nil {
 		return
 	}
@@ -197,7 +197,7 @@ func (b *ledgerBatch) due(row *models.Row, before policy.State, d policy.DueDeci
 // answer when that was for the same schedule, refresh_at and second. The
 // schedules compared are the dispatcher's (pointers, or spread values of
 // pointers: comparable).
-func (b *ledgerBatch) routineStart(d policy.DueDecision, sched policy.Nexter, now time.Time) bool {
+func (b *ledgerBatch) routineStart(d *policy.DueDecision, sched policy.Nexter, now time.Time) bool {
 	m := &b.routine
 	sec := now.Truncate(time.Second)
 	plain := d.Action == policy.DueStarted && !d.TimedOut && d.MissedSince.IsZero() && d.BeforeStart.AttemptNo == 0
@@ -207,7 +207,7 @@ func (b *ledgerBatch) routineStart(d policy.DueDecision, sched policy.Nexter, no
 	if m.set && m.sched == sched && m.planned.Equal(d.BeforeStart.RefreshAt) && m.from.Equal(sec) {
 		return m.ok
 	}
-	m.ok = policy.RoutineStart(d, sched, now)
+	m.ok = policy.RoutineStart(*d, sched, now)
 	m.sched, m.planned, m.from, m.set = sched, d.BeforeStart.RefreshAt, sec, true
 	return m.ok
 }

@@ -397,7 +397,7 @@ func TestLedgerOffAllocatesNothing(t *testing.T) {
 	now := t0
 	allocs := testing.AllocsPerRun(100, func() {
 		b.reset()
-		b.due(&row, row.State, policy.DueDecision{Action: policy.DueStarted, AttemptUID: "a"}, nil, p, now)
+		b.due(&row, &row.State, &policy.DueDecision{Action: policy.DueStarted, AttemptUID: "a"}, nil, &p, now)
 		b.apply("k", policy.Result{Type: policy.ResultSuccess}, row.State, row.State, policy.ApplyDecision{Outcome: policy.OutcomeApplied}, p, now)
 		b.succeeded("k", "a", now, now, now)
 		b.holds(nil, now)
@@ -550,7 +550,7 @@ func TestLedgerRoutineStartMemo(t *testing.T) {
 		}
 		sched, now := scheds[rng.IntN(len(scheds))], nows[rng.IntN(len(nows))]
 		want := policy.RoutineStart(d, sched, now)
-		require.Equal(t, want, b.routineStart(d, sched, now), "step %d: %s from %s at %s", i, sched, d.BeforeStart.RefreshAt, now)
+		require.Equal(t, want, b.routineStart(&d, sched, now), "step %d: %s from %s at %s", i, sched, d.BeforeStart.RefreshAt, now)
 	}
 }
 

@@ -69,7 +69,7 @@ func (t *tally) invalidSchedule(key, err string) {
 }
 
 // due counts what the dispatcher did with one row.
-func (t *tally) due(key string, d policy.DueDecision) {
+func (t *tally) due(key string, d *policy.DueDecision) {
 	if d.Action == policy.DueInvalidSchedule {
 		t.invalidSchedule(key, d.ScheduleError)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/refresher/refresher/internal/payload"
 	"github.com/refresher/refresher/models"
@@ -671,16 +672,21 @@ func (tx *Tx) query(ctx context.Context, q compiled, query string, args []any, s
 }
 
 // stateScan holds the scan destinations of models.StateColumns, in order.
+// They are sql.Scanners of their own rather than sql.NullTime, NullString
+// and *int: database/sql hands a Scanner the driver's value as it is, where
+// a NullTime or NullString converts it twice (their Scan calls its
+// conversion again) and an *int goes through reflection and a string copy
+// of the digits; the claim scans 11 of them per row.
 type stateScan struct {
 	dest  []any
-	times []sql.NullTime
-	texts []sql.NullString
-	ints  []int
+	times []timeDest
+	texts []textDest
+	ints  []intDest
 }
 
 func newStateScan() *stateScan {
 	n := len(models.StateColumns)
-	s := &stateScan{dest: make([]any, n), times: make([]sql.NullTime, n), texts: make([]sql.NullString, n), ints: make([]int, n)}
+	s := &stateScan{dest: make([]any, n), times: make([]timeDest, n), texts: make([]textDest, n), ints: make([]intDest, n)}
 	for c, col := range models.StateColumns {
 		switch col.Kind {
 		case models.TimeColumn:
@@ -701,17 +707,92 @@ func (s *stateScan) into(st *policy.State) (zeroDate bool) {
 		col := &models.StateColumns[c]
 		switch col.Kind {
 		case models.TimeColumn:
-			*col.Time(st) = nullTime(s.times[c])
+			*col.Time(st) = nullTime(s.times[c].NullTime)
 			if col.Name == models.ColRefreshAt && s.times[c].Valid && s.times[c].Time.IsZero() {
 				zeroDate = true
 			}
 		case models.TextColumn:
 			*col.Text(st) = s.texts[c].String
 		default:
-			*col.Int(st) = s.ints[c]
+			*col.Int(st) = int(s.ints[c])
 		}
 	}
 	return zeroDate
+}
+
+// timeDest scans a DATETIME column that may be NULL as sql.NullTime does,
+// taking the driver's time.Time (parseTime) without a second conversion.
+type timeDest struct{ sql.NullTime }
+
+// Scan implements sql.Scanner.
+func (d *timeDest) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		d.NullTime = sql.NullTime{}
+	case time.Time:
+		d.NullTime = sql.NullTime{Time: v, Valid: true}
+	default:
+		return d.NullTime.Scan(src)
+	}
+	return nil
+}
+
+// textDest scans a text column that may be NULL as sql.NullString does,
+// copying the driver's bytes once.
+type textDest struct{ sql.NullString }
+
+// Scan implements sql.Scanner.
+func (d *textDest) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		d.NullString = sql.NullString{}
+	case []byte:
+		d.NullString = sql.NullString{String: string(v), Valid: true}
+	default:
+		return d.NullString.Scan(src)
+	}
+	return nil
+}
+
+// intDest scans an integer column that is not NULL as database/sql scans
+// into an *int, parsing the driver's digits without copying them into a
+// string first.
+type intDest int
+
+// Scan implements sql.Scanner.
+func (d *intDest) Scan(src any) error {
+	switch v := src.(type) {
+	case int64:
+		*d = intDest(v)
+		return nil
+	case []byte:
+		n, err := strconv.ParseInt(unsafe.String(unsafe.SliceData(v), len(v)), 10, strconv.IntSize)
+		if err != nil {
+			return fmt.Errorf("converting driver.Value type []byte (%q) to a int: %w", v, err)
+		}
+		*d = intDest(n)
+		return nil
+	}
+	var n int
+	if err := convertInt(&n, src); err != nil {
+		return err
+	}
+	*d = intDest(n)
+	return nil
+}
+
+// convertInt is database/sql's own conversion of src into an *int, for
+// the values intDest does not parse itself (NULL among them, an error).
+func convertInt(dst *int, src any) error {
+	var n sql.Null[int]
+	if err := n.Scan(src); err != nil {
+		return err
+	}
+	if !n.Valid {
+		return errors.New("converting NULL to int is unsupported")
+	}
+	*dst = n.V
+	return nil
 }
 
 func nullTime(t sql.NullTime) time.Time {

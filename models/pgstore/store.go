@@ -690,22 +690,22 @@ func readRows(rs pgx.Rows, q compiled, sizeHint int, withPayload bool) ([]models
 		if err := rs.Scan(dest...); err != nil {
 			return nil, err
 		}
-		r := models.Row{
-			Key:  key,
-			Rule: rule.String,
-			State: policy.State{
-				RefreshAt:      at.utc(),
-				AttemptUID:     strings.TrimRight(uid.String, " "), // char(20) pads
-				AttemptAt:      attemptAt.utc(),
-				AttemptNo:      int(attemptNo.Int64),
-				TimeoutAt:      timeoutAt.utc(),
-				DisabledAt:     disabledAt.utc(),
-				DisabledReason: reason.String,
-				FailingSince:   failingSince.utc(),
-				LastSuccessAt:  lastSuccess.utc(),
-				LastError:      lastErr.String,
-				Status:         st.String,
-			},
+		// Filled in place: a Row is half a kilobyte, built on the stack
+		// and then copied into out it cost a copy per row.
+		out = append(out, models.Row{Key: key, Rule: rule.String})
+		r := &out[len(out)-1]
+		r.State = policy.State{
+			RefreshAt:      at.utc(),
+			AttemptUID:     strings.TrimRight(uid.String, " "), // char(20) pads
+			AttemptAt:      attemptAt.utc(),
+			AttemptNo:      int(attemptNo.Int64),
+			TimeoutAt:      timeoutAt.utc(),
+			DisabledAt:     disabledAt.utc(),
+			DisabledReason: reason.String,
+			FailingSince:   failingSince.utc(),
+			LastSuccessAt:  lastSuccess.utc(),
+			LastError:      lastErr.String,
+			Status:         st.String,
 		}
 		r.Loaded = models.Loaded{State: r.State, OK: true}
 		if id.Valid {
@@ -717,7 +717,6 @@ func readRows(rs pgx.Rows, q compiled, sizeHint int, withPayload bool) ([]models
 				r.Payload[i].Value = jsonValue(v)
 			}
 		}
-		out = append(out, r)
 	}
 	return out, rs.Err()
 }
