@@ -84,6 +84,7 @@ func TestCountsReviewIndexShapes(t *testing.T) {
 		{"partial running index", `CREATE INDEX a_uid ON items (refresh_attempt_uid) WHERE refresh_attempt_uid IS NOT NULL`},
 		{"partial uid index of idle rows", `CREATE INDEX a_uid ON items (refresh_attempt_uid) WHERE refresh_attempt_uid IS NULL`},
 		{"partial refresh_at index", `CREATE INDEX a_refresh ON items (refresh_at) WHERE refresh_attempt_uid IS NULL`},
+		{"index name to quote", `CREATE INDEX "a""uid] [x" ON items (refresh_attempt_uid)`},
 		{"nocase uid index", `CREATE INDEX a_uid ON items (refresh_attempt_uid COLLATE NOCASE)`},
 		{"descending disabled index", `CREATE INDEX a_disabled ON items (refresh_disabled_until_update DESC, refresh_failing_since DESC)`},
 		{"wider disabled index", `CREATE INDEX a_disabled ON items (refresh_disabled_until_update, refresh_failing_since, k)`},
