@@ -200,3 +200,26 @@ func TestCountsReviewOlderSchema(t *testing.T) {
 	must(t, err)
 	eq(t, c, scanCounts(t, s, "items", base, time.Hour), "0003 added while running")
 }
+
+// TestClaimReviewPartialRefreshIndex (review14): the claim and NextDue on
+// a table with a partial index led by refresh_at that sorts before the
+// migration's: they named it with INDEXED BY and SQLite refused them ("no
+// query solution"); since indexLedBy skips partial indexes they use the
+// migration's.
+func TestClaimReviewPartialRefreshIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := Open(ctx, Memory)
+	must(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	tbl := itemsTable(t, s, "INTEGER")
+	exec(t, s, `CREATE INDEX a_refresh ON items (refresh_at) WHERE refresh_attempt_uid IS NULL`)
+	for k := 1; k <= 3; k++ {
+		insertItem(t, s, k, base.Add(-time.Duration(k)*time.Minute))
+	}
+	next, ok, err := s.NextDue(ctx, tbl)
+	must(t, err)
+	eq(t, ok, true)
+	eq(t, next, base.Add(-3*time.Minute))
+	eq(t, keysOf(claim(t, s, tbl, base, time.Time{}, 10)), []string{"3", "2", "1"})
+}
