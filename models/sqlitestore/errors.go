@@ -42,6 +42,13 @@ func classify(err error) models.ErrorClass {
 	return models.TableRefused
 }
 
+// noSuchIndex reports whether err is SQLite's refusal of an INDEXED BY
+// whose index does not exist (any more).
+func noSuchIndex(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_ERROR && strings.Contains(se.Error(), "no such index")
+}
+
 // withSchemaHint adds how to fix it to an error that says the kind's table
 // or one of its columns is missing, or that the file cannot be written:
 // the loops keep retrying until someone does.

@@ -22,8 +22,20 @@ func (s *Store) Counts(ctx context.Context, t models.Table, now time.Time, lateA
 	var due, late, running, failing, disabled sql.NullInt64
 	var oldest any
 	var maxNo sql.NullInt64
-	err = s.db.QueryRowContext(ctx, countsQuery(q), dbTime(now), dbTime(now.Add(-lateAfter))).
-		Scan(&c.Total, &due, &late, &running, &failing, &disabled, &oldest, &maxNo)
+	count := func(q compiled) error {
+		return s.db.QueryRowContext(ctx, countsQuery(q), dbTime(now), dbTime(now.Add(-lateAfter))).
+			Scan(&c.Total, &due, &late, &running, &failing, &disabled, &oldest, &maxNo)
+	}
+	err = count(q)
+	if noSuchIndex(err) {
+		// An index the cached metadata names was dropped or renamed
+		// since: read the table's schema again, once.
+		s.forget(t)
+		if q, err = s.compile(ctx, s.db, t); err != nil {
+			return c, err
+		}
+		err = count(q)
+	}
 	if err != nil {
 		return c, withSchemaHint(fmt.Errorf("count rows of %s: %w", q.table, err))
 	}

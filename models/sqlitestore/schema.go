@@ -21,10 +21,11 @@ type tableSchema struct {
 	indexes map[string][]string // lower-case index name -> lower-case columns in order
 	names   map[string]string   // lower-case index name -> index name as created
 	unique  map[string]bool     // lower-case index name -> UNIQUE (or PRIMARY KEY)
+	partial map[string]bool     // lower-case index name -> has a WHERE clause
 }
 
 func newTableSchema() tableSchema {
-	return tableSchema{columns: map[string]string{}, indexes: map[string][]string{}, names: map[string]string{}, unique: map[string]bool{}}
+	return tableSchema{columns: map[string]string{}, indexes: map[string][]string{}, names: map[string]string{}, unique: map[string]bool{}, partial: map[string]bool{}}
 }
 
 // loadSchema reads the columns and indexes of table name in the main
@@ -69,22 +70,23 @@ func loadSchema(ctx context.Context, q queryer, name string) (tableSchema, error
 	// Only a column declared exactly INTEGER PRIMARY KEY aliases the rowid.
 	s.intPK = s.rowid && len(pks) == 1 && strings.EqualFold(pkTypes[1], "integer")
 
-	rows, err = q.QueryContext(ctx, `SELECT il.name, il."unique", ii.name FROM pragma_index_list(?) AS il, pragma_index_info(il.name) AS ii ORDER BY il.name, ii.seqno`, name)
+	rows, err = q.QueryContext(ctx, `SELECT il.name, il."unique", il.partial, ii.name FROM pragma_index_list(?) AS il, pragma_index_info(il.name) AS ii ORDER BY il.name, ii.seqno`, name)
 	if err != nil {
 		return s, fmt.Errorf("read indexes: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var idx string
-		var unique bool
+		var unique, partial bool
 		var col sql.NullString // NULL for an expression
-		if err := rows.Scan(&idx, &unique, &col); err != nil {
+		if err := rows.Scan(&idx, &unique, &partial, &col); err != nil {
 			return s, fmt.Errorf("read indexes: %w", err)
 		}
 		k := strings.ToLower(idx)
 		s.indexes[k] = append(s.indexes[k], strings.ToLower(col.String))
 		s.names[k] = idx
 		s.unique[k] = unique
+		s.partial[k] = partial
 	}
 	if err := rows.Err(); err != nil {
 		return s, fmt.Errorf("read indexes: %w", err)
@@ -128,11 +130,14 @@ func (s tableSchema) meta(key string) tableMeta {
 }
 
 // indexLedBy names the first (by name) index whose first columns are
-// lead; "" when there is none.
+// lead; "" when there is none. A partial index (CREATE INDEX ... WHERE)
+// is never one: it holds only some rows, and the queries name their
+// index with INDEXED BY, which SQLite refuses ("no query solution") when
+// their WHERE does not imply the index's.
 func (s tableSchema) indexLedBy(lead ...string) string {
 	var best string
 	for name, cols := range s.indexes {
-		if len(cols) >= len(lead) && slices.Equal(cols[:len(lead)], lead) && (best == "" || name < best) {
+		if !s.partial[name] && len(cols) >= len(lead) && slices.Equal(cols[:len(lead)], lead) && (best == "" || name < best) {
 			best = name
 		}
 	}

@@ -521,6 +521,16 @@ func (s *Store) compile(ctx context.Context, q queryer, t models.Table) (compile
 	return c, err
 }
 
+// forget drops the cached metadata of t's table and every compiled
+// query, so that the next compile reads the schema again: an index the
+// metadata names was dropped or renamed while the Store ran.
+func (s *Store) forget(t models.Table) {
+	s.mu.Lock()
+	delete(s.metas, t.Name)
+	clear(s.compiled)
+	s.mu.Unlock()
+}
+
 // query runs a SELECT built on q.selectFrom (withPayload) or q.selectState
 // and scans its rows.
 func query(ctx context.Context, db queryer, q compiled, query string, args []any, sizeHint int, withPayload bool) ([]models.Row, error) {
