@@ -95,14 +95,16 @@ func loadSchema(ctx context.Context, q queryer, name string) (tableSchema, error
 }
 
 // uniqueOn reports whether col alone is unique: the INTEGER PRIMARY KEY,
-// or the only column of a unique index (a one-column PRIMARY KEY has one).
+// or the only column of a unique index (a one-column PRIMARY KEY has one)
+// that is not partial (a partial one leaves the rows outside it free to
+// repeat a key), as on PostgreSQL.
 func (s tableSchema) uniqueOn(col string) bool {
 	col = strings.ToLower(col)
 	if s.intPK && s.pk[0] == col {
 		return true
 	}
 	for name, cols := range s.indexes {
-		if s.unique[name] && len(cols) == 1 && cols[0] == col {
+		if s.unique[name] && !s.partial[name] && len(cols) == 1 && cols[0] == col {
 			return true
 		}
 	}

@@ -23,6 +23,9 @@ func TestCheck(t *testing.T) {
 		err := s.Check(ctx, models.Table{Name: "items", Key: "kk", Payload: []string{"input_url", "url2", "size3"}})
 		errContains(t, err, `no key column "kk"`, "`key:`", `no payload column(s) "url2", "size3"`, "`payload:`")
 		errContains(t, s.Check(ctx, models.Table{Name: "items", Key: "input_url"}), `key column "input_url" of table "items" has no unique index`, "CREATE UNIQUE INDEX")
+		// A partial UNIQUE index holds only some rows: keys outside it may repeat.
+		exec(t, s, "CREATE UNIQUE INDEX uk_items_url_partial ON items (input_url) WHERE size IS NOT NULL")
+		errContains(t, s.Check(ctx, models.Table{Name: "items", Key: "input_url"}), `key column "input_url" of table "items" has no unique index`, "CREATE UNIQUE INDEX")
 
 		exec(t, s, "ALTER TABLE items DROP COLUMN refresh_status")
 		exec(t, s, "ALTER TABLE items DROP COLUMN refresh_rrule")
