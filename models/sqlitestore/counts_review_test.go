@@ -10,24 +10,14 @@ import (
 	"github.com/refresher/refresher/models"
 )
 
-// scanCountsQuery is Counts's query before the indexed counts (d2de136):
-// one scan of the table, whatever its indexes.
-const scanCountsQuery = `SELECT COUNT(*),
-  SUM("refresh_at" <= ?1), SUM("refresh_at" <= ?2),
-  SUM("refresh_attempt_uid" IS NOT NULL),
-  SUM("refresh_disabled_until_update" IS NULL AND "refresh_failing_since" IS NOT NULL),
-  SUM("refresh_disabled_until_update" IS NOT NULL),
-  MIN(CASE WHEN "refresh_at" <= ?1 THEN "refresh_at" END),
-  MAX("refresh_attempt_no")
-FROM `
-
-// scanCounts is what Counts gave before the indexed counts.
+// scanCounts is what Counts gave before the indexed counts: one scan of
+// the table (countsByScan, the query of a table without the indexes).
 func scanCounts(t *testing.T, s *Store, table string, now time.Time, lateAfter time.Duration) models.Counts {
 	t.Helper()
 	var c models.Counts
 	var due, late, running, failing, disabled, maxNo *int64
 	var oldest any
-	must(t, s.DB().QueryRow(scanCountsQuery+quoteName(table), dbTime(now), dbTime(now.Add(-lateAfter))).
+	must(t, s.DB().QueryRow(countsByScan+quoteName(table), dbTime(now), dbTime(now.Add(-lateAfter))).
 		Scan(&c.Total, &due, &late, &running, &failing, &disabled, &oldest, &maxNo))
 	for _, p := range []struct {
 		from *int64
@@ -92,9 +82,7 @@ func TestCountsReviewIndexShapes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			s, err := Open(ctx, Memory)
-			must(t, err)
-			t.Cleanup(func() { _ = s.Close() })
+			s := openMemory(t)
 			tbl := itemsTable(t, s, "TEXT")
 			exec(t, s, tc.ddl)
 			fillStates(t, s, "items", "k", func(i int) any { return fmt.Sprint(i) })
@@ -122,11 +110,9 @@ func TestCountsReviewKeyShapes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			s, err := Open(ctx, Memory)
-			must(t, err)
-			t.Cleanup(func() { _ = s.Close() })
+			s := openMemory(t)
 			exec(t, s, tc.create)
-			_, err = s.Migrate(ctx, []string{"kinds"}, io.Discard, false)
+			_, err := s.Migrate(ctx, []string{"kinds"}, io.Discard, false)
 			must(t, err)
 			fillStates(t, s, "kinds", tc.key, func(i int) any { return i + 1 })
 			q, err := s.compile(ctx, s.DB(), models.Table{Name: "kinds", Key: tc.key})
@@ -158,12 +144,10 @@ func TestCountsReviewIndexDroppedWhileRunning(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			s, err := Open(ctx, Memory)
-			must(t, err)
-			t.Cleanup(func() { _ = s.Close() })
+			s := openMemory(t)
 			tbl := itemsTable(t, s, "TEXT")
 			fillStates(t, s, "items", "k", func(i int) any { return fmt.Sprint(i) })
-			_, err = s.Counts(ctx, tbl, base, time.Hour)
+			_, err := s.Counts(ctx, tbl, base, time.Hour)
 			must(t, err)
 			exec(t, s, tc.ddl)
 			c, err := s.Counts(ctx, tbl, base, time.Hour)
@@ -182,9 +166,7 @@ func TestCountsReviewIndexDroppedWhileRunning(t *testing.T) {
 func TestCountsReviewOlderSchema(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, err := Open(ctx, Memory)
-	must(t, err)
-	t.Cleanup(func() { _ = s.Close() })
+	s := openMemory(t)
 	tbl := itemsTable(t, s, "TEXT")
 	for _, idx := range []string{"idx_refresh_attempt_uid", "idx_refresh_disabled", "idx_refresh_failing_since", "idx_refresh_attempt_no"} {
 		exec(t, s, "DROP INDEX "+idx)
@@ -209,9 +191,7 @@ func TestCountsReviewOlderSchema(t *testing.T) {
 func TestClaimReviewPartialRefreshIndex(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, err := Open(ctx, Memory)
-	must(t, err)
-	t.Cleanup(func() { _ = s.Close() })
+	s := openMemory(t)
 	tbl := itemsTable(t, s, "INTEGER")
 	exec(t, s, `CREATE INDEX a_refresh ON items (refresh_at) WHERE refresh_attempt_uid IS NULL`)
 	for k := 1; k <= 3; k++ {

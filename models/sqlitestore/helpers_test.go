@@ -27,12 +27,15 @@ var harnesses = []harness{
 		t.Cleanup(func() { _ = s.Close() })
 		return s
 	}},
-	{"memory", func(t testing.TB) *Store {
-		s, err := Open(context.Background(), Memory)
-		must(t, err)
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	}},
+	{"memory", openMemory},
+}
+
+// openMemory opens an in-memory Store, closed when t ends.
+func openMemory(t testing.TB) *Store {
+	s, err := Open(context.Background(), Memory)
+	must(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
 }
 
 // each runs f once per harness, in parallel subtests.

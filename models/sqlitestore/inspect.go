@@ -47,6 +47,17 @@ func (s *Store) Counts(ctx context.Context, t models.Table, now time.Time, lateA
 	return c, nil
 }
 
+// countsByScan is countsQuery for a table without the state indexes, up
+// to its table name: one scan of the table counts everything.
+const countsByScan = `SELECT COUNT(*),
+  SUM("refresh_at" <= ?1), SUM("refresh_at" <= ?2),
+  SUM("refresh_attempt_uid" IS NOT NULL),
+  SUM("refresh_disabled_until_update" IS NULL AND "refresh_failing_since" IS NOT NULL),
+  SUM("refresh_disabled_until_update" IS NOT NULL),
+  MIN(CASE WHEN "refresh_at" <= ?1 THEN "refresh_at" END),
+  MAX("refresh_attempt_no")
+FROM `
+
 // countsQuery is Counts's SELECT of the total, the due, late, running,
 // failing and disabled counts, the oldest due refresh_at and the highest
 // attempt number; ?1 is now, ?2 now - lateAfter.
@@ -65,14 +76,7 @@ func (s *Store) Counts(ctx context.Context, t models.Table, now time.Time, lateA
 func countsQuery(q compiled) string {
 	m := q.meta
 	if m.refreshIndex == "" || m.attemptUIDIndex == "" || m.disabledIndex == "" {
-		return `SELECT COUNT(*),
-  SUM("refresh_at" <= ?1), SUM("refresh_at" <= ?2),
-  SUM("refresh_attempt_uid" IS NOT NULL),
-  SUM("refresh_disabled_until_update" IS NULL AND "refresh_failing_since" IS NOT NULL),
-  SUM("refresh_disabled_until_update" IS NOT NULL),
-  MIN(CASE WHEN "refresh_at" <= ?1 THEN "refresh_at" END),
-  MAX("refresh_attempt_no")
-FROM ` + q.table
+		return countsByScan + q.table
 	}
 	by := func(index, where string) string {
 		return "(SELECT COUNT(*) FROM " + q.table + " INDEXED BY " + quoteName(index) + " WHERE " + where + ")"
