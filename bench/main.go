@@ -69,6 +69,8 @@ type options struct {
 	guard          bool
 	ledger         bool // --ledger: on against off
 	pgStats        bool // --pg-stats: PostgreSQL's counters under each run (pgstat.go)
+	mysqlStats     bool // --mysql-stats: MariaDB's counters under each run (mysqlstat.go)
+	timeline       bool // --timeline: when each tenth of a run was applied (timeline.go)
 	pgStatements   bool // --pg-statements: pg_stat_statements under each run (pgstatements.go)
 	// --priority (priority.go)
 	priority bool
@@ -110,6 +112,8 @@ func main() {
 	fs.BoolVar(&o.ledger, "ledger", false, "compare the full cycle with the ledger on against off, the default (instead of the standard table)")
 	fs.BoolVar(&o.priority, "priority", false, "compare the full cycle of a kind with a priority lane, while --triggers rows are triggered \"refresh now\" at priority 0 one by one, against the plain service; reports when a worker received each triggered job (instead of the standard table)")
 	fs.BoolVar(&o.pgStats, "pg-stats", false, "--store postgres: print under each full-cycle run the bench database's commits, rows and blocks, the server's WAL records and syncs, and the bench table's index scans and entries read")
+	fs.BoolVar(&o.mysqlStats, "mysql-stats", false, "--store mysql: print under each run the server's statements, row operations, redo and syncs per model (SHOW GLOBAL STATUS: the whole server's)")
+	fs.BoolVar(&o.timeline, "timeline", false, "print under each run when each tenth of its models had been applied, and the longest wait between two applied batches")
 	fs.BoolVar(&o.pgStatements, "pg-statements", false, "--store postgres: print under each run pg_stat_statements of the bench database over the run, per model (the server must preload pg_stat_statements; the shared one does not)")
 	fs.IntVar(&o.triggers, "triggers", 100, "--priority: rows triggered during each run")
 	fs.BoolVar(&o.child.lanes, "child-lanes", false, "internal: the service child's kind has priority 10 and a lane for level 0")
@@ -450,6 +454,8 @@ func (e *env) cycle(ctx context.Context, v variant, mode string, p *plan, profil
 	deadline := time.After(limit)
 	pgBefore := e.readPGCounters(ctx)
 	defer e.printPGDelta(ctx, pgBefore)
+	mysqlBefore := e.readMySQLStatus(ctx)
+	defer e.printMySQLDelta(ctx, mysqlBefore, p.active)
 	cmdsBefore := e.commandStats(ctx)
 	cpu, dbCPU, redi := startCPU(c.pid), startCPUs(e.st.serverPIDs), startCPU(e.redisPID)
 	self := startCPU(os.Getpid())
@@ -466,6 +472,10 @@ func (e *env) cycle(ctx context.Context, v variant, mode string, p *plan, profil
 	defer stopDash()
 	var dispatched, appliedN int64
 	var released time.Time
+	applied := newTimeline(p.active)
+	if e.o.timeline {
+		defer func() { fmt.Printf("    %s %s run, applied by:%s\n", impl, mode, applied) }()
+	}
 	trig := e.newTriggerer(v.triggers, p, w)
 	defer trig.stop()
 	for appliedN < p.active {
@@ -496,6 +506,7 @@ func (e *env) cycle(ctx context.Context, v variant, mode string, p *plan, profil
 				}
 			case "A":
 				appliedN += int64(pr.n)
+				applied.add(pr.at.Sub(t0), int64(pr.n))
 				if appliedN >= p.active {
 					res.wall = pr.at.Sub(t0)
 					if mode == modeSplit {
