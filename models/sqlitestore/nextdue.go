@@ -25,6 +25,7 @@ func (s *Store) NextDue(ctx context.Context, t models.Table) (next time.Time, ok
 	case errors.Is(err, sql.ErrNoRows):
 		return time.Time{}, false, nil
 	case err != nil:
+		s.forgetIfIndexGone(err, t)
 		return time.Time{}, false, withSchemaHint(fmt.Errorf("find next refresh_at of %s: %w", q.table, err))
 	}
 	next, err = mustParseTime(first, "next refresh_at of "+q.table)
@@ -46,7 +47,9 @@ func (s *Store) NextDueMany(ctx context.Context, tables []models.Table) ([]model
 		}
 		return nextDueSQL(q), nil
 	}, func(query string, out []models.Next) error {
-		return withSchemaHint(s.nextDueChunk(ctx, query, out))
+		err := s.nextDueChunk(ctx, query, out)
+		s.forgetIfIndexGone(err, tables...)
+		return withSchemaHint(err)
 	})
 }
 

@@ -183,6 +183,7 @@ func (tx *Tx) ClaimDue(ctx context.Context, t models.Table, now time.Time, from 
 		})
 	}
 	if err != nil {
+		tx.s.forgetIfIndexGone(err, t)
 		return nil, fmt.Errorf("claim due rows of %s: %w", q.table, err)
 	}
 	return rows, nil
@@ -350,6 +351,7 @@ func (s *Store) AlertsByLevel(ctx context.Context, t models.Table, now time.Time
 		},
 	})
 	if err != nil {
+		s.forgetIfIndexGone(err, t)
 		return nil, fmt.Errorf("read the alerts of %s by priority: %w", q.table, err)
 	}
 	return out, nil
@@ -529,6 +531,20 @@ func (s *Store) forget(t models.Table) {
 	delete(s.metas, t.Name)
 	clear(s.compiled)
 	s.mu.Unlock()
+}
+
+// forgetIfIndexGone forgets tables (see forget) when err is SQLite's
+// refusal of an index their statements name (INDEXED BY): dropped or
+// renamed while the Store ran. The call that met it fails; the next one
+// (the service tries a failed pass or batch again) compiles from the
+// schema as it is now, instead of failing the same way until a restart.
+// Counts, a read, tries again at once.
+func (s *Store) forgetIfIndexGone(err error, tables ...models.Table) {
+	if noSuchIndex(err) {
+		for _, t := range tables {
+			s.forget(t)
+		}
+	}
 }
 
 // query runs a SELECT built on q.selectFrom (withPayload) or q.selectState
