@@ -577,7 +577,7 @@ func (e *env) timeReads(ctx context.Context, due int64) ([]readCall, error) {
 			return int(c.Total), "", err
 		}},
 		{"Backlog", "gauges, /api/v1/kinds", func() (int, string, error) {
-			b, err := store.Backlog(ctx, t, now)
+			b, err := store.Backlog(ctx, t, now, nil)
 			n := int64(0)
 			for _, l := range b {
 				n += l.Due

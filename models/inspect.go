@@ -27,8 +27,11 @@ type Inspector interface {
 	// Backlog counts the due rows of t at now by priority level (see
 	// CountByPriority): the kind's level (t.Priority) always, the others
 	// with due rows, by level. A table without the priority columns has
-	// all its due rows at the kind's level.
-	Backlog(ctx context.Context, t Table, now time.Time) ([]LevelCount, error)
+	// all its due rows at the kind's level. knownDue, when not nil, is
+	// t's exact count of due rows at now (Counts.Due): when no row has a
+	// refresh_priority of its own it is the kind's level, not counted
+	// again (LevelCounts.KnownDue).
+	Backlog(ctx context.Context, t Table, now time.Time, knownDue *int64) ([]LevelCount, error)
 	// AlertsByLevel returns, for the kind's level (t.Priority) and every
 	// level a row of t has, the oldest due refresh_at at now and the
 	// highest attempt number (see AlertsByPriority): the gauges behind the

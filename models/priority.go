@@ -239,6 +239,11 @@ type LevelCounts struct {
 	// Count counts the due rows of scan s: those that filter (the start of
 	// a WHERE clause ending in " AND ", or "") picks, with its args.
 	Count func(s Priority, filter string, args []any) (int64, error)
+	// KnownDue, when not nil, is the table's exact count of due rows at the
+	// same time (Counts.Due): when no row has a refresh_priority of its own,
+	// every due row is at the kind's level, and CountByPriority takes it
+	// instead of counting those rows again.
+	KnownDue *int64
 }
 
 // CountByPriority counts the due rows of each priority level for
@@ -247,9 +252,14 @@ type LevelCounts struct {
 // count is an index-only range count (a row triggered at a one-shot
 // priority thus counts at both levels until its claim). The levels come
 // from Probe, as in ClaimByPriority. The kind's level def is always in the
-// result; other levels only with due rows. Sorted by level.
+// result; other levels only with due rows. Sorted by level. With
+// sc.KnownDue and no row at a refresh_priority of its own, the kind's
+// level is sc.KnownDue, not counted.
 func CountByPriority(def int, sc LevelCounts) ([]LevelCount, error) {
 	if !sc.Prioritized {
+		if sc.KnownDue != nil {
+			return []LevelCount{{Level: def, Due: *sc.KnownDue}}, nil
+		}
 		n, err := sc.Count(Priority{Level: def, Source: PriorityKind}, "", nil)
 		if err != nil {
 			return nil, err
@@ -260,17 +270,29 @@ func CountByPriority(def int, sc LevelCounts) ([]LevelCount, error) {
 		filter, args := s.Filter(sc.Quote, sc.Placeholder, false)
 		return sc.Count(s, filter, args)
 	}
-	due := map[int]int64{}
-	n, err := count(Priority{Level: def, Source: PriorityKind})
+	// The rows' own levels are probed first: without any, the kind's level
+	// holds every due row.
+	firstRow, anyRow, err := sc.Probe(ColPriority, 0, true)
 	if err != nil {
 		return nil, err
 	}
-	due[def] = n
+	due := map[int]int64{}
+	if !anyRow && sc.KnownDue != nil {
+		due[def] = *sc.KnownDue
+	} else if due[def], err = count(Priority{Level: def, Source: PriorityKind}); err != nil {
+		return nil, err
+	}
 	for _, c := range []struct {
 		col string
 		src PrioritySource
 	}{{ColPriorityOnce, PriorityOnce}, {ColPriority, PriorityRow}} {
-		level, ok, err := sc.Probe(c.col, 0, true)
+		var level int
+		var ok bool
+		if c.col == ColPriority {
+			level, ok = firstRow, anyRow
+		} else {
+			level, ok, err = sc.Probe(c.col, 0, true)
+		}
 		for ; ok && err == nil; level, ok, err = sc.Probe(c.col, level, false) {
 			var n int64
 			if n, err = count(Priority{Level: level, Source: c.src}); err != nil {

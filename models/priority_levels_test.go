@@ -57,6 +57,27 @@ func TestCountByPriorityLevels(t *testing.T) {
 	sc.Count = func(Priority, string, []any) (int64, error) { return 0, errors.New("gone") }
 	_, err = CountByPriority(10, sc)
 	require.EqualError(t, err, "gone")
+
+	// A known due count: the kind's level without counting, when no row
+	// has a level of its own (or the table no priority columns).
+	known := int64(7)
+	sc.KnownDue = &known
+	got, err = CountByPriority(10, sc)
+	require.NoError(t, err)
+	require.Equal(t, []LevelCount{{Level: 10, Due: 7}}, got, "no priority columns")
+	asked = nil
+	sc.Prioritized = true
+	sc.Count = func(s Priority, filter string, args []any) (int64, error) {
+		asked = append(asked, ask{s, filter, args})
+		return due[s], nil
+	}
+	sc.Probe = func(col string, after int, first bool) (int, bool, error) {
+		return 0, col == ColPriorityOnce && first, nil
+	}
+	got, err = CountByPriority(10, sc)
+	require.NoError(t, err)
+	require.Equal(t, []LevelCount{{Level: 0, Due: 1}, {Level: 10, Due: 7}}, got)
+	require.Equal(t, []ask{{Priority{Level: 0, Source: PriorityOnce}, `"refresh_priority_once" = $1 AND `, []any{0}}}, asked, "the one-shot level only")
 }
 
 // TestAlertsByPriorityUnprioritized: a table without the priority columns

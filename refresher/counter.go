@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -171,7 +172,14 @@ func count(ctx context.Context, k CountedKind, now time.Time) (KindCounts, error
 	if err != nil {
 		return KindCounts{}, err
 	}
-	backlog, err := k.Inspector.Backlog(ctx, k.Table, now)
+	// The due rows counted just now, when counted exactly, are the kind's
+	// level of the backlog unless rows have priorities of their own: not
+	// read a second time (on PostgreSQL about a third of the count).
+	var due *int64
+	if !slices.Contains(counts.Estimated, models.StateDue) {
+		due = &counts.Due
+	}
+	backlog, err := k.Inspector.Backlog(ctx, k.Table, now, due)
 	if err != nil {
 		return KindCounts{}, err
 	}

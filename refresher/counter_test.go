@@ -26,6 +26,7 @@ import (
 type callCounting struct {
 	models.Inspector
 	counts, backlogs atomic.Int64
+	knownDue         atomic.Pointer[int64] // Backlog's last knownDue, copied
 	gate             chan struct{}
 	entered          chan struct{}
 }
@@ -43,9 +44,13 @@ func (c *callCounting) Counts(ctx context.Context, t models.Table, now time.Time
 	return c.Inspector.Counts(ctx, t, now, lateAfter)
 }
 
-func (c *callCounting) Backlog(ctx context.Context, t models.Table, now time.Time) ([]models.LevelCount, error) {
+func (c *callCounting) Backlog(ctx context.Context, t models.Table, now time.Time, knownDue *int64) ([]models.LevelCount, error) {
 	c.backlogs.Add(1)
-	return c.Inspector.Backlog(ctx, t, now)
+	if knownDue != nil {
+		n := *knownDue
+		c.knownDue.Store(&n)
+	}
+	return c.Inspector.Backlog(ctx, t, now, knownDue)
 }
 
 // counterKind seeds a table with a late failing row, a row due later and
@@ -83,7 +88,7 @@ func TestCounterSharesAFreshCount(t *testing.T) {
 	k, in := counterKind(t, "cshare", now)
 	want, err := in.Inspector.Counts(ctx, k.Table, now, time.Minute)
 	require.NoError(t, err)
-	wantBacklog, err := in.Inspector.Backlog(ctx, k.Table, now)
+	wantBacklog, err := in.Inspector.Backlog(ctx, k.Table, now, nil)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, want.Due)
 	require.EqualValues(t, 1, want.Late)
@@ -92,6 +97,8 @@ func TestCounterSharesAFreshCount(t *testing.T) {
 	first, err := c.Count(ctx, k, now, 5*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, KindCounts{At: now, Counts: want, Backlog: wantBacklog}, first)
+	require.NotNil(t, in.knownDue.Load(), "the backlog is given the due count just made")
+	require.Equal(t, want.Due, *in.knownDue.Load())
 
 	again, err := c.Count(ctx, k, now.Add(4*time.Second), 5*time.Second)
 	require.NoError(t, err)

@@ -26,7 +26,7 @@ func TestLevelsWithoutPriorityColumns(t *testing.T) {
 	tbl.Priority = 7
 	s := New(db)
 
-	backlog, err := s.Backlog(ctx, tbl, base)
+	backlog, err := s.Backlog(ctx, tbl, base, nil)
 	must(t, err)
 	eq(t, backlog, []models.LevelCount{{Level: 7, Due: 2}}, "backlog")
 	alerts, err := s.AlertsByLevel(ctx, tbl, base)

@@ -310,12 +310,13 @@ func (s *Store) UrgentDue(ctx context.Context, t models.Table, now time.Time) (b
 
 // Backlog counts the due rows of t by priority level (models.Inspector),
 // each level an index-only range count.
-func (s *Store) Backlog(ctx context.Context, t models.Table, now time.Time) ([]models.LevelCount, error) {
+func (s *Store) Backlog(ctx context.Context, t models.Table, now time.Time, knownDue *int64) ([]models.LevelCount, error) {
 	q, err := s.compile(ctx, t)
 	if err != nil {
 		return nil, err
 	}
 	out, err := models.CountByPriority(t.Priority, models.LevelCounts{
+		KnownDue:    knownDue,
 		Prioritized: q.meta.priorityIndex != "" && q.meta.priorityOnceIndex != "",
 		Quote:       backquote,
 		Placeholder: "?",

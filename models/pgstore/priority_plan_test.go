@@ -94,7 +94,7 @@ func TestOneShotScansWalkTheirIndex(t *testing.T) {
 	}))
 	eq(t, keys, []string{"1999"}, "the urgent claim takes the triggered row")
 	exec(t, s, `UPDATE items SET refresh_priority_once = 0, refresh_attempt_no = 3 WHERE k = 1998`)
-	_, err = s.Backlog(ctx, tbl, now)
+	_, err = s.Backlog(ctx, tbl, now, nil)
 	must(t, err)
 	alerts, err := s.AlertsByLevel(ctx, tbl, now)
 	must(t, err)

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -120,7 +121,7 @@ func testClaimUrgentOnly(t *testing.T, h Harness) {
 func testBacklog(t *testing.T, h Harness) {
 	env := h.New(t)
 	tbl, _ := priorityRows(t, env)
-	got, err := env.Store.Backlog(context.Background(), tbl, base)
+	got, err := env.Store.Backlog(context.Background(), tbl, base, nil)
 	must(t, err)
 	// once (20, once 0) counts at 0 and at 20 until its claim; future is
 	// not due; the NULL key row counts (its one-shot level -5).
@@ -128,9 +129,43 @@ func testBacklog(t *testing.T, h Harness) {
 		{Level: 10, Due: 4}, {Level: 20, Due: 2}}, "backlog")
 	tbl.Priority = 30
 	env.Exec(t, "UPDATE items SET refresh_at = NULL WHERE refresh_priority IS NULL")
-	got, err = env.Store.Backlog(context.Background(), tbl, base)
+	got, err = env.Store.Backlog(context.Background(), tbl, base, nil)
 	must(t, err)
 	eq(t, got[len(got)-1], models.LevelCount{Level: 30, Due: 0}, "the kind's level, empty")
+}
+
+// testBacklogKnownDue: a count of the due rows made just before (Counts.Due)
+// is the kind's level when no row has a refresh_priority of its own, as
+// counting gives (the one-shot levels still counted); with rows at their
+// own levels the kind's level is counted.
+func testBacklogKnownDue(t *testing.T, h Harness) {
+	env := h.New(t)
+	tbl := items(t, env, KeyString)
+	tbl.Priority = 10
+	for i, at := range []time.Duration{-3 * time.Hour, -time.Hour, -time.Minute, time.Hour} {
+		insert(t, env, fmt.Sprintf("r%d", i), base.Add(at))
+	}
+	insert(t, env, "", base.Add(-time.Hour)) // NULL key: counted by both
+	env.Exec(t, "UPDATE items SET refresh_priority_once = 0 WHERE k = 'r2'")
+	ctx := context.Background()
+	c, err := env.Store.Counts(ctx, tbl, base, time.Hour)
+	must(t, err)
+	counted, err := env.Store.Backlog(ctx, tbl, base, nil)
+	must(t, err)
+	eq(t, counted, []models.LevelCount{{Level: 0, Due: 1}, {Level: 10, Due: 4}}, "counted")
+	eq(t, c.Due, int64(4), "Counts.Due: every due row, the kind's level when no row has its own")
+	known, err := env.Store.Backlog(ctx, tbl, base, &c.Due)
+	must(t, err)
+	eq(t, known, counted, "with Counts.Due")
+	marker := int64(4242) // not a count: shows it was taken
+	got, err := env.Store.Backlog(ctx, tbl, base, &marker)
+	must(t, err)
+	eq(t, got, []models.LevelCount{{Level: 0, Due: 1}, {Level: 10, Due: 4242}}, "the known due taken, the one-shot level counted")
+
+	env.Exec(t, "UPDATE items SET refresh_priority = 5 WHERE k = 'r0'")
+	got, err = env.Store.Backlog(ctx, tbl, base, &marker)
+	must(t, err)
+	eq(t, got, []models.LevelCount{{Level: 0, Due: 1}, {Level: 5, Due: 1}, {Level: 10, Due: 3}}, "a row at its own level: the kind's is counted")
 }
 
 // testAlertsByLevel: the oldest due row and the highest attempt number of

@@ -26,6 +26,7 @@ func Run(t *testing.T, h Harness) {
 		{"SetPriorityOnce", testSetPriorityOnce},
 		{"ClaimUrgentOnly", testClaimUrgentOnly},
 		{"Backlog", testBacklog},
+		{"BacklogKnownDue", testBacklogKnownDue},
 		{"AlertsByLevel", testAlertsByLevel},
 		{"UrgentDue", testUrgentDue},
 		{"ConcurrentClaimersNeverShareARow", testConcurrentClaimers},
