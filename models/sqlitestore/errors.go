@@ -42,11 +42,17 @@ func classify(err error) models.ErrorClass {
 	return models.TableRefused
 }
 
-// noSuchIndex reports whether err is SQLite's refusal of an INDEXED BY
-// whose index does not exist (any more).
-func noSuchIndex(err error) bool {
+// indexRefused reports whether err is SQLite's refusal of an INDEXED BY:
+// the index does not exist (any more: dropped or renamed), or cannot serve
+// the query ("no query solution": made again as a partial index, which
+// the schema's reading leaves out).
+func indexRefused(err error) bool {
 	var se *sqlite.Error
-	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_ERROR && strings.Contains(se.Error(), "no such index")
+	if !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_ERROR {
+		return false
+	}
+	msg := se.Error()
+	return strings.Contains(msg, "no such index") || strings.Contains(msg, "no query solution")
 }
 
 // withSchemaHint adds how to fix it to an error that says the kind's table

@@ -27,9 +27,9 @@ func (s *Store) Counts(ctx context.Context, t models.Table, now time.Time, lateA
 			Scan(&c.Total, &due, &late, &running, &failing, &disabled, &oldest, &maxNo)
 	}
 	err = count(q)
-	if noSuchIndex(err) {
-		// An index the cached metadata names was dropped or renamed
-		// since: read the table's schema again, once.
+	if indexRefused(err) {
+		// An index the cached metadata names was dropped, renamed or
+		// made partial since: read the table's schema again, once.
 		s.forget(t)
 		if q, err = s.compile(ctx, s.db, t); err != nil {
 			return c, err
