@@ -27,6 +27,8 @@ type callCounting struct {
 	models.Inspector
 	counts, backlogs atomic.Int64
 	knownDue         atomic.Pointer[int64] // Backlog's last knownDue, copied
+	knownNil         atomic.Bool           // Backlog's last knownDue was nil
+	estimateDue      bool                  // Counts reports its due count as an estimate
 	gate             chan struct{}
 	entered          chan struct{}
 }
@@ -41,11 +43,16 @@ func (c *callCounting) Counts(ctx context.Context, t models.Table, now time.Time
 			return models.Counts{}, ctx.Err()
 		}
 	}
-	return c.Inspector.Counts(ctx, t, now, lateAfter)
+	counts, err := c.Inspector.Counts(ctx, t, now, lateAfter)
+	if c.estimateDue {
+		counts.Estimated = append(counts.Estimated, models.StateDue)
+	}
+	return counts, err
 }
 
 func (c *callCounting) Backlog(ctx context.Context, t models.Table, now time.Time, knownDue *int64) ([]models.LevelCount, error) {
 	c.backlogs.Add(1)
+	c.knownNil.Store(knownDue == nil)
 	if knownDue != nil {
 		n := *knownDue
 		c.knownDue.Store(&n)
@@ -123,6 +130,20 @@ func TestCounterSharesAFreshCount(t *testing.T) {
 	_, err = c.Count(ctx, k, now, time.Hour)
 	require.NoError(t, err)
 	require.EqualValues(t, 4, in.counts.Load())
+}
+
+// TestCounterEstimatedDueNotGivenToBacklog: a due count that is an
+// estimate (a large table's, models.Counts.Estimated) is not given to
+// Backlog as the kind's level: the backlog counts its own.
+func TestCounterEstimatedDueNotGivenToBacklog(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 4, 14, 0, 0, 0, time.UTC)
+	k, in := counterKind(t, "cestimated", now)
+	in.estimateDue = true
+	_, err := NewCounter().Count(context.Background(), k, now, time.Second)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, in.backlogs.Load())
+	require.True(t, in.knownNil.Load(), "an estimated due count is given to Backlog")
 }
 
 // TestCounterConcurrentAsksShareOneQuery: asks for a kind's count while
