@@ -174,7 +174,7 @@ func count(ctx context.Context, k CountedKind, now time.Time) (KindCounts, error
 	}
 	// The due rows counted just now, when counted exactly, are the kind's
 	// level of the backlog unless rows have priorities of their own: not
-	// read a second time (on PostgreSQL about a third of the count).
+	// read a second time.
 	var due *int64
 	if !slices.Contains(counts.Estimated, models.StateDue) {
 		due = &counts.Due

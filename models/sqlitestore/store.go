@@ -536,10 +536,10 @@ func (s *Store) forget(t models.Table) {
 
 // forgetIfIndexGone forgets tables (see forget) when err is SQLite's
 // refusal of an index their statements name (INDEXED BY, indexRefused):
-// dropped, renamed or made partial while the Store ran. The call that met it fails; the next one
-// (the service tries a failed pass or batch again) compiles from the
-// schema as it is now, instead of failing the same way until a restart.
-// Counts, a read, tries again at once.
+// dropped, renamed or made partial while the Store ran. The call that met
+// it fails; the next one (the service tries a failed pass or batch again)
+// compiles from the schema as it is now, instead of failing the same way
+// until a restart. Counts, a read, tries again at once.
 func (s *Store) forgetIfIndexGone(err error, tables ...models.Table) {
 	if indexRefused(err) {
 		for _, t := range tables {
