@@ -91,7 +91,13 @@ func TestSecondInstanceRefused(t *testing.T) {
 	}
 
 	must(t, s.Close())
-	s, err = Open(ctx, path) // released by Close
+	// Released by Close. A child process another test of this package
+	// forks at that moment holds a copy of the lock's file until its exec
+	// closes it, so the Open may have to wait a little.
+	deadline := time.Now().Add(5 * time.Second)
+	for s, err = Open(ctx, path); err != nil && time.Now().Before(deadline); s, err = Open(ctx, path) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	must(t, err)
 	must(t, s.Close())
 	cmd = execpkg.Command(os.Args[0], "-test.run=^TestHelperOpen$")
