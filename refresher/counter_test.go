@@ -26,8 +26,7 @@ import (
 type callCounting struct {
 	models.Inspector
 	counts, backlogs atomic.Int64
-	knownDue         atomic.Pointer[int64] // Backlog's last knownDue, copied
-	knownNil         atomic.Bool           // Backlog's last knownDue was nil
+	knownDue         atomic.Pointer[int64] // Backlog's last knownDue, copied (nil: nil)
 	estimateDue      bool                  // Counts reports its due count as an estimate
 	gate             chan struct{}
 	entered          chan struct{}
@@ -52,11 +51,12 @@ func (c *callCounting) Counts(ctx context.Context, t models.Table, now time.Time
 
 func (c *callCounting) Backlog(ctx context.Context, t models.Table, now time.Time, knownDue *int64) ([]models.LevelCount, error) {
 	c.backlogs.Add(1)
-	c.knownNil.Store(knownDue == nil)
+	var known *int64
 	if knownDue != nil {
 		n := *knownDue
-		c.knownDue.Store(&n)
+		known = &n
 	}
+	c.knownDue.Store(known)
 	return c.Inspector.Backlog(ctx, t, now, knownDue)
 }
 
@@ -143,7 +143,7 @@ func TestCounterEstimatedDueNotGivenToBacklog(t *testing.T) {
 	_, err := NewCounter().Count(context.Background(), k, now, time.Second)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, in.backlogs.Load())
-	require.True(t, in.knownNil.Load(), "an estimated due count is given to Backlog")
+	require.Nil(t, in.knownDue.Load(), "an estimated due count is given to Backlog")
 }
 
 // TestCounterConcurrentAsksShareOneQuery: asks for a kind's count while
