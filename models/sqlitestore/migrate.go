@@ -50,7 +50,7 @@ func (s *session) Where(context.Context) (string, error) { return "the SQLite da
 
 func (s *session) Schema(ctx context.Context, table string) (migrations.Schema, error) {
 	ts, err := loadSchema(ctx, s.Q, table)
-	return migrations.Schema{Exists: ts.exists, Fold: true, Columns: ts.columns, Indexes: ts.indexes}, err
+	return migrations.Schema{Exists: ts.exists, Fold: true, Columns: ts.columns, Indexes: ts.plainIndexes()}, err
 }
 
 // IndexTaken reports whether any index of the database has name: SQLite's

@@ -94,6 +94,22 @@ func loadSchema(ctx context.Context, q queryer, name string) (tableSchema, error
 	return s, nil
 }
 
+// plainIndexes are the indexes that are neither partial nor on an
+// expression, by lower-case name: the only ones that do what a
+// migration's index does, since the store's statements use no other
+// (indexOn). A partial index on refresh_at would otherwise count as the
+// migration's, which then left the table without the index its claims
+// need.
+func (s tableSchema) plainIndexes() map[string][]string {
+	out := make(map[string][]string, len(s.indexes))
+	for name, cols := range s.indexes {
+		if !s.partial[name] && !slices.Contains(cols, "") {
+			out[name] = cols
+		}
+	}
+	return out
+}
+
 // uniqueOn reports whether col alone is unique: the INTEGER PRIMARY KEY,
 // or the only column of a unique index (a one-column PRIMARY KEY has one)
 // that is not partial (a partial one leaves the rows outside it free to
