@@ -93,7 +93,7 @@ func (e *env) compare(ctx context.Context) error {
 		return err
 	}
 	// The plain service warms the table: the variants' cycles
-	// all come after the first one, which costs more (see warmUp).
+	// all come after the first ones, which cost more (see warmUp).
 	if err := e.warmUp(ctx, plain("service"), due); err != nil {
 		return err
 	}
