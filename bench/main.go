@@ -577,8 +577,9 @@ func (e *env) occurrencePlan(due int64) (*plan, error) {
 	return &plan{rows: e.rows, due: due, active: due, base: last}, nil
 }
 
-// fullRuns runs the full cycle repeat times per implementation and returns
-// the median run of each. The implementations alternate, and each repeat
+// fullRuns runs the full cycle repeat times per implementation, after
+// warmUp's uncounted cycles, and returns the median run of each. The
+// implementations alternate, and each repeat
 // starts with the next one (service first, then baseline first, ...): a
 // run pays for some of the previous run's after-effects (the database's
 // purge, the allocator), so a fixed order would favour one side.
