@@ -579,10 +579,10 @@ func (e *env) occurrencePlan(due int64) (*plan, error) {
 
 // fullRuns runs the full cycle repeat times per implementation, after
 // warmUp's uncounted cycles, and returns the median run of each. The
-// implementations alternate, and each repeat
-// starts with the next one (service first, then baseline first, ...): a
-// run pays for some of the previous run's after-effects (the database's
-// purge, the allocator), so a fixed order would favour one side.
+// implementations alternate, and each repeat starts with the next one
+// (service first, then baseline first, ...): a run pays for some of the
+// previous run's after-effects (the database's purge, the allocator), so
+// a fixed order would favour one side.
 func (e *env) fullRuns(ctx context.Context, due int64, impls []string) (map[string]runResult, error) {
 	if err := e.warmUp(ctx, plain(impls[len(impls)-1]), due); err != nil {
 		return nil, err
