@@ -282,27 +282,28 @@ func CountByPriority(def int, sc LevelCounts) ([]LevelCount, error) {
 	} else if due[def], err = count(Priority{Level: def, Source: PriorityKind}); err != nil {
 		return nil, err
 	}
-	for _, c := range []struct {
-		col string
-		src PrioritySource
-	}{{ColPriorityOnce, PriorityOnce}, {ColPriority, PriorityRow}} {
-		var level int
-		var ok bool
-		if c.col == ColPriority {
-			level, ok = firstRow, anyRow
-		} else {
-			level, ok, err = sc.Probe(c.col, 0, true)
-		}
-		for ; ok && err == nil; level, ok, err = sc.Probe(c.col, level, false) {
+	// walk counts the levels of col from the probe that found level (ok:
+	// one was found) on.
+	walk := func(col string, src PrioritySource, level int, ok bool) error {
+		var err error
+		for ; ok && err == nil; level, ok, err = sc.Probe(col, level, false) {
 			var n int64
-			if n, err = count(Priority{Level: level, Source: c.src}); err != nil {
-				break
+			if n, err = count(Priority{Level: level, Source: src}); err != nil {
+				return err
 			}
 			due[level] += n
 		}
-		if err != nil {
-			return nil, err
-		}
+		return err
+	}
+	firstOnce, anyOnce, err := sc.Probe(ColPriorityOnce, 0, true)
+	if err == nil {
+		err = walk(ColPriorityOnce, PriorityOnce, firstOnce, anyOnce)
+	}
+	if err == nil {
+		err = walk(ColPriority, PriorityRow, firstRow, anyRow)
+	}
+	if err != nil {
+		return nil, err
 	}
 	out := make([]LevelCount, 0, len(due))
 	for level, n := range due {
